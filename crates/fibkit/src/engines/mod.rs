@@ -1,0 +1,5 @@
+//! The lookup engines, one module each. See `docs/ENGINES.md` for their
+//! layouts, memory per prefix and memory accesses per lookup.
+
+pub mod dir24_8;
+pub mod radix;

@@ -1,0 +1,456 @@
+//! Loaders: tables and update streams from text and MRT files.
+//!
+//! Every loader streams its input, reads plain, gzip and bzip2 files alike
+//! (detected from the first bytes, not the file name), and reports bad input
+//! as `file:line: what is wrong`. By default the first bad line stops the
+//! load; with [`LoadOptions::skip_bad`] bad lines are skipped and counted.
+//!
+//! Formats ([`Format`]), detected from the content unless forced:
+//! - `table`: `prefix label` lines (label a `u32`);
+//! - `nexthop`: `prefix nexthop-address` lines; next hops are interned to
+//!   labels in a [`NextHopTable`] kept with the table;
+//! - `updates`: `time a|w prefix nexthop` lines, a stream of changes;
+//! - `mrt`: binary MRT (RFC 6396) RIB dumps and BGP4MP update streams.
+//!
+//! IPv4 and IPv6 prefixes may be mixed in one file; each family goes to its
+//! own reference table.
+
+pub mod mrt;
+pub mod text;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use crate::prefix::Label;
+use crate::rib::{Change, Rib};
+
+/// The input formats fibkit reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `prefix label` text.
+    Table,
+    /// `prefix nexthop-address` text.
+    NextHop,
+    /// `time a|w prefix nexthop` text.
+    Updates,
+    /// Binary MRT (RFC 6396).
+    Mrt,
+}
+
+impl Format {
+    /// Every format, with the name `--format` takes.
+    pub const ALL: [(Format, &'static str); 4] = [
+        (Format::Table, "table"),
+        (Format::NextHop, "nexthop"),
+        (Format::Updates, "updates"),
+        (Format::Mrt, "mrt"),
+    ];
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        Format::ALL
+            .iter()
+            .find(|(format, _)| *format == self)
+            .map(|(_, name)| *name)
+            .unwrap_or("?")
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        Format::ALL
+            .iter()
+            .find(|(_, name)| *name == text)
+            .map(|(format, _)| *format)
+            .ok_or_else(|| {
+                format!(
+                    "unknown format `{text}` (known: {})",
+                    Format::ALL
+                        .iter()
+                        .map(|(_, n)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What an MRT loader uses as a route's label.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LabelSource {
+    /// The next-hop address, interned in the [`NextHopTable`].
+    #[default]
+    NextHop,
+    /// The origin AS number (last AS of the AS path; 0 if there is none).
+    OriginAs,
+}
+
+/// Which collector peer's routes an MRT RIB dump load keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerSelector {
+    /// The peer with this address.
+    Addr(IpAddr),
+    /// The peer with this AS number (the first such peer if several).
+    Asn(u32),
+}
+
+impl std::str::FromStr for PeerSelector {
+    type Err = String;
+    /// `192.0.2.1`, `2001:db8::1`, `AS64500` or `64500`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        if let Ok(addr) = text.parse::<IpAddr>() {
+            return Ok(PeerSelector::Addr(addr));
+        }
+        let digits = text
+            .strip_prefix("AS")
+            .or_else(|| text.strip_prefix("as"))
+            .unwrap_or(text);
+        digits
+            .parse::<u32>()
+            .map(PeerSelector::Asn)
+            .map_err(|_| format!("`{text}` is neither a peer address nor an AS number"))
+    }
+}
+
+/// How to load a file.
+#[derive(Clone, Copy, Default)]
+pub struct LoadOptions<'a> {
+    /// Force a format instead of detecting it.
+    pub format: Option<Format>,
+    /// Clear host bits instead of rejecting prefixes that have them (counted).
+    pub lenient: bool,
+    /// Skip and count bad lines or records instead of stopping at the first.
+    pub skip_bad: bool,
+    /// MRT RIB dumps: whose routes to keep (default: the peer with most prefixes).
+    pub peer: Option<PeerSelector>,
+    /// MRT: what becomes the label.
+    pub label: LabelSource,
+    /// Called now and then with the number of input bytes read so far.
+    pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+}
+
+/// Next-hop addresses interned as labels (label = position).
+#[derive(Clone, Debug, Default)]
+pub struct NextHopTable {
+    addrs: Vec<IpAddr>,
+    index: HashMap<IpAddr, Label>,
+}
+
+impl NextHopTable {
+    /// The label of `addr`, interning it if new.
+    pub fn intern(&mut self, addr: IpAddr) -> Label {
+        if let Some(&label) = self.index.get(&addr) {
+            return label;
+        }
+        let label = self.addrs.len() as Label;
+        self.addrs.push(addr);
+        self.index.insert(addr, label);
+        label
+    }
+
+    /// The address behind `label`, if it is an interned one.
+    pub fn addr(&self, label: Label) -> Option<IpAddr> {
+        self.addrs.get(label as usize).copied()
+    }
+
+    /// `(label, address)` pairs in label order.
+    pub fn iter(&self) -> impl Iterator<Item = (Label, IpAddr)> + '_ {
+        self.addrs
+            .iter()
+            .enumerate()
+            .map(|(label, addr)| (label as Label, *addr))
+    }
+
+    /// Number of distinct next hops.
+    pub fn len(&self) -> usize {
+        self.addrs.len()
+    }
+
+    /// Whether none were interned.
+    pub fn is_empty(&self) -> bool {
+        self.addrs.is_empty()
+    }
+}
+
+/// Counts kept while loading.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadStats {
+    /// Lines (text) or records (MRT) read.
+    pub records: u64,
+    /// Routes read (a prefix may be read more than once).
+    pub routes: u64,
+    /// Routes whose prefix was already in the table (the later label wins).
+    pub duplicates: u64,
+    /// Bad lines or records skipped under `skip_bad`.
+    pub skipped: u64,
+    /// Prefixes whose host bits were cleared under `lenient`.
+    pub masked: u64,
+}
+
+/// A loaded table: one reference trie per family.
+#[derive(Clone, Debug, Default)]
+pub struct LoadedTable {
+    /// The format that was read.
+    pub format: Option<Format>,
+    /// IPv4 prefixes.
+    pub v4: Rib<u32>,
+    /// IPv6 prefixes.
+    pub v6: Rib<u128>,
+    /// Next hops interned as labels (`nexthop` text and MRT with next-hop labels).
+    pub nexthops: NextHopTable,
+    /// Counts.
+    pub stats: LoadStats,
+    /// Things the user should be told (which MRT peer was chosen, ...).
+    pub notes: Vec<String>,
+}
+
+/// A change to either family's table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnyChange {
+    /// An IPv4 change.
+    V4(Change<u32>),
+    /// An IPv6 change.
+    V6(Change<u128>),
+}
+
+/// One timestamped change from an update stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Update {
+    /// Seconds since the Unix epoch.
+    pub time: u64,
+    /// The change.
+    pub change: AnyChange,
+}
+
+/// A loaded update stream.
+#[derive(Clone, Debug, Default)]
+pub struct LoadedUpdates {
+    /// The changes in file order.
+    pub updates: Vec<Update>,
+    /// Next hops interned as labels.
+    pub nexthops: NextHopTable,
+    /// Counts.
+    pub stats: LoadStats,
+    /// Things the user should be told.
+    pub notes: Vec<String>,
+}
+
+/// Why a file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error (a truncated gzip file shows up here).
+        source: io::Error,
+    },
+    /// A bad line or record.
+    #[error("{path}:{line}: {what}")]
+    Bad {
+        /// The file.
+        path: PathBuf,
+        /// Line number (text) or record number (MRT), from 1.
+        line: u64,
+        /// What is wrong, with the offending text.
+        what: String,
+    },
+    /// The file as a whole is unusable (empty, unknown format, wrong kind).
+    #[error("{path}: {what}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+impl LoadError {
+    pub(crate) fn bad(path: &Path, line: u64, what: impl Into<String>) -> Self {
+        LoadError::Bad {
+            path: path.to_path_buf(),
+            line,
+            what: what.into(),
+        }
+    }
+
+    pub(crate) fn file(path: &Path, what: impl Into<String>) -> Self {
+        LoadError::File {
+            path: path.to_path_buf(),
+            what: what.into(),
+        }
+    }
+
+    pub(crate) fn io(path: &Path, source: io::Error) -> Self {
+        LoadError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Counts bytes read from the underlying file, for progress reports.
+struct CountingReader<R> {
+    inner: R,
+    count: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// An opened input: decompressed, buffered, with a count of raw bytes read.
+pub struct Input {
+    /// The decompressed content.
+    pub reader: Box<dyn BufRead + Send>,
+    /// Raw (compressed) bytes read so far.
+    pub raw_bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The path, for messages.
+    pub path: PathBuf,
+}
+
+impl Input {
+    /// Raw bytes read so far.
+    pub fn raw_bytes_read(&self) -> u64 {
+        self.raw_bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Opens `path`, undoing gzip or bzip2 compression if the content has it.
+pub fn open(path: &Path) -> Result<Input, LoadError> {
+    let file = File::open(path).map_err(|e| LoadError::io(path, e))?;
+    let raw_bytes = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counting = CountingReader {
+        inner: file,
+        count: raw_bytes.clone(),
+    };
+    let mut buffered = BufReader::with_capacity(1 << 16, counting);
+    let magic = buffered.fill_buf().map_err(|e| LoadError::io(path, e))?;
+    let reader: Box<dyn BufRead + Send> = if magic.starts_with(&[0x1f, 0x8b]) {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(buffered),
+        ))
+    } else if magic.starts_with(b"BZh") {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            bzip2::bufread::MultiBzDecoder::new(buffered),
+        ))
+    } else {
+        Box::new(buffered)
+    };
+    Ok(Input {
+        reader,
+        raw_bytes,
+        path: path.to_path_buf(),
+    })
+}
+
+/// Guesses the format from the start of the decompressed content.
+pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
+    let path = input.path.clone();
+    let head = input
+        .reader
+        .fill_buf()
+        .map_err(|e| LoadError::io(&path, e))?;
+    if head.is_empty() {
+        return Err(LoadError::file(&path, "the file is empty"));
+    }
+    // MRT records start with a binary timestamp and type; text tables are
+    // printable ASCII.
+    let sample = &head[..head.len().min(512)];
+    if sample
+        .iter()
+        .any(|&b| !(b.is_ascii_graphic() || b.is_ascii_whitespace()))
+    {
+        return Ok(Format::Mrt);
+    }
+    let text = String::from_utf8_lossy(sample);
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'));
+    let Some(first) = lines.next() else {
+        return Err(LoadError::file(
+            &path,
+            "no data line in the first 512 bytes; use --format",
+        ));
+    };
+    let fields: Vec<&str> = first.split_ascii_whitespace().collect();
+    match fields.as_slice() {
+        [_, label] if label.parse::<u32>().is_ok() => Ok(Format::Table),
+        [_, nexthop] if nexthop.parse::<IpAddr>().is_ok() => Ok(Format::NextHop),
+        [_, action, _, _] if *action == "a" || *action == "w" => Ok(Format::Updates),
+        _ => Err(LoadError::file(
+            &path,
+            format!(
+                "cannot tell the format from its first line `{}` \
+                 (expected `prefix label`, `prefix nexthop` or `time a|w prefix nexthop`; use --format)",
+                first.chars().take(80).collect::<String>()
+            ),
+        )),
+    }
+}
+
+/// Loads a table from `path` (text or MRT RIB dump).
+pub fn load_table(path: &Path, options: &LoadOptions) -> Result<LoadedTable, LoadError> {
+    let mut input = open(path)?;
+    let format = match options.format {
+        Some(format) => format,
+        None => detect(&mut input)?,
+    };
+    let mut table = match format {
+        Format::Table | Format::NextHop => text::read_table(input, format, options)?,
+        Format::Mrt => mrt::read_rib(input, options)?,
+        Format::Updates => {
+            return Err(LoadError::file(
+                path,
+                "this is an update stream, not a table (use it where updates are expected)",
+            ))
+        }
+    };
+    table.format = Some(format);
+    if table.v4.is_empty() && table.v6.is_empty() && table.stats.skipped == 0 {
+        return Err(LoadError::file(path, "no prefixes found"));
+    }
+    Ok(table)
+}
+
+/// Loads an update stream from `path` (`updates` text or MRT BGP4MP).
+/// Next hops are interned in `nexthops`, so labels can agree with a table's.
+pub fn load_updates(
+    path: &Path,
+    options: &LoadOptions,
+    nexthops: NextHopTable,
+) -> Result<LoadedUpdates, LoadError> {
+    let mut input = open(path)?;
+    let format = match options.format {
+        Some(format) => format,
+        None => detect(&mut input)?,
+    };
+    match format {
+        Format::Updates => text::read_updates(input, options, nexthops),
+        Format::Mrt => mrt::read_updates(input, options, nexthops),
+        Format::Table | Format::NextHop => Err(LoadError::file(
+            path,
+            format!("this is a `{format}` table, not an update stream"),
+        )),
+    }
+}

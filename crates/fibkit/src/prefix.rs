@@ -1,0 +1,321 @@
+//! Prefixes (`192.0.2.0/24`, `2001:db8::/32`) and labels.
+
+use std::cmp::Ordering;
+use std::fmt::{self, Display};
+
+use crate::addr::{Addr, Family};
+
+/// What a prefix maps to: an opaque 32-bit value (a next-hop index, an AS
+/// number, ...). fibkit never limits how many distinct labels a table has.
+pub type Label = u32;
+
+/// An address prefix: the first `plen` bits of `addr`; the remaining (host)
+/// bits are always zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Prefix<A> {
+    addr: A,
+    plen: u8,
+}
+
+/// Why a prefix could not be made or parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrefixError {
+    /// The text is not `address/length`.
+    #[error("`{0}` is not a prefix (expected address/length, e.g. 192.0.2.0/24)")]
+    Syntax(String),
+    /// The address part does not parse for this family.
+    #[error("`{text}` is not an {family} address")]
+    BadAddress {
+        /// The offending address text.
+        text: String,
+        /// The family that was expected.
+        family: Family,
+    },
+    /// The length is not a number or longer than the address.
+    #[error("prefix length `{text}` is not in 0..={max}")]
+    BadLength {
+        /// The offending length text.
+        text: String,
+        /// The address width.
+        max: u8,
+    },
+    /// Bits after the prefix length are set (`10.0.0.1/8`).
+    #[error("`{text}` has host bits set (did you mean {masked}?)")]
+    HostBitsSet {
+        /// The offending prefix text.
+        text: String,
+        /// The prefix with host bits cleared.
+        masked: String,
+    },
+}
+
+impl<A: Addr> Prefix<A> {
+    /// The prefix of length `plen` containing `addr`, host bits cleared.
+    ///
+    /// # Panics
+    /// If `plen > A::BITS` (a programming error; parsed input is checked).
+    #[inline]
+    pub fn new_masked(addr: A, plen: u8) -> Self {
+        assert!(plen <= A::BITS, "prefix length {plen} > {}", A::BITS);
+        Prefix {
+            addr: addr.masked(plen),
+            plen,
+        }
+    }
+
+    /// The prefix `addr/plen`, or an error when `plen` is too long or host
+    /// bits are set.
+    pub fn new(addr: A, plen: u8) -> Result<Self, PrefixError> {
+        if plen > A::BITS {
+            return Err(PrefixError::BadLength {
+                text: plen.to_string(),
+                max: A::BITS,
+            });
+        }
+        let prefix = Prefix {
+            addr: addr.masked(plen),
+            plen,
+        };
+        if prefix.addr != addr {
+            return Err(PrefixError::HostBitsSet {
+                text: format!("{}/{}", addr.display(), plen),
+                masked: prefix.to_string(),
+            });
+        }
+        Ok(prefix)
+    }
+
+    /// The prefix covering every address (`0.0.0.0/0` or `::/0`).
+    pub fn default_route() -> Self {
+        Prefix {
+            addr: A::ZERO,
+            plen: 0,
+        }
+    }
+
+    /// Parses `address/length`. A bare address is a host prefix (/32, /128).
+    /// With `lenient`, host bits are cleared and the second value says whether
+    /// any were set; otherwise host bits set are an error.
+    pub fn parse_lenient(text: &str, lenient: bool) -> Result<(Self, bool), PrefixError> {
+        let (addr_text, plen) = match text.split_once('/') {
+            Some((addr_text, len_text)) => {
+                let plen = len_text
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|&plen| plen <= A::BITS && !len_text.starts_with('+'))
+                    .ok_or_else(|| PrefixError::BadLength {
+                        text: len_text.to_string(),
+                        max: A::BITS,
+                    })?;
+                (addr_text, plen)
+            }
+            None => (text, A::BITS),
+        };
+        if addr_text.is_empty() {
+            return Err(PrefixError::Syntax(text.to_string()));
+        }
+        let addr = A::parse_addr(addr_text).ok_or_else(|| PrefixError::BadAddress {
+            text: addr_text.to_string(),
+            family: A::FAMILY,
+        })?;
+        let prefix = Prefix::new_masked(addr, plen);
+        let had_host_bits = prefix.addr != addr;
+        if had_host_bits && !lenient {
+            return Err(PrefixError::HostBitsSet {
+                text: text.to_string(),
+                masked: prefix.to_string(),
+            });
+        }
+        Ok((prefix, had_host_bits))
+    }
+
+    /// The network address (host bits zero).
+    #[inline]
+    pub fn addr(self) -> A {
+        self.addr
+    }
+
+    /// The prefix length in bits.
+    #[inline]
+    pub fn plen(self) -> u8 {
+        self.plen
+    }
+
+    /// The first address covered (the network address).
+    #[inline]
+    pub fn first(self) -> A {
+        self.addr
+    }
+
+    /// The last address covered.
+    #[inline]
+    pub fn last(self) -> A {
+        self.addr.with_host_bits_set(self.plen)
+    }
+
+    /// Whether `addr` lies in this prefix.
+    #[inline]
+    pub fn contains(self, addr: A) -> bool {
+        addr.masked(self.plen) == self.addr
+    }
+
+    /// Whether `other` is this prefix or a more specific one inside it.
+    #[inline]
+    pub fn covers(self, other: Prefix<A>) -> bool {
+        other.plen >= self.plen && self.contains(other.addr)
+    }
+
+    /// The prefix one bit shorter, or `None` for the default route.
+    pub fn parent(self) -> Option<Self> {
+        (self.plen > 0).then(|| Prefix::new_masked(self.addr, self.plen - 1))
+    }
+
+    /// The longest prefix covering both `self` and `other`.
+    pub fn common(self, other: Prefix<A>) -> Self {
+        let plen = self
+            .addr
+            .common_prefix_len(other.addr)
+            .min(self.plen)
+            .min(other.plen);
+        Prefix::new_masked(self.addr, plen)
+    }
+
+    /// Number of addresses covered, as `2^(BITS - plen)` saturated to u128.
+    pub fn size(self) -> u128 {
+        let host_bits = A::BITS - self.plen;
+        if host_bits >= 128 {
+            u128::MAX
+        } else {
+            1u128 << host_bits
+        }
+    }
+}
+
+impl<A: Addr> std::str::FromStr for Prefix<A> {
+    type Err = PrefixError;
+    /// Strict parse: host bits set are an error.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Prefix::parse_lenient(text, false).map(|(prefix, _)| prefix)
+    }
+}
+
+/// Sorted by address, then by length: a covering prefix comes right before
+/// the prefixes it covers (pre-order of the binary trie).
+impl<A: Addr> Ord for Prefix<A> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.addr.cmp(&other.addr).then(self.plen.cmp(&other.plen))
+    }
+}
+
+impl<A: Addr> PartialOrd for Prefix<A> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<A: Addr> Display for Prefix<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.addr.fmt_addr(f)?;
+        write!(f, "/{}", self.plen)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v4(text: &str) -> Prefix<u32> {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn parse_print_roundtrip() {
+        for text in [
+            "0.0.0.0/0",
+            "10.0.0.0/8",
+            "192.0.2.0/24",
+            "255.255.255.255/32",
+        ] {
+            assert_eq!(v4(text).to_string(), text);
+        }
+        for text in [
+            "::/0",
+            "2001:db8::/32",
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128",
+        ] {
+            let prefix: Prefix<u128> = text.parse().unwrap();
+            assert_eq!(prefix.to_string(), text);
+        }
+        assert_eq!(v4("192.0.2.1").plen(), 32);
+    }
+
+    #[test]
+    fn parse_errors_say_what_is_wrong() {
+        let err = "10.0.0.1/8".parse::<Prefix<u32>>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`10.0.0.1/8` has host bits set (did you mean 10.0.0.0/8?)"
+        );
+        assert!(matches!(
+            "10.0.0.0/33".parse::<Prefix<u32>>(),
+            Err(PrefixError::BadLength { .. })
+        ));
+        assert!(matches!(
+            "10.0.0.0/+8".parse::<Prefix<u32>>(),
+            Err(PrefixError::BadLength { .. })
+        ));
+        assert!(matches!(
+            "10.0.0/8".parse::<Prefix<u32>>(),
+            Err(PrefixError::BadAddress { .. })
+        ));
+        assert!(matches!(
+            "/8".parse::<Prefix<u32>>(),
+            Err(PrefixError::Syntax(_))
+        ));
+        assert!(matches!(
+            "2001:db8::/32".parse::<Prefix<u32>>(),
+            Err(PrefixError::BadAddress { .. })
+        ));
+        assert!(matches!(
+            "::/129".parse::<Prefix<u128>>(),
+            Err(PrefixError::BadLength { .. })
+        ));
+        let (masked, had) = Prefix::<u32>::parse_lenient("10.1.2.3/8", true).unwrap();
+        assert_eq!((masked, had), (v4("10.0.0.0/8"), true));
+    }
+
+    #[test]
+    fn first_last_contains_parent() {
+        let p = v4("10.1.0.0/16");
+        assert_eq!(p.first(), 0x0a01_0000);
+        assert_eq!(p.last(), 0x0a01_ffff);
+        assert!(p.contains(0x0a01_1234));
+        assert!(!p.contains(0x0a02_0000));
+        assert_eq!(p.parent(), Some(v4("10.0.0.0/15")));
+        assert_eq!(v4("0.0.0.0/0").parent(), None);
+        assert!(v4("10.0.0.0/8").covers(p));
+        assert!(!p.covers(v4("10.0.0.0/8")));
+        assert_eq!(
+            v4("10.1.0.0/16").common(v4("10.3.0.0/16")),
+            v4("10.0.0.0/14")
+        );
+        assert_eq!(v4("0.0.0.0/0").last(), u32::MAX);
+        assert_eq!(v4("0.0.0.0/0").size(), 1 << 32);
+    }
+
+    #[test]
+    fn order_is_preorder() {
+        let mut prefixes = [
+            v4("10.0.0.0/16"),
+            v4("10.0.0.0/8"),
+            v4("9.0.0.0/8"),
+            v4("10.1.0.0/16"),
+        ];
+        prefixes.sort();
+        let texts: Vec<String> = prefixes.iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            texts,
+            ["9.0.0.0/8", "10.0.0.0/8", "10.0.0.0/16", "10.1.0.0/16"]
+        );
+    }
+}

@@ -1,0 +1,196 @@
+//! Checking an engine against the reference table.
+//!
+//! Every engine is checked at every boundary of the reference table's
+//! (unmerged) range view, the first and last address of each range and the
+//! addresses just before and after, where an off-by-one in an engine would
+//! show, plus seeded random addresses: half uniform over the address space,
+//! half inside randomly chosen prefixes of the table (for IPv6, uniform
+//! addresses almost never hit an announced prefix). Both the single and the
+//! batch lookup are compared with the reference trie's own longest match.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::addr::Addr;
+use crate::fib::Fib;
+use crate::prefix::{Label, Prefix};
+use crate::rib::Rib;
+
+/// How many mismatches a report keeps in detail.
+pub const MAX_REPORTED_MISMATCHES: usize = 20;
+
+/// One address where an engine disagreed with the reference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch<A> {
+    /// The address looked up.
+    pub addr: A,
+    /// The reference answer: matched prefix and label.
+    pub expected: Option<(Prefix<A>, Label)>,
+    /// The engine's single lookup answer.
+    pub got: Option<Label>,
+    /// The engine's batch lookup answer.
+    pub got_batch: Option<Label>,
+}
+
+impl<A: Addr> std::fmt::Display for Mismatch<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |label: Option<Label>| label.map_or("none".to_string(), |l| l.to_string());
+        write!(f, "{}: expected ", self.addr.display())?;
+        match self.expected {
+            Some((prefix, label)) => write!(f, "{label} (from {prefix})")?,
+            None => write!(f, "none")?,
+        }
+        write!(
+            f,
+            ", got {} (batch: {})",
+            show(self.got),
+            show(self.got_batch)
+        )
+    }
+}
+
+/// The outcome of [`verify`].
+#[derive(Clone, Debug, Default)]
+pub struct VerifyReport<A> {
+    /// Addresses checked.
+    pub checked: u64,
+    /// Addresses where the engine agreed (single and batch).
+    pub passed: u64,
+    /// Addresses where it did not.
+    pub failed: u64,
+    /// The first [`MAX_REPORTED_MISMATCHES`] mismatches.
+    pub mismatches: Vec<Mismatch<A>>,
+}
+
+impl<A> VerifyReport<A> {
+    /// Whether every address agreed.
+    pub fn ok(&self) -> bool {
+        self.failed == 0
+    }
+}
+
+/// The addresses [`verify`] checks: every range boundary and its neighbours,
+/// then `random` seeded random addresses.
+pub fn check_addresses<A: Addr>(rib: &Rib<A>, random: usize, seed: u64) -> Vec<A> {
+    let mut ranges = Vec::new();
+    rib.ranges_in(A::ZERO, A::MAX, false, &mut ranges);
+    let mut addrs = Vec::with_capacity(ranges.len() * 4 + random);
+    for range in &ranges {
+        addrs.push(range.first);
+        addrs.push(range.last);
+        addrs.extend(range.first.checked_prev());
+        addrs.extend(range.last.checked_next());
+    }
+    addrs.sort_unstable();
+    addrs.dedup();
+    let prefixes: Vec<Prefix<A>> = if random > 0 {
+        rib.iter().map(|(p, _)| p).collect()
+    } else {
+        Vec::new()
+    };
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for i in 0..random {
+        let uniform = A::from_u128(rng.random::<u128>());
+        let addr = if i % 2 == 0 || prefixes.is_empty() {
+            uniform
+        } else {
+            let prefix = prefixes[rng.random_range(0..prefixes.len())];
+            // Keep the prefix bits, take the host bits from `uniform`.
+            let host = uniform.to_u128() & !A::mask(prefix.plen()).to_u128();
+            A::from_u128(prefix.addr().to_u128() | host)
+        };
+        addrs.push(addr);
+    }
+    addrs
+}
+
+/// Checks `engine` against `rib` on [`check_addresses`]`(rib, random, seed)`.
+pub fn verify<A: Addr>(
+    engine: &dyn Fib<A>,
+    rib: &Rib<A>,
+    random: usize,
+    seed: u64,
+) -> VerifyReport<A> {
+    let addrs = check_addresses(rib, random, seed);
+    let mut batch = vec![None; addrs.len()];
+    engine.lookup_batch(&addrs, &mut batch);
+    let mut report = VerifyReport {
+        checked: addrs.len() as u64,
+        ..VerifyReport::default()
+    };
+    for (&addr, &got_batch) in addrs.iter().zip(&batch) {
+        let expected = rib.longest_match(addr);
+        let got = engine.lookup(addr);
+        let want = expected.map(|(_, label)| label);
+        if got == want && got_batch == want {
+            report.passed += 1;
+        } else {
+            report.failed += 1;
+            if report.mismatches.len() < MAX_REPORTED_MISMATCHES {
+                report.mismatches.push(Mismatch {
+                    addr,
+                    expected,
+                    got,
+                    got_batch,
+                });
+            }
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine that is wrong on one address, to prove verify can fail.
+    struct OffByOne(Rib<u32>);
+
+    impl Fib<u32> for OffByOne {
+        fn name(&self) -> String {
+            "off-by-one".to_string()
+        }
+        fn memory_bytes(&self) -> usize {
+            0
+        }
+        fn lookup(&self, addr: u32) -> Option<Label> {
+            if addr == 0x0a00_0000 {
+                self.0.lookup(addr - 1)
+            } else {
+                self.0.lookup(addr)
+            }
+        }
+    }
+
+    #[test]
+    fn boundaries_include_neighbours() {
+        let rib = Rib::<u32>::from_pairs([("10.0.0.0/8".parse().unwrap(), 1)]);
+        let addrs = check_addresses(&rib, 0, 1);
+        assert_eq!(
+            addrs,
+            vec![
+                0,
+                0x09ff_ffff,
+                0x0a00_0000,
+                0x0aff_ffff,
+                0x0b00_0000,
+                u32::MAX
+            ]
+        );
+    }
+
+    #[test]
+    fn verify_catches_a_wrong_engine() {
+        let rib = Rib::<u32>::from_pairs([("10.0.0.0/8".parse().unwrap(), 1)]);
+        let wrong = OffByOne(rib.clone());
+        let report = verify(&wrong, &rib, 100, 7);
+        assert_eq!(report.failed, 1);
+        assert_eq!(report.mismatches[0].addr, 0x0a00_0000);
+        assert_eq!(
+            report.mismatches[0].to_string(),
+            "10.0.0.0: expected 1 (from 10.0.0.0/8), got none (batch: none)"
+        );
+        let right = OffByOne(Rib::new());
+        assert!(!verify(&right, &rib, 0, 7).ok());
+    }
+}

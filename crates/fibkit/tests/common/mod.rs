@@ -1,0 +1,200 @@
+//! The shared engine test suite: every engine runs the same checks.
+//!
+//! - small hand-made vectors (default route, host routes, nested and adjacent
+//!   prefixes, no default route, empty table) for both families;
+//! - property tests against the reference trie on random tables, with the
+//!   seed printed by proptest on failure;
+//! - real tables from `../shared/data`, on every range boundary.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use fibkit::load::{load_table, LoadOptions, LoadedTable};
+use fibkit::{build, verify, Addr, EngineFamily, Prefix, Rib};
+use proptest::prelude::*;
+
+/// `../shared/data/NAME`, relative to the workspace root.
+pub fn data_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(name)
+}
+
+/// Loads a shared table once per test binary.
+pub fn shared_table(name: &'static str) -> &'static LoadedTable {
+    static TABLES: OnceLock<std::sync::Mutex<Vec<(&'static str, &'static LoadedTable)>>> =
+        OnceLock::new();
+    let tables = TABLES.get_or_init(Default::default);
+    let mut tables = tables.lock().unwrap();
+    if let Some((_, table)) = tables.iter().find(|(n, _)| *n == name) {
+        return table;
+    }
+    let table = load_table(&data_path(name), &LoadOptions::default())
+        .unwrap_or_else(|e| panic!("loading {name}: {e}"));
+    let table: &'static LoadedTable = Box::leak(Box::new(table));
+    tables.push((name, table));
+    table
+}
+
+/// Builds `spec` from `rib` and checks it on every range boundary and
+/// `random` random addresses; panics with the first mismatches.
+pub fn assert_engine_matches<A: EngineFamily>(spec: &str, rib: &Rib<A>, random: usize) {
+    let engine = build(spec, rib).unwrap_or_else(|e| panic!("building {spec}: {e}"));
+    let report = verify(engine.as_ref(), rib, random, 0x5eed);
+    if !report.ok() {
+        let shown: Vec<String> = report.mismatches.iter().map(|m| m.to_string()).collect();
+        panic!(
+            "{spec}: {} passed, {} failed:\n{}",
+            report.passed,
+            report.failed,
+            shown.join("\n")
+        );
+    }
+}
+
+fn rib_of<A: Addr>(entries: &[(&str, u32)]) -> Rib<A> {
+    Rib::from_pairs(entries.iter().map(|(text, label)| {
+        let prefix: Prefix<A> = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
+        (prefix, *label)
+    }))
+}
+
+/// Hand-made IPv4 tables that catch the usual off-by-ones.
+pub fn small_tables_v4() -> Vec<Rib<u32>> {
+    vec![
+        rib_of(&[]),
+        rib_of(&[("0.0.0.0/0", 1)]),
+        rib_of(&[
+            ("0.0.0.0/0", 1),
+            ("0.0.0.0/32", 2),
+            ("255.255.255.255/32", 3),
+        ]),
+        rib_of(&[
+            ("10.0.0.0/8", 1),
+            ("10.0.0.0/9", 2),
+            ("10.128.0.0/9", 3),
+            ("10.64.0.0/10", 4),
+        ]),
+        rib_of(&[
+            ("192.0.2.0/24", 1),
+            ("192.0.3.0/24", 1),
+            ("192.0.2.128/25", 2),
+            ("192.0.2.129/32", 3),
+        ]),
+        rib_of(&[
+            ("128.0.0.0/1", 7),
+            ("0.0.0.0/1", 8),
+            ("1.2.3.4/32", 9),
+            ("1.2.3.0/31", 10),
+        ]),
+        rib_of(&[
+            ("10.1.0.0/16", 5),
+            ("10.1.0.0/24", 6),
+            ("10.1.0.0/25", 7),
+            ("10.1.0.0/30", 8),
+        ]),
+        // Many labels in one 2^8 block and a long prefix inside a short one.
+        rib_of(
+            &(0..=255)
+                .map(|i| {
+                    (
+                        Box::leak(format!("10.0.0.{i}/32").into_boxed_str()) as &str,
+                        i * 1000 + 7,
+                    )
+                })
+                .collect::<Vec<_>>(),
+        ),
+        rib_of(&[
+            ("0.0.0.0/0", u32::MAX),
+            ("100.0.0.0/7", 0),
+            ("101.255.255.0/24", u32::MAX - 1),
+        ]),
+    ]
+}
+
+/// Hand-made IPv6 tables.
+pub fn small_tables_v6() -> Vec<Rib<u128>> {
+    vec![
+        rib_of(&[]),
+        rib_of(&[("::/0", 1)]),
+        rib_of(&[
+            ("::/0", 1),
+            ("::/128", 2),
+            ("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128", 3),
+        ]),
+        rib_of(&[
+            ("2001:db8::/32", 1),
+            ("2001:db8::/48", 2),
+            ("2001:db8:1::/48", 3),
+            ("2001:db8::1/128", 4),
+        ]),
+        rib_of(&[
+            ("2000::/3", 5),
+            ("2001::/16", 6),
+            ("2001:db8:8000::/33", 7),
+            ("fe80::/10", 8),
+        ]),
+    ]
+}
+
+/// Runs the hand-made tables through `spec` (families the engine supports).
+pub fn check_small_tables(spec: &str, ipv4: bool, ipv6: bool) {
+    if ipv4 {
+        for rib in small_tables_v4() {
+            assert_engine_matches(spec, &rib, 2000);
+        }
+    }
+    if ipv6 {
+        for rib in small_tables_v6() {
+            assert_engine_matches(spec, &rib, 2000);
+        }
+    }
+}
+
+/// Random IPv4 tables: prefixes clustered so they nest and touch.
+pub fn random_table_v4() -> impl Strategy<Value = Vec<(u32, u8, u32)>> {
+    prop::collection::vec((any::<u32>(), 0u8..=32, 0u32..6), 0..200).prop_map(|mut entries| {
+        // Pull most addresses into a few /12s so prefixes overlap.
+        for (i, entry) in entries.iter_mut().enumerate() {
+            if i % 4 != 0 {
+                entry.0 = (entry.0 & 0x000f_ffff) | ((i as u32 % 3) << 20) | 0x0a00_0000;
+            }
+        }
+        entries
+    })
+}
+
+/// Random IPv6 tables, clustered in the same way.
+pub fn random_table_v6() -> impl Strategy<Value = Vec<(u128, u8, u32)>> {
+    prop::collection::vec((any::<u128>(), 0u8..=128, 0u32..6), 0..200).prop_map(|mut entries| {
+        for (i, entry) in entries.iter_mut().enumerate() {
+            if i % 4 != 0 {
+                entry.0 = (entry.0 & ((1u128 << 100) - 1))
+                    | ((i as u128 % 3) << 100)
+                    | (0x2001u128 << 112);
+            }
+        }
+        entries
+    })
+}
+
+/// Builds a reference table from `(addr, plen, label)` triples (host bits masked).
+pub fn rib_from_triples<A: Addr>(entries: &[(A, u8, u32)]) -> Rib<A> {
+    Rib::from_pairs(
+        entries
+            .iter()
+            .map(|&(addr, plen, label)| (Prefix::new_masked(addr, plen), label)),
+    )
+}
+
+/// Checks `spec` on the full shared table `name`, both families it supports.
+pub fn check_shared_table(spec: &str, name: &'static str, ipv4: bool, ipv6: bool) {
+    let table = shared_table(name);
+    if ipv4 && !table.v4.is_empty() {
+        assert_engine_matches(spec, &table.v4, 200_000);
+    }
+    if ipv6 && !table.v6.is_empty() {
+        assert_engine_matches(spec, &table.v6, 200_000);
+    }
+}

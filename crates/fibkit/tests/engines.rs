@@ -1,0 +1,63 @@
+//! The shared suite run against every engine (see `common/mod.rs`).
+
+mod common;
+
+use common::*;
+use proptest::prelude::*;
+
+/// Every engine spec under test, with the families it supports.
+const ENGINES: &[(&str, bool, bool)] = &[("radix", true, true), ("dir24-8", true, false)];
+
+#[test]
+fn small_tables() {
+    for &(spec, ipv4, ipv6) in ENGINES {
+        check_small_tables(spec, ipv4, ipv6);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn random_tables_v4(entries in random_table_v4()) {
+        let rib = rib_from_triples(&entries);
+        for &(spec, ipv4, _) in ENGINES {
+            if ipv4 {
+                assert_engine_matches(spec, &rib, 500);
+            }
+        }
+    }
+
+    #[test]
+    fn random_tables_v6(entries in random_table_v6()) {
+        let rib = rib_from_triples(&entries);
+        for &(spec, _, ipv6) in ENGINES {
+            if ipv6 {
+                assert_engine_matches(spec, &rib, 500);
+            }
+        }
+    }
+}
+
+#[test]
+fn dfz_v4_nh() {
+    for &(spec, ipv4, _) in ENGINES {
+        check_shared_table(spec, "dfz-v4-nh.txt.gz", ipv4, false);
+    }
+}
+
+#[test]
+fn dfz_v4_asn() {
+    for &(spec, ipv4, _) in ENGINES {
+        check_shared_table(spec, "dfz-v4-asn.txt.gz", ipv4, false);
+    }
+}
+
+#[test]
+fn dfz_v6_tables() {
+    for &(spec, _, ipv6) in ENGINES {
+        check_shared_table(spec, "dfz-v6-nh.txt.gz", false, ipv6);
+        check_shared_table(spec, "dfz-v6-asn.txt.gz", false, ipv6);
+        check_shared_table(spec, "linx-rib-ipv6.20141225.txt.gz", false, ipv6);
+    }
+}
