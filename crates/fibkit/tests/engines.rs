@@ -6,7 +6,19 @@ use common::*;
 use proptest::prelude::*;
 
 /// Every engine spec under test, with the families it supports.
-const ENGINES: &[(&str, bool, bool)] = &[("radix", true, true), ("dir24-8", true, false)];
+const ENGINES: &[(&str, bool, bool)] = &[
+    ("radix", true, true),
+    ("dir24-8", true, false),
+    ("cpe:levels=3", true, false),
+    ("cpe:levels=12", true, true),
+    ("cpe:levels=4,fixed", true, false),
+    ("cpe:levels=12,fixed", false, true),
+    ("cpe:levels=4,nopush", true, false),
+    ("cpe:levels=12,nopush", false, true),
+    ("cpe:levels=4,packed", true, false),
+    ("cpe:levels=12,packed", false, true),
+    ("cpe:strides=16+8+8", true, false),
+];
 
 #[test]
 fn small_tables() {
