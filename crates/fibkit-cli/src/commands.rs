@@ -155,19 +155,24 @@ fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()>
         );
     }
     for spec in engines {
-        let Some((engine, build_seconds)) = wanted(spec, rib)? else {
-            continue;
+        let (engine, build_seconds) = match build_timed(spec, rib) {
+            Ok(built) => built,
+            Err(error @ BuildError::UnsupportedFamily { .. }) => {
+                say!("  engine {spec}: {error}");
+                continue;
+            }
+            Err(error) => return Err(error.into()),
         };
         let bytes = engine.memory_bytes();
         say!("  engine {}:", engine.name());
-        say!("    build time      {:.1} ms", build_seconds * 1e3);
+        say!("    build time           {:.1} ms", build_seconds * 1e3);
         say!(
-            "    footprint       {} bytes ({:.2} bytes/prefix)",
+            "    footprint            {} bytes ({:.2} bytes/prefix)",
             bytes,
             bytes as f64 / rib.len() as f64
         );
         for (name, value) in engine.stats() {
-            say!("    {name:<15} {value}");
+            say!("    {name:<20} {value}");
         }
     }
     Ok(())

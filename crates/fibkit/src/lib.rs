@@ -34,3 +34,8 @@ pub use fib::{
 pub use prefix::{Label, Prefix, PrefixError};
 pub use rib::{Change, Range, Rib};
 pub use verify::{verify, VerifyReport};
+
+/// The README's Rust example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
