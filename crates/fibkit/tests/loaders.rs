@@ -303,3 +303,50 @@ fn update_stream_errors() {
     assert_eq!(loaded.updates.len(), 2);
     assert_eq!(loaded.nexthops.len(), 1);
 }
+
+mod no_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Lines built from the pieces real files are made of, shuffled and broken.
+    fn line() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("10.0.0.0/8".to_string()),
+            Just("2001:db8::/32".to_string()),
+            Just("1418774413".to_string()),
+            Just("a".to_string()),
+            Just("w".to_string()),
+            Just("195.66.226.74".to_string()),
+            Just("/".to_string()),
+            Just(":".to_string()),
+            Just("4294967295".to_string()),
+            "[0-9a-f.:/ ]{0,40}",
+            any::<u32>().prop_map(|n| n.to_string()),
+        ];
+        prop::collection::vec(piece, 0..5).prop_map(|pieces| pieces.join(" "))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn random_text_never_panics(lines in prop::collection::vec(line(), 0..20), skip_bad: bool, lenient: bool) {
+            let scratch = Scratch::new(&format!("fuzz-{}", lines.len()));
+            let path = scratch.file("input", lines.join("\n").as_bytes());
+            for format in [None, Some(Format::Table), Some(Format::NextHop), Some(Format::Updates)] {
+                let options = LoadOptions { format, skip_bad, lenient, ..LoadOptions::default() };
+                let _ = load::load_table(&path, &options).map(|t| t.v4.len());
+                let _ = load::load_updates(&path, &options, NextHopTable::default()).map(|u| u.updates.len());
+            }
+        }
+
+        #[test]
+        fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+            let scratch = Scratch::new("fuzz-bytes");
+            let path = scratch.file("input", &bytes);
+            let _ = load::load_table(&path, &LoadOptions::default()).map(|t| t.v4.len());
+            let gz = scratch.file("input.gz", &gzip(&bytes)[..]);
+            let _ = load::load_table(&gz, &LoadOptions { skip_bad: true, ..LoadOptions::default() }).map(|t| t.v4.len());
+        }
+    }
+}
