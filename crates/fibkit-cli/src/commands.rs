@@ -668,3 +668,91 @@ fn print_measurement(m: &Measurement, ceiling: Option<f64>) -> Result<()> {
     );
     Ok(())
 }
+
+pub fn trace_gen(
+    args: &TableArgs,
+    kind: &fibkit::trace::TraceKind,
+    count: usize,
+    seed: u64,
+    family: Option<&str>,
+    output: Option<&Path>,
+) -> Result<bool> {
+    let (table, _) = load_table(args)?;
+    let mut out: Box<dyn Write> = match output {
+        Some(path) => Box::new(BufWriter::new(
+            File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
+        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+    };
+    let use_v4 = family.map_or(!table.v4.is_empty(), |f| f == "v4");
+    if use_v4 {
+        write_trace(&mut out, &table.v4, kind, count, seed)?;
+    } else {
+        write_trace(&mut out, &table.v6, kind, count, seed)?;
+    }
+    out.flush()?;
+    Ok(true)
+}
+
+fn write_trace<A: Addr>(
+    out: &mut dyn Write,
+    rib: &Rib<A>,
+    kind: &fibkit::trace::TraceKind,
+    count: usize,
+    seed: u64,
+) -> Result<()> {
+    let trace = fibkit::trace::generate(rib, kind, count, seed).map_err(anyhow::Error::msg)?;
+    for addr in trace {
+        writeln!(out, "{}", addr.display())?;
+    }
+    Ok(())
+}
+
+pub fn trace_stats(args: &TableArgs, trace: &Path, top: usize) -> Result<bool> {
+    let (table, _) = load_table(args)?;
+    let v4 = bench::read_trace::<u32>(trace)?;
+    let v6 = bench::read_trace::<u128>(trace)?;
+    if v4.is_empty() && v6.is_empty() {
+        bail!("{}: no addresses in the trace", trace.display());
+    }
+    if !v4.is_empty() {
+        print_trace_stats(&table.v4, &v4, top)?;
+    }
+    if !v6.is_empty() {
+        print_trace_stats(&table.v6, &v6, top)?;
+    }
+    Ok(true)
+}
+
+fn print_trace_stats<A: Addr>(rib: &Rib<A>, trace: &[A], top: usize) -> Result<()> {
+    let stats = fibkit::trace::trace_stats(rib, trace, top);
+    say!(
+        "{}: {} addresses, {} unmatched, {} distinct prefixes matched",
+        A::FAMILY,
+        stats.addresses,
+        stats.unmatched,
+        stats.distinct_prefixes
+    );
+    say!(
+        "  top 1% of matched prefixes carry {:.2}% of the traffic",
+        100.0 * stats.top_percent_share
+    );
+    say!(
+        "  total variation distance, first vs second half: {:.4}",
+        stats.halves_tvd
+    );
+    say!("  share of traffic per prefix length:");
+    for (plen, share) in stats
+        .share_by_length
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s > 0.0)
+    {
+        say!("    /{plen:<3} {:>7.3}%", 100.0 * share);
+    }
+    say!("  top prefixes:");
+    for (prefix, share) in &stats.top_prefixes {
+        say!("    {prefix:<24} {:>7.3}%", 100.0 * share);
+    }
+    Ok(())
+}

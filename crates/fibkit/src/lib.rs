@@ -25,6 +25,7 @@ pub mod fib;
 pub mod load;
 pub mod prefix;
 pub mod rib;
+pub mod trace;
 pub mod verify;
 
 pub use addr::{Addr, Family};
