@@ -266,8 +266,9 @@ use fibkit::apply_changes;
 use fibkit::load::{load_updates, AnyChange};
 
 /// Replays the LINX update stream onto dfz-v4-nh; the non-leaf-pushed trie
-/// is patched in place (never rebuilt) and agrees with the reference table
-/// at several points and at the end.
+/// is patched in place, the leaf-pushed one rebuilds the affected subtrees
+/// (neither is rebuilt whole), and both agree with the reference table at
+/// several points and at the end.
 #[test]
 fn nopush_update_replay() {
     let table = shared_table("dfz-v4-nh.txt.gz");
@@ -286,7 +287,11 @@ fn nopush_update_replay() {
         })
         .collect();
     assert!(changes.len() > 20_000);
-    for spec in ["cpe:levels=4,nopush", "cpe:levels=3,fixed,nopush,cap=24"] {
+    for spec in [
+        "cpe:levels=4,nopush",
+        "cpe:levels=3,fixed,nopush,cap=24",
+        "cpe:levels=3",
+    ] {
         let mut rib = table.v4.clone();
         let mut engine = build(spec, &rib).unwrap();
         let checkpoints = [changes.len() / 4, changes.len() / 2, changes.len()];
@@ -314,7 +319,7 @@ fn nopush_update_replay() {
 }
 
 /// Random insert/delete/relabel sequences on small tables keep the
-/// non-leaf-pushed trie equal to the reference, including nodes added
+/// non-leaf-pushed and leaf-pushed tries equal to the reference, including nodes added
 /// below the built trie and nodes freed again.
 mod random_updates {
     use super::*;
@@ -324,12 +329,14 @@ mod random_updates {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
         #[test]
-        fn nopush_random_updates(
+        fn tries_follow_random_updates(
             entries in random_table_v4(),
             ops in prop::collection::vec((any::<u32>(), 0u8..=32, 0u32..4, any::<bool>()), 0..120),
         ) {
             let mut rib = rib_from_triples(&entries);
             let mut engine = build("cpe:levels=4,nopush,cap=8", &rib).unwrap();
+            let mut leaf = build("cpe:levels=4,cap=8", &rib).unwrap();
+            let mut leaf_rib = rib.clone();
             for (i, &(addr, plen, label, withdraw)) in ops.iter().enumerate() {
                 // Mostly near existing prefixes, so updates hit built nodes.
                 let addr = if i % 2 == 0 { (addr & 0x000f_ffff) | 0x0a00_0000 } else { addr };
@@ -341,8 +348,11 @@ mod random_updates {
                 };
                 let summary = apply_changes(&mut engine, &mut rib, &[change]).unwrap();
                 prop_assert!(!summary.rebuilt);
+                let summary = apply_changes(&mut leaf, &mut leaf_rib, &[change]).unwrap();
+                prop_assert!(!summary.rebuilt);
             }
             assert_engine_matches_engine(engine.as_ref(), &rib);
+            assert_engine_matches_engine(leaf.as_ref(), &leaf_rib);
         }
     }
 

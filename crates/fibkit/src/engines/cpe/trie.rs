@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::{child_ptr, CpeAddr, BASE_MASK, CHILD, MAX_ENTRIES, NEW_NODE_STRIDE, STRIDE_SHIFT};
 use crate::fib::{BuildError, Fib, LabelTable};
 use crate::prefix::{Label, Prefix};
-use crate::rib::Rib;
+use crate::rib::{Range, Rib};
 
 /// A packed node: one cache line holding up to [`PACKED_RUNS`] runs of equal
 /// entries. Word 0 is the stride, words 1..=6 the first index of runs 1..=6
@@ -15,6 +15,9 @@ use crate::rib::Rib;
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 pub(crate) struct PackedLine([u32; 16]);
+
+/// Levels a lookup walks without data-dependent branches before looping.
+const BRANCH_FREE_LEVELS: u32 = 2;
 
 /// Runs a packed leaf-pushed node holds.
 pub(crate) const PACKED_RUNS: usize = 7;
@@ -110,8 +113,16 @@ pub struct LeafTrie<A> {
     labels: Vec<Option<Label>>,
     spec: String,
     nodes: usize,
-    /// Levels of the longest path.
+    /// Levels of the longest path (updates may add levels).
     height: u32,
+    /// Levels walked without data-dependent branches (spec `walk=N`).
+    branch_free: u32,
+    // Update state, not touched by lookups.
+    /// Free node slots by stride.
+    free: Vec<Vec<u32>>,
+    table: LabelTable,
+    /// Scratch range view of the block being rebuilt.
+    ranges: Vec<Range<A>>,
     _family: std::marker::PhantomData<A>,
 }
 
@@ -135,10 +146,29 @@ impl<A: CpeAddr> Fib<A> for LeafTrie<A> {
         }
     }
 
+    /// Rebuilds, from the reference table's range view, the entries of
+    /// the node each changed prefix expands into and the subtrees below them
+    /// (reusing their nodes); tries with packed nodes are rebuilt whole.
+    fn update(&mut self, rib: &Rib<A>, changed: &[Prefix<A>]) -> Result<(), BuildError> {
+        if !self.packed.is_empty() {
+            return Err(BuildError::UpdateUnsupported {
+                engine: self.spec.clone(),
+            });
+        }
+        for &prefix in changed {
+            self.rebuild_for(rib, prefix)?;
+        }
+        Ok(())
+    }
+
     fn stats(&self) -> Vec<(String, String)> {
         vec![
             ("multibit nodes".to_string(), self.nodes.to_string()),
             ("packed nodes".to_string(), self.packed.len().to_string()),
+            (
+                "levels of the longest path".to_string(),
+                self.height.to_string(),
+            ),
             ("entries".to_string(), self.entries.len().to_string()),
             (
                 "root stride".to_string(),
@@ -296,28 +326,193 @@ impl<A: CpeAddr> LeafBuilder<'_, A> {
 }
 
 impl<A: CpeAddr> LeafTrie<A> {
-    /// Lookup in a trie without packed nodes: always `height` steps, a
-    /// finished walk re-reading its (cached) leaf entry, so the loop has no
-    /// data-dependent branch and the CPU overlaps consecutive lookups.
-    // PERF: `fibkit bench` rnd on dfz-v4-nh: the early-exit loop ran
-    // cpe:levels=2 at 11 Mlps, this one at 26-28 (same run: dir24-8 45-63).
-    // An 8-lane interleaved batch lookup measured slower than this loop
-    // (19 vs 26 Mlps) and was dropped.
+    /// Lookup in a trie without packed nodes: the root by one shift, then
+    /// `branch_free - 1` levels without a data-dependent branch (a finished
+    /// walk re-reads its cached leaf entry), then a loop to the first leaf.
+    // PERF: see `DEFAULT_WALK`. Walking every level without branches made
+    // 9-12-level IPv6 tries pay every level (12 Mlps on rnd against radix's
+    // 128, where random keys mostly miss at the root). An 8-lane interleaved
+    // batch lookup measured slower than the plain loop and was dropped.
     #[inline]
     fn lookup_unpacked(&self, addr: A) -> Option<Label> {
-        let mut ptr = self.root;
-        let mut depth = 0;
-        let mut entry = 0;
-        for _ in 0..self.height {
+        // The root is at depth 0 and base 0: one shift finds its entry.
+        let root_stride = (self.root >> STRIDE_SHIFT) & 31;
+        let mut entry = self.entries[addr.chunk(0, root_stride) as usize];
+        let mut depth = root_stride;
+        let mut ptr = if entry & CHILD != 0 { entry } else { self.root };
+        for _ in 1..self.branch_free {
             let stride = (ptr >> STRIDE_SHIFT) & 31;
             let base = (ptr & BASE_MASK) as usize;
-            entry = self.entries[base + addr.chunk(depth, stride) as usize];
-            let child = entry & CHILD != 0;
+            let d = if entry & CHILD != 0 { depth } else { 0 };
+            let e = self.entries[base + addr.chunk(d, stride) as usize];
+            let child = e & CHILD != 0 && entry & CHILD != 0;
             depth = if child { depth + stride } else { depth };
-            ptr = if child { entry } else { ptr };
+            ptr = if child { e } else { ptr };
+            entry = if entry & CHILD != 0 { e } else { entry };
         }
-        // INVARIANT: no path is longer than `height`, so `entry` is a label.
-        self.labels[(entry & !CHILD) as usize]
+        while entry & CHILD != 0 {
+            let stride = (entry >> STRIDE_SHIFT) & 31;
+            let base = (entry & BASE_MASK) as usize;
+            entry = self.entries[base + addr.chunk(depth, stride) as usize];
+            depth += stride;
+        }
+        self.labels[entry as usize]
+    }
+
+    /// Finds the entries `prefix` expands into (or the leaf entry whose
+    /// block holds it) and rebuilds them and everything below.
+    fn rebuild_for(&mut self, rib: &Rib<A>, prefix: Prefix<A>) -> Result<(), BuildError> {
+        let plen = prefix.plen() as u32;
+        let addr = prefix.addr();
+        let mut ptr = self.root;
+        let mut depth = 0u32;
+        let mut level = 0;
+        let (first, count, lo, hi) = loop {
+            let stride = (ptr >> STRIDE_SHIFT) & 31;
+            let base = ptr & BASE_MASK;
+            let index = addr.chunk(depth, stride);
+            if plen <= depth + stride {
+                break (
+                    index,
+                    1u32 << (depth + stride - plen),
+                    prefix.first(),
+                    prefix.last(),
+                );
+            }
+            let entry = self.entries[(base + index) as usize];
+            if entry & CHILD == 0 {
+                let end = (depth + stride) as u8;
+                let lo = addr.masked(end);
+                break (index, 1, lo, lo.with_host_bits_set(end));
+            }
+            depth += stride;
+            ptr = entry;
+            level += 1;
+        };
+        let mut ranges = std::mem::take(&mut self.ranges);
+        ranges.clear();
+        rib.ranges_in(lo, hi, true, &mut ranges);
+        let stride = (ptr >> STRIDE_SHIFT) & 31;
+        let result = self.fill(
+            depth,
+            stride,
+            ptr & BASE_MASK,
+            first,
+            count,
+            lo,
+            &ranges,
+            level,
+        );
+        self.ranges = ranges;
+        result
+    }
+
+    /// Rewrites entries `first..first + count` of the node at `depth`
+    /// (stride `stride`, entries from `base`) whose blocks start at address
+    /// `lo`, from `ranges`, which cover exactly those blocks: a block inside
+    /// one range becomes a label, any other a child node (the old child
+    /// reused, or a new node of [`NEW_NODE_STRIDE`] bits).
+    #[allow(clippy::too_many_arguments)]
+    fn fill(
+        &mut self,
+        depth: u32,
+        stride: u32,
+        base: u32,
+        first: u32,
+        count: u32,
+        lo: A,
+        ranges: &[Range<A>],
+        level: u32,
+    ) -> Result<(), BuildError> {
+        let end = depth + stride;
+        let block = 1u128 << (A::BITS as u32 - end);
+        let mut r = 0;
+        for i in 0..count {
+            let block_lo = lo.to_u128() + i as u128 * block;
+            let block_hi = A::from_u128(block_lo + (block - 1));
+            while ranges[r].last < A::from_u128(block_lo) {
+                r += 1;
+            }
+            let slot = (base + first + i) as usize;
+            let old = self.entries[slot];
+            if ranges[r].last >= block_hi {
+                if old & CHILD != 0 {
+                    self.free_subtree(old);
+                }
+                self.entries[slot] = self.label_index(ranges[r].label)?;
+                continue;
+            }
+            let mut last = r;
+            while ranges[last].last < block_hi {
+                last += 1;
+            }
+
+            let (child_stride, child_base) = if old & CHILD != 0 {
+                ((old >> STRIDE_SHIFT) & 31, old & BASE_MASK)
+            } else {
+                let child_stride = NEW_NODE_STRIDE.min(A::BITS as u32 - end);
+                (child_stride, self.alloc(child_stride)?)
+            };
+            self.height = self.height.max(level + 2);
+            self.fill(
+                end,
+                child_stride,
+                child_base,
+                0,
+                1 << child_stride,
+                A::from_u128(block_lo),
+                &ranges[r..=last],
+                level + 1,
+            )?;
+            self.entries[slot] = child_ptr(child_stride, child_base);
+            r = last;
+        }
+        Ok(())
+    }
+
+    fn label_index(&mut self, label: Option<Label>) -> Result<u32, BuildError> {
+        let Some(label) = label else { return Ok(0) };
+        let index = self.table.intern(label) + 1;
+        if index as usize == self.labels.len() {
+            if index >= CHILD {
+                return Err(BuildError::Limit {
+                    engine: self.spec.clone(),
+                    why: "more than 2^31 - 2 distinct labels".to_string(),
+                });
+            }
+            self.labels.push(Some(label));
+        }
+        Ok(index)
+    }
+
+    fn alloc(&mut self, stride: u32) -> Result<u32, BuildError> {
+        self.nodes += 1;
+        if let Some(base) = self.free[stride as usize].pop() {
+            // A freed node still holds its old pointers, which `fill` would
+            // take for children to reuse.
+            self.entries[base as usize..base as usize + (1usize << stride)].fill(0);
+            return Ok(base);
+        }
+        let base = self.entries.len();
+        let size = 1usize << stride;
+        if base + size > MAX_ENTRIES {
+            return Err(too_big(&self.spec, base + size));
+        }
+        self.entries.resize(base + size, 0);
+        Ok(base as u32)
+    }
+
+    fn free_subtree(&mut self, ptr: u32) {
+        let stride = (ptr >> STRIDE_SHIFT) & 31;
+        let base = (ptr & BASE_MASK) as usize;
+        for slot in base..base + (1usize << stride) {
+            let entry = self.entries[slot];
+            if entry & CHILD != 0 {
+                self.free_subtree(entry);
+            }
+        }
+        self.free[stride as usize].push(base as u32);
+        self.nodes -= 1;
     }
 
     /// Lookup through packed and full nodes, leaving at the first leaf.
@@ -344,7 +539,12 @@ impl<A: CpeAddr> LeafTrie<A> {
     }
 
     /// Builds the trie for `rib` with the given stride choices.
-    pub(crate) fn build(rib: &Rib<A>, strides: Strides, spec: &str) -> Result<Self, BuildError> {
+    pub(crate) fn build(
+        rib: &Rib<A>,
+        strides: Strides,
+        spec: &str,
+        branch_free: u32,
+    ) -> Result<Self, BuildError> {
         let mut table = LabelTable::new();
         let prefixes = labelled_prefixes(rib, &mut table);
         if table.len() >= (CHILD - 1) as usize {
@@ -370,8 +570,10 @@ impl<A: CpeAddr> LeafTrie<A> {
             height,
             ..
         } = builder;
-        entries.shrink_to_fit();
         packed.shrink_to_fit();
+        // Headroom for nodes added by updates (see `NopushTrie::build`).
+        entries.shrink_to_fit();
+        entries.reserve_exact(entries.len() / 16 + (1 << 12));
         Ok(LeafTrie {
             root,
             entries,
@@ -380,6 +582,10 @@ impl<A: CpeAddr> LeafTrie<A> {
             spec: spec.to_string(),
             nodes,
             height: height as u32,
+            branch_free,
+            free: vec![Vec::new(); 33],
+            table,
+            ranges: Vec::new(),
             _family: std::marker::PhantomData,
         })
     }
@@ -417,12 +623,13 @@ impl<A: CpeAddr> Fib<A> for NopushTrie<A> {
 
     #[inline]
     fn lookup(&self, addr: A) -> Option<Label> {
-        // Always `height` steps, without data-dependent branches (see
-        // `LeafTrie::lookup_unpacked`); a finished walk re-reads its entry.
+        // The first levels without data-dependent branches, the rest in a
+        // loop (see `LeafTrie::lookup_unpacked`).
         let mut ptr = self.root;
         let mut depth = 0;
         let mut best = 0;
-        for _ in 0..self.height {
+        let mut next = 0;
+        for _ in 0..BRANCH_FREE_LEVELS {
             let stride = (ptr >> STRIDE_SHIFT) & 31;
             let base = (ptr & BASE_MASK) as usize;
             let [child, label] = self.entries[base + addr.chunk(depth, stride) as usize];
@@ -431,6 +638,16 @@ impl<A: CpeAddr> Fib<A> for NopushTrie<A> {
             let more = child & CHILD != 0;
             depth = if more { depth + stride } else { depth };
             ptr = if more { child } else { ptr };
+            next = child;
+        }
+        while next & CHILD != 0 {
+            let stride = (ptr >> STRIDE_SHIFT) & 31;
+            let base = (ptr & BASE_MASK) as usize;
+            let [child, label] = self.entries[base + addr.chunk(depth, stride) as usize];
+            best = if label != 0 { label } else { best };
+            depth += stride;
+            ptr = child;
+            next = child;
         }
         self.labels[best as usize]
     }
@@ -448,6 +665,10 @@ impl<A: CpeAddr> Fib<A> for NopushTrie<A> {
         vec![
             ("multibit nodes".to_string(), self.nodes.len().to_string()),
             ("free node slots".to_string(), free.to_string()),
+            (
+                "levels of the longest path".to_string(),
+                self.height.to_string(),
+            ),
             ("entries".to_string(), self.entries.len().to_string()),
             (
                 "root stride".to_string(),
@@ -535,12 +756,18 @@ impl<A: CpeAddr> NopushTrie<A> {
         };
         let root = builder.node(0, 0, prefixes.len(), 0)?;
         let NopushBuilder {
-            entries,
-            plens,
+            mut entries,
+            mut plens,
             nodes,
             height,
             ..
         } = builder;
+        // Headroom for nodes added by updates: growing the arrays copies
+        // them (milliseconds on a full table), which would be an update's
+        // worst case. Untouched capacity costs no physical memory.
+        let headroom = entries.len() / 8 + (1 << 16);
+        entries.reserve_exact(headroom);
+        plens.reserve_exact(headroom);
         Ok(NopushTrie {
             root,
             entries,
