@@ -38,9 +38,11 @@
 //! have stride [`NEW_NODE_STRIDE`], so updates may add levels.
 //!
 //! Updates: `nopush` patches the one node a changed prefix expands into
-//! (adding or freeing nodes below as needed); the leaf-pushed variants are
-//! rebuilt by [`crate::apply_changes`] (their labels are copied into every
-//! subtree, so one short prefix can touch most of the trie).
+//! (adding or freeing nodes below as needed). The leaf-pushed variants
+//! rewrite the entries the prefix expands into, and the subtrees below them,
+//! from the reference table's range view (their labels are copied into every
+//! subtree, so one short prefix can touch much of the trie); with packed
+//! nodes they are rebuilt whole by [`crate::apply_changes`].
 
 pub mod expand;
 pub mod strides;
@@ -64,12 +66,6 @@ pub const MAX_STRIDE: u8 = 24;
 /// Default stride cap for the non-leaf-pushed trie: the paper's 17, which
 /// bounds the entries one update rewrites.
 pub const NOPUSH_DEFAULT_CAP: u8 = 17;
-/// Levels a leaf-pushed lookup walks without a data-dependent branch
-/// (spec `walk=N`); deeper levels loop, leaving at the first leaf.
-// PERF: examples/cpe_ab, rnd keys on dfz-v4-nh, 7 alternating passes
-// (2026-11-22): cpe:levels=3 at walk=1/2/3 = 21.2/18.3/12.9 Mlps,
-// cpe:levels=2 at walk=1/2 = 20.0/12.8 (dir24-8 60.5 in the same run).
-pub const DEFAULT_WALK: u32 = 1;
 /// Stride of a node an update adds below the built trie.
 pub const NEW_NODE_STRIDE: u32 = 8;
 /// Most entries (or packed lines) a trie may have: bases are 26 bits.
@@ -112,10 +108,7 @@ impl CpeAddr for u128 {
 
 /// Builds the `cpe` engine described by `spec` from `rib`.
 pub fn build<A: CpeAddr>(spec: &EngineSpec, rib: &Rib<A>) -> Result<Box<dyn Fib<A>>, BuildError> {
-    spec.expect_only(&[
-        "levels", "strides", "fixed", "nopush", "packed", "cap", "walk",
-    ])?;
-    let walk = spec.number("walk", 1..=8)?.unwrap_or(DEFAULT_WALK);
+    spec.expect_only(&["levels", "strides", "fixed", "nopush", "packed", "cap"])?;
     let fixed = spec.flag("fixed")?;
     let nopush = spec.flag("nopush")?;
     let packed = spec.flag("packed")?;
@@ -178,7 +171,7 @@ pub fn build<A: CpeAddr>(spec: &EngineSpec, rib: &Rib<A>) -> Result<Box<dyn Fib<
     Ok(if nopush {
         Box::new(NopushTrie::build(rib, strides, spec.as_str())?)
     } else {
-        Box::new(LeafTrie::build(rib, strides, spec.as_str(), walk)?)
+        Box::new(LeafTrie::build(rib, strides, spec.as_str())?)
     })
 }
 

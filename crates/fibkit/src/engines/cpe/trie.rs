@@ -16,9 +16,6 @@ use crate::rib::{Range, Rib};
 #[repr(C, align(64))]
 pub(crate) struct PackedLine([u32; 16]);
 
-/// Levels a lookup walks without data-dependent branches before looping.
-const BRANCH_FREE_LEVELS: u32 = 2;
-
 /// Runs a packed leaf-pushed node holds.
 pub(crate) const PACKED_RUNS: usize = 7;
 const _: () = assert!(std::mem::size_of::<PackedLine>() == 64);
@@ -115,8 +112,6 @@ pub struct LeafTrie<A> {
     nodes: usize,
     /// Levels of the longest path (updates may add levels).
     height: u32,
-    /// Levels walked without data-dependent branches (spec `walk=N`).
-    branch_free: u32,
     // Update state, not touched by lookups.
     /// Free node slots by stride.
     free: Vec<Vec<u32>>,
@@ -326,37 +321,31 @@ impl<A: CpeAddr> LeafBuilder<'_, A> {
 }
 
 impl<A: CpeAddr> LeafTrie<A> {
-    /// Lookup in a trie without packed nodes: the root by one shift, then
-    /// `branch_free - 1` levels without a data-dependent branch (a finished
-    /// walk re-reads its cached leaf entry), then a loop to the first leaf.
-    // PERF: see `DEFAULT_WALK`. Walking every level without branches made
-    // 9-12-level IPv6 tries pay every level (12 Mlps on rnd against radix's
-    // 128, where random keys mostly miss at the root). An 8-lane interleaved
-    // batch lookup measured slower than the plain loop and was dropped.
+    /// Lookup in a trie without packed nodes: follow pointers to the first
+    /// leaf.
+    // PERF: rnd keys, 2026-11-22, each against dir24-8 in the same run:
+    // walking every level without data-dependent branches (cmov, a finished
+    // walk re-reading its leaf) ran cpe:levels=2 at 0.45x dir24-8 against
+    // 0.26x for this loop in an earlier run, but IPv6 tries of 10 levels at
+    // 8.6 Mlps against 73.6 for this loop (`fibkit bench`, dfz-v6-nh); the
+    // root read by one shift, then this loop, measured 0.35x (examples/
+    // cpe_ab) where this loop measured 0.55x. On IPv4 the differences are
+    // within the noise of the shared machine; the plain loop is kept. An
+    // 8-lane interleaved batch lookup measured slower than the plain loop.
     #[inline]
     fn lookup_unpacked(&self, addr: A) -> Option<Label> {
-        // The root is at depth 0 and base 0: one shift finds its entry.
-        let root_stride = (self.root >> STRIDE_SHIFT) & 31;
-        let mut entry = self.entries[addr.chunk(0, root_stride) as usize];
-        let mut depth = root_stride;
-        let mut ptr = if entry & CHILD != 0 { entry } else { self.root };
-        for _ in 1..self.branch_free {
+        let mut ptr = self.root;
+        let mut depth = 0;
+        loop {
             let stride = (ptr >> STRIDE_SHIFT) & 31;
             let base = (ptr & BASE_MASK) as usize;
-            let d = if entry & CHILD != 0 { depth } else { 0 };
-            let e = self.entries[base + addr.chunk(d, stride) as usize];
-            let child = e & CHILD != 0 && entry & CHILD != 0;
-            depth = if child { depth + stride } else { depth };
-            ptr = if child { e } else { ptr };
-            entry = if entry & CHILD != 0 { e } else { entry };
-        }
-        while entry & CHILD != 0 {
-            let stride = (entry >> STRIDE_SHIFT) & 31;
-            let base = (entry & BASE_MASK) as usize;
-            entry = self.entries[base + addr.chunk(depth, stride) as usize];
+            let entry = self.entries[base + addr.chunk(depth, stride) as usize];
+            if entry & CHILD == 0 {
+                return self.labels[entry as usize];
+            }
             depth += stride;
+            ptr = entry;
         }
-        self.labels[entry as usize]
     }
 
     /// Finds the entries `prefix` expands into (or the leaf entry whose
@@ -539,12 +528,7 @@ impl<A: CpeAddr> LeafTrie<A> {
     }
 
     /// Builds the trie for `rib` with the given stride choices.
-    pub(crate) fn build(
-        rib: &Rib<A>,
-        strides: Strides,
-        spec: &str,
-        branch_free: u32,
-    ) -> Result<Self, BuildError> {
+    pub(crate) fn build(rib: &Rib<A>, strides: Strides, spec: &str) -> Result<Self, BuildError> {
         let mut table = LabelTable::new();
         let prefixes = labelled_prefixes(rib, &mut table);
         if table.len() >= (CHILD - 1) as usize {
@@ -582,7 +566,6 @@ impl<A: CpeAddr> LeafTrie<A> {
             spec: spec.to_string(),
             nodes,
             height: height as u32,
-            branch_free,
             free: vec![Vec::new(); 33],
             table,
             ranges: Vec::new(),
@@ -623,31 +606,22 @@ impl<A: CpeAddr> Fib<A> for NopushTrie<A> {
 
     #[inline]
     fn lookup(&self, addr: A) -> Option<Label> {
-        // The first levels without data-dependent branches, the rest in a
-        // loop (see `LeafTrie::lookup_unpacked`).
         let mut ptr = self.root;
         let mut depth = 0;
         let mut best = 0;
-        let mut next = 0;
-        for _ in 0..BRANCH_FREE_LEVELS {
+        loop {
             let stride = (ptr >> STRIDE_SHIFT) & 31;
             let base = (ptr & BASE_MASK) as usize;
             let [child, label] = self.entries[base + addr.chunk(depth, stride) as usize];
             // Section 5.1: remember the last prefix seen beside the path.
-            best = if label != 0 { label } else { best };
-            let more = child & CHILD != 0;
-            depth = if more { depth + stride } else { depth };
-            ptr = if more { child } else { ptr };
-            next = child;
-        }
-        while next & CHILD != 0 {
-            let stride = (ptr >> STRIDE_SHIFT) & 31;
-            let base = (ptr & BASE_MASK) as usize;
-            let [child, label] = self.entries[base + addr.chunk(depth, stride) as usize];
-            best = if label != 0 { label } else { best };
+            if label != 0 {
+                best = label;
+            }
+            if child & CHILD == 0 {
+                break;
+            }
             depth += stride;
             ptr = child;
-            next = child;
         }
         self.labels[best as usize]
     }
