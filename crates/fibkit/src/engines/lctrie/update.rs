@@ -420,6 +420,14 @@ impl<A: LcKey> LcTrie<A> {
             work -= 1;
         }
         if work != MAX_WORK {
+            // Splitting a full child whose children all fall in one half
+            // leaves an empty half, which collapses away; a node that had
+            // one full child can end up with one child again. fib_trie
+            // leaves such a node until a later update touches it; we
+            // collapse it at once.
+            if self.should_collapse(block) {
+                self.collapse(block);
+            }
             return Ok(parent);
         }
         while work > 0 && self.should_halve(parent, block) {
