@@ -128,11 +128,35 @@ pub trait LcKey: Addr {
     fn from_usize(value: usize) -> Self;
     /// Leading zero bits.
     fn leading_zeros(self) -> u32;
+
+    /// How a key vector is stored in the slab: aligned so that one never
+    /// straddles two cache lines (12-byte IPv4 vectors mostly don't; the
+    /// 32-byte IPv6 ones get 32-byte alignment).
+    type Slot: Copy + Send + Sync + std::fmt::Debug + 'static;
+    /// Wraps a key vector for the slab.
+    fn slot(kv: Kv<Self>) -> Self::Slot;
+    /// The key vector in a slot.
+    fn kv(slot: &Self::Slot) -> &Kv<Self>;
+    /// The key vector in a slot, to change.
+    fn kv_mut(slot: &mut Self::Slot) -> &mut Kv<Self>;
 }
 
 macro_rules! lc_key {
-    ($t:ty) => {
+    ($t:ty, $slot:ty, $wrap:expr, $field:tt) => {
         impl LcKey for $t {
+            type Slot = $slot;
+            #[inline(always)]
+            fn slot(kv: Kv<Self>) -> Self::Slot {
+                $wrap(kv)
+            }
+            #[inline(always)]
+            fn kv(slot: &Self::Slot) -> &Kv<Self> {
+                &slot.$field
+            }
+            #[inline(always)]
+            fn kv_mut(slot: &mut Self::Slot) -> &mut Kv<Self> {
+                &mut slot.$field
+            }
             #[inline(always)]
             fn xor(self, other: Self) -> Self {
                 self ^ other
@@ -178,13 +202,30 @@ macro_rules! lc_key {
         }
     };
 }
-lc_key!(u32);
-lc_key!(u128);
+/// An IPv4 key vector in the slab, unpadded (12 bytes).
+#[derive(Clone, Copy, Debug)]
+#[repr(transparent)]
+pub struct Slot32(Kv<u32>);
 
-/// A key vector: everything a look-up step needs about one node or leaf.
+/// An IPv6 key vector in the slab, on a 32-byte boundary.
+// PERF: without it, half the 32-byte vectors straddle two cache lines
+// (large allocations start 16 bytes into a page); docs/BENCHMARKS.md,
+// "LC-trie", dfz-v6-nh cache lines per look-up.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(32))]
+pub struct Slot128(Kv<u128>);
+
+const _: () = assert!(std::mem::size_of::<Slot32>() == 12);
+const _: () = assert!(std::mem::size_of::<Slot128>() == 32);
+
+lc_key!(u32, Slot32, Slot32, 0);
+lc_key!(u128, Slot128, Slot128, 0);
+
+/// A key vector: everything a look-up step needs about one node or leaf
+/// (see the module header; the fields are private).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
-pub(crate) struct Kv<A> {
+pub struct Kv<A> {
     key: A,
     ptr: u32,
     pos: u8,
@@ -291,8 +332,8 @@ impl Probe for Counter {
 
 /// The dynamic LC-trie engine (see the module header).
 #[derive(Clone, Debug)]
-pub struct LcTrie<A> {
-    slab: Vec<Kv<A>>,
+pub struct LcTrie<A: LcKey> {
+    slab: Vec<A::Slot>,
     entries: Vec<Entry>,
     algo: LookupAlgo,
     // Update state, not touched by look-ups.
@@ -312,7 +353,7 @@ impl<A: LcKey> Fib<A> for LcTrie<A> {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.slab.len() * std::mem::size_of::<Kv<A>>()
+        self.slab.len() * std::mem::size_of::<A::Slot>()
             + self.entries.len() * std::mem::size_of::<Entry>()
     }
 
@@ -423,7 +464,7 @@ impl<A: LcKey> LcTrie<A> {
             ..Kv::EMPTY
         };
         LcTrie {
-            slab: vec![root_header, counts, Kv::EMPTY],
+            slab: vec![A::slot(root_header), A::slot(counts), A::slot(Kv::EMPTY)],
             entries: Vec::new(),
             algo,
             free_blocks: vec![Vec::new(); MAX_BITS as usize + 1],
@@ -481,9 +522,21 @@ impl<A: LcKey> LcTrie<A> {
 
     #[inline(always)]
     fn read<P: Probe>(&self, index: usize, probe: &mut P) -> Kv<A> {
-        let kv = &self.slab[index];
+        let kv = A::kv(&self.slab[index]);
         probe.touch(kv as *const Kv<A> as usize, std::mem::size_of::<Kv<A>>());
         *kv
+    }
+
+    /// The key vector in slot `index` (update code).
+    #[inline(always)]
+    fn kv(&self, index: usize) -> Kv<A> {
+        *A::kv(&self.slab[index])
+    }
+
+    /// The key vector in slot `index`, to change (update code).
+    #[inline(always)]
+    fn kv_mut(&mut self, index: usize) -> &mut Kv<A> {
+        A::kv_mut(&mut self.slab[index])
     }
 
     /// The label of the first (longest) prefix of leaf `n`.

@@ -26,7 +26,7 @@ impl<A: LcKey> LcTrie<A> {
     /// The header of block `block`: the node's own key vector, ptr = parent.
     #[inline]
     fn header(&self, block: usize) -> Kv<A> {
-        self.slab[block - HEADER]
+        self.kv(block - HEADER)
     }
 
     /// The key vector that describes block `block` in its parent.
@@ -39,12 +39,12 @@ impl<A: LcKey> LcTrie<A> {
 
     /// `(full, empty)` child counts of `block`.
     fn counts(&self, block: usize) -> (usize, usize) {
-        let kv = self.slab[block - 1];
+        let kv = self.kv(block - 1);
         (kv.key.low_usize(), kv.ptr as usize)
     }
 
     fn set_counts(&mut self, block: usize, full: usize, empty: usize) {
-        let kv = &mut self.slab[block - 1];
+        let kv = self.kv_mut(block - 1);
         kv.key = A::from_usize(full);
         kv.ptr = empty as u32;
     }
@@ -67,9 +67,9 @@ impl<A: LcKey> LcTrie<A> {
     }
 
     fn set_slen(&mut self, block: usize, slen: u8) {
-        self.slab[block - HEADER].slen = slen;
+        self.kv_mut(block - HEADER).slen = slen;
         let slot = self.slot_of(block);
-        self.slab[slot].slen = slen;
+        self.kv_mut(slot).slen = slen;
     }
 
     /// A child of a node is "full" when it is a tnode with no skipped bits.
@@ -90,7 +90,7 @@ impl<A: LcKey> LcTrie<A> {
         let block = match self.free_blocks[bits as usize].pop() {
             Some(block) => {
                 let block = block as usize;
-                self.slab[block..block + size].fill(Kv::EMPTY);
+                self.slab[block..block + size].fill(A::slot(Kv::EMPTY));
                 block
             }
             None => {
@@ -98,7 +98,7 @@ impl<A: LcKey> LcTrie<A> {
                 if block + size > MAX_SLAB {
                     return Err(self.limit_error());
                 }
-                self.slab.resize(block + size, Kv::EMPTY);
+                self.slab.resize(block + size, A::slot(Kv::EMPTY));
                 block
             }
         };
@@ -108,7 +108,7 @@ impl<A: LcKey> LcTrie<A> {
         } else {
             key.shr(shift).shl(shift)
         };
-        self.slab[block - HEADER] = Kv {
+        *self.kv_mut(block - HEADER) = Kv {
             key,
             ptr: parent as u32,
             pos,
@@ -129,7 +129,7 @@ impl<A: LcKey> LcTrie<A> {
     /// the child's parent link.
     fn put_child(&mut self, block: usize, index: usize, kv: Kv<A>) {
         let node = self.header(block);
-        let old = self.slab[block + index];
+        let old = self.kv(block + index);
         let (mut full, mut empty) = self.counts(block);
         if old.kind == EMPTY && kv.kind != EMPTY {
             empty -= 1;
@@ -142,9 +142,9 @@ impl<A: LcKey> LcTrie<A> {
             _ => {}
         }
         self.set_counts(block, full, empty);
-        self.slab[block + index] = kv;
+        *self.kv_mut(block + index) = kv;
         if kv.kind == TNODE {
-            self.slab[kv.ptr as usize - HEADER].ptr = block as u32;
+            self.kv_mut(kv.ptr as usize - HEADER).ptr = block as u32;
         }
     }
 
@@ -158,7 +158,7 @@ impl<A: LcKey> LcTrie<A> {
         let mut slen = node.pos;
         let mut index = 0;
         while index < size {
-            let child = self.slab[block + index];
+            let child = self.kv(block + index);
             if child.kind != EMPTY && child.slen > slen {
                 slen = child.slen;
             }
@@ -208,7 +208,7 @@ impl<A: LcKey> LcTrie<A> {
         let mut block = ROOT;
         let mut index = 0;
         loop {
-            let n = self.slab[block + index];
+            let n = self.kv(block + index);
             if n.kind != TNODE {
                 return (block, index);
             }
@@ -292,7 +292,7 @@ impl<A: LcKey> LcTrie<A> {
         let key = prefix.addr();
         let slen = A::BITS - prefix.plen();
         let (tp, index) = self.find(key);
-        let n = self.slab[tp + index];
+        let n = self.kv(tp + index);
         if (n.kind == LEAF || n.kind == LEAF_LIST) && n.key == key {
             let mut entries = self.leaf_entries(&n);
             match entries.binary_search_by_key(&slen, |e| e.slen) {
@@ -304,7 +304,7 @@ impl<A: LcKey> LcTrie<A> {
             }
             let leaf = self.make_leaf(key, &entries, &n);
             // A leaf is never "full" and stays non-empty: counts unchanged.
-            self.slab[tp + index] = leaf;
+            *self.kv_mut(tp + index) = leaf;
             if leaf.slen > n.slen {
                 self.push_suffix(tp, leaf.slen);
             }
@@ -327,7 +327,7 @@ impl<A: LcKey> LcTrie<A> {
             let tn = self.alloc_block(1, key, pos, tp)?;
             let at = self.index_in(tn, n.key);
             self.put_child(tn, at, n);
-            self.slab[tn - HEADER].slen = pos.max(n.slen);
+            self.kv_mut(tn - HEADER).slen = pos.max(n.slen);
             let kv = self.kv_of(tn);
             self.put_child(tp, index, kv);
             tp = tn;
@@ -343,7 +343,7 @@ impl<A: LcKey> LcTrie<A> {
         let key = prefix.addr();
         let slen = A::BITS - prefix.plen();
         let (tp, index) = self.find(key);
-        let n = self.slab[tp + index];
+        let n = self.kv(tp + index);
         if !((n.kind == LEAF || n.kind == LEAF_LIST) && n.key == key) {
             return;
         }
@@ -355,7 +355,7 @@ impl<A: LcKey> LcTrie<A> {
         self.prefixes -= 1;
         if !entries.is_empty() {
             let leaf = self.make_leaf(key, &entries, &n);
-            self.slab[tp + index] = leaf;
+            *self.kv_mut(tp + index) = leaf;
             if leaf.slen < n.slen {
                 self.pull_suffix(tp, n.slen);
             }
@@ -447,7 +447,7 @@ impl<A: LcKey> LcTrie<A> {
         // The bit the new node tests on top of the old ones.
         let high = A::from_usize(1).shl(node.pos as u32 - 1);
         for i in (0..1usize << node.bits).rev() {
-            let inode = self.slab[old + i];
+            let inode = self.kv(old + i);
             if inode.kind == EMPTY {
                 continue;
             }
@@ -458,7 +458,7 @@ impl<A: LcKey> LcTrie<A> {
             }
             let iblock = inode.ptr as usize;
             if inode.bits == 1 {
-                let (zero, one) = (self.slab[iblock], self.slab[iblock + 1]);
+                let (zero, one) = (self.kv(iblock), self.kv(iblock + 1));
                 self.put_child(tn, 2 * i + 1, one);
                 self.put_child(tn, 2 * i, zero);
                 self.free_block(iblock);
@@ -470,12 +470,12 @@ impl<A: LcKey> LcTrie<A> {
             let node1 = self.alloc_block(inode.bits - 1, inode.key.or(high), inode.pos, tn)?;
             let node0 = self.alloc_block(inode.bits - 1, inode.key, inode.pos, tn)?;
             for j in 0..half {
-                let (zero, one) = (self.slab[iblock + j], self.slab[iblock + half + j]);
+                let (zero, one) = (self.kv(iblock + j), self.kv(iblock + half + j));
                 self.put_child(node0, j, zero);
                 self.put_child(node1, j, one);
             }
             for half_block in [node0, node1] {
-                self.slab[half_block - HEADER].slen = self.compute_slen(half_block);
+                self.kv_mut(half_block - HEADER).slen = self.compute_slen(half_block);
             }
             self.free_block(iblock);
             let (kv1, kv0) = (self.kv_of(node1), self.kv_of(node0));
@@ -490,7 +490,7 @@ impl<A: LcKey> LcTrie<A> {
         let node = self.header(old);
         let tn = self.alloc_block(node.bits - 1, node.key, node.pos + 1, node.ptr as usize)?;
         for i in (0..1usize << node.bits).step_by(2).rev() {
-            let (zero, one) = (self.slab[old + i], self.slab[old + i + 1]);
+            let (zero, one) = (self.kv(old + i), self.kv(old + i + 1));
             match (zero.kind == EMPTY, one.kind == EMPTY) {
                 (true, true) => {}
                 (false, true) => self.put_child(tn, i / 2, zero),
@@ -499,7 +499,7 @@ impl<A: LcKey> LcTrie<A> {
                     let pair = self.alloc_block(1, zero.key, node.pos, tn)?;
                     self.put_child(pair, 0, zero);
                     self.put_child(pair, 1, one);
-                    self.slab[pair - HEADER].slen = self.compute_slen(pair);
+                    self.kv_mut(pair - HEADER).slen = self.compute_slen(pair);
                     let kv = self.kv_of(pair);
                     self.put_child(tn, i / 2, kv);
                 }
@@ -513,7 +513,7 @@ impl<A: LcKey> LcTrie<A> {
     fn replace(&mut self, old: usize, tn: usize) -> Result<usize, BuildError> {
         let old_node = self.header(old);
         let parent = old_node.ptr as usize;
-        self.slab[tn - HEADER].slen = self.compute_slen(tn);
+        self.kv_mut(tn - HEADER).slen = self.compute_slen(tn);
         let kv = self.kv_of(tn);
         let at = self.index_in(parent, kv.key);
         self.put_child(parent, at, kv);
@@ -524,7 +524,7 @@ impl<A: LcKey> LcTrie<A> {
             self.pull_suffix(parent, old_node.slen);
         }
         for i in (0..1usize << kv.bits).rev() {
-            let child = self.slab[tn + i];
+            let child = self.kv(tn + i);
             if Self::is_full(&kv, &child) {
                 self.resize(child.ptr as usize)?;
             }
@@ -537,7 +537,7 @@ impl<A: LcKey> LcTrie<A> {
         let node = self.header(old);
         let parent = node.ptr as usize;
         let child = (0..1usize << node.bits)
-            .map(|i| self.slab[old + i])
+            .map(|i| self.kv(old + i))
             .find(|kv| kv.kind != EMPTY)
             .unwrap_or(Kv::EMPTY);
         let at = self.index_in(parent, node.key);
@@ -551,7 +551,7 @@ impl<A: LcKey> LcTrie<A> {
     /// Shape statistics (one walk over the trie).
     pub fn shape(&self) -> Shape {
         let mut shape = Shape::default();
-        let top = self.slab[ROOT];
+        let top = self.kv(ROOT);
         if top.kind == TNODE {
             shape.top_bits = top.bits;
         }
@@ -570,7 +570,7 @@ impl<A: LcKey> LcTrie<A> {
                     shape.slab_in_use += HEADER + (1 << kv.bits);
                     let block = kv.ptr as usize;
                     for i in 0..1usize << kv.bits {
-                        stack.push((self.slab[block + i], depth + 1));
+                        stack.push((self.kv(block + i), depth + 1));
                     }
                 }
             }
@@ -582,7 +582,7 @@ impl<A: LcKey> LcTrie<A> {
     /// Every prefix and label held, sorted by address then length.
     pub fn prefixes(&self) -> Vec<(Prefix<A>, Label)> {
         let mut out = Vec::with_capacity(self.prefixes);
-        let mut stack = vec![self.slab[ROOT]];
+        let mut stack = vec![self.kv(ROOT)];
         while let Some(kv) = stack.pop() {
             match kv.kind {
                 EMPTY => {}
@@ -596,7 +596,7 @@ impl<A: LcKey> LcTrie<A> {
                 }
                 _ => {
                     for i in 0..1usize << kv.bits {
-                        stack.push(self.slab[kv.ptr as usize + i]);
+                        stack.push(self.kv(kv.ptr as usize + i));
                     }
                 }
             }
@@ -611,7 +611,7 @@ impl<A: LcKey> LcTrie<A> {
         let mut stack = vec![(ROOT, 0usize)];
         let mut count = 0usize;
         while let Some((block, index)) = stack.pop() {
-            let kv = self.slab[block + index];
+            let kv = self.kv(block + index);
             let parent = self.header(block);
             let here = format!("slot {} of block {block} (key {:?})", index, kv.key);
             if kv.kind == EMPTY {
@@ -669,7 +669,9 @@ impl<A: LcKey> LcTrie<A> {
                 return Err(format!("{here}: key bits below pos + bits"));
             }
             let size = 1usize << kv.bits;
-            let children: Vec<Kv<A>> = self.slab[child_block..child_block + size].to_vec();
+            let children: Vec<Kv<A>> = (child_block..child_block + size)
+                .map(|i| self.kv(i))
+                .collect();
             let empty = children.iter().filter(|c| c.kind == EMPTY).count();
             let full = children.iter().filter(|c| Self::is_full(&kv, c)).count();
             if self.counts(child_block) != (full, empty) {
