@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod addr;
+pub mod bench;
 pub mod engines;
 pub mod fib;
 pub mod load;
