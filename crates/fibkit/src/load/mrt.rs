@@ -8,7 +8,7 @@
 //! and decoded one at a time: the file is never held in memory.
 //!
 //! RIB dumps (`TABLE_DUMP`, `TABLE_DUMP_V2` including the RFC 8050 ADD-PATH
-//! subtypes and unicast `RIB_GENERIC`):
+//! subtypes and unicast `RIB_GENERIC`, `BGP4MP_ENTRY`):
 //! - a collector dump holds the routes of many peers; one peer's routes
 //!   become the table: [`LoadOptions::peer`] (by address, or by AS: the first
 //!   peer of that AS in the peer table), by default the peer with the most
@@ -39,10 +39,14 @@
 //! there is no path or the path ends in an `AS_SET` or a confederation
 //! segment, where no single origin exists.
 //!
-//! Not read: `BGP4MP_ENTRY`/`BGP4MP_SNAPSHOT` (a pre-RFC 6396 draft format
-//! some OpenBGPD versions write), the deprecated `BGP` type, and the
-//! historical `TABLE_DUMP` files whose length field is four bytes short
-//! (these stop with an error at the next record).
+//! RIBs are also read from `BGP4MP_ENTRY` records (one route per record, from
+//! draft-ietf-grow-mrt-00 before RFC 6396; OpenBGPD's `table-mp` dumps),
+//! which bgpkit-parser does not decode: the entry is read here and its path
+//! attributes by bgpkit-parser's attribute parser.
+//!
+//! Not read: `BGP4MP_SNAPSHOT` (a file name, same draft), the deprecated
+//! `BGP` type, and the historical `TABLE_DUMP` files whose length field is
+//! four bytes short (these stop with an error at the next record).
 
 use std::collections::HashMap;
 use std::io::ErrorKind;
@@ -92,9 +96,12 @@ mod kind {
     }
 }
 
-/// `BGP4MP_ENTRY` and `BGP4MP_SNAPSHOT`: RIB entries in the BGP4MP type, from
-/// a draft before RFC 6396.
-const BGP4MP_ENTRY_SUBTYPES: [u16; 2] = [2, 3];
+/// `BGP4MP_ENTRY`: one RIB entry per record, from a draft before RFC 6396
+/// (draft-ietf-grow-mrt-00), still written by OpenBGPD's `table-mp` dumps.
+const BGP4MP_ENTRY: u16 = 2;
+
+/// `BGP4MP_SNAPSHOT`: the name of a file holding a dump, from the same draft.
+const BGP4MP_SNAPSHOT: u16 = 3;
 
 /// One framed record, body not yet decoded.
 struct RawRecord {
@@ -215,28 +222,36 @@ fn kind_name(kind: u16) -> String {
     }
 }
 
+/// The message in a record's body: after the microseconds of the
+/// extended-timestamp type, which counts them in its length.
+fn message_body(record: &RawRecord) -> Result<&[u8], String> {
+    if record.kind == kind::BGP4MP_ET {
+        record
+            .body
+            .get(4..)
+            .ok_or_else(|| "a BGP4MP_ET record shorter than its 4-byte microseconds".into())
+    } else {
+        Ok(&record.body)
+    }
+}
+
+fn is_bgp4mp(kind: u16) -> bool {
+    matches!(kind, kind::BGP4MP | kind::BGP4MP_ET)
+}
+
 /// Decodes a record body; `Ok(None)` is a record of no use here (a
 /// non-unicast `RIB_GENERIC`); `Err` is a bad record (the framing is intact).
 fn decode(record: &RawRecord) -> Result<Option<MrtMessage>, String> {
-    let body = if record.kind == kind::BGP4MP_ET {
-        // The extended-timestamp types carry microseconds before the message
-        // and count them in the length.
-        match record.body.get(4..) {
-            Some(rest) => rest.to_vec(),
-            None => return Err("a BGP4MP_ET record shorter than its 4-byte microseconds".into()),
-        }
-    } else {
-        record.body.clone()
-    };
-    if matches!(record.kind, kind::BGP4MP | kind::BGP4MP_ET)
-        && BGP4MP_ENTRY_SUBTYPES.contains(&record.subtype)
-    {
-        return Err(format!(
-            "BGP4MP subtype {} ({}) is a RIB format from a draft before RFC 6396 that is not supported; \
-             dump the RIB as TABLE_DUMP_V2 instead (OpenBGPD: `bgpctl show rib ... mrt`/`dump table-v2`)",
-            record.subtype,
-            if record.subtype == 2 { "BGP4MP_ENTRY" } else { "BGP4MP_SNAPSHOT" }
-        ));
+    let body = message_body(record)?.to_vec();
+    if is_bgp4mp(record.kind) && record.subtype == BGP4MP_SNAPSHOT {
+        return Err(
+            "BGP4MP_SNAPSHOT records (the name of a dump file, from a draft before RFC 6396) \
+             are not supported; load the dump file itself"
+                .into(),
+        );
+    }
+    if is_bgp4mp(record.kind) && record.subtype == BGP4MP_ENTRY {
+        return Err("a BGP4MP_ENTRY RIB record inside an update stream".into());
     }
     let (subtype, body) = match unicast_rib_generic(record, body) {
         Generic::Not(body) => (record.subtype, body),
@@ -300,9 +315,10 @@ fn describe(error: &ParserError, record: &RawRecord) -> String {
     )
 }
 
-/// Whether `kind` holds RIB entries rather than updates.
-fn is_rib_kind(kind: u16) -> bool {
-    matches!(kind, kind::TABLE_DUMP | kind::TABLE_DUMP_V2)
+/// Whether the record holds RIB entries rather than updates.
+fn is_rib_record(record: &RawRecord) -> bool {
+    matches!(record.kind, kind::TABLE_DUMP | kind::TABLE_DUMP_V2)
+        || (is_bgp4mp(record.kind) && record.subtype == BGP4MP_ENTRY)
 }
 
 /// A prefix from the parser, checked for host bits.
@@ -311,9 +327,22 @@ fn to_prefix(
     lenient: bool,
     stats: &mut LoadStats,
 ) -> Result<AnyPrefix, String> {
-    let net = prefix.prefix;
-    let plen = net.prefix_len();
-    let (result, masked) = match net.addr() {
+    to_prefix_parts(
+        prefix.prefix.addr(),
+        prefix.prefix.prefix_len(),
+        lenient,
+        stats,
+    )
+}
+
+/// `addr/plen` as a prefix, checked for host bits.
+fn to_prefix_parts(
+    addr: IpAddr,
+    plen: u8,
+    lenient: bool,
+    stats: &mut LoadStats,
+) -> Result<AnyPrefix, String> {
+    let (result, masked) = match addr {
         IpAddr::V4(addr) => {
             let addr = u32::from(addr);
             match Prefix::<u32>::new(addr, plen) {
@@ -417,6 +446,7 @@ impl Dropped {
 /// Picks the label of a route; next hops go to `nexthops`.
 fn label_of(
     attributes: &Attributes,
+    explicit_next_hop: Option<IpAddr>,
     v6: bool,
     source: LabelSource,
     nexthops: &mut NextHopTable,
@@ -425,14 +455,16 @@ fn label_of(
     match source {
         LabelSource::OriginAs => origin_asn(attributes),
         LabelSource::NextHop => {
-            let addr = next_hop(attributes, v6).unwrap_or_else(|| {
-                dropped.no_next_hop += 1;
-                if v6 {
-                    IpAddr::V6(Ipv6Addr::UNSPECIFIED)
-                } else {
-                    IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-                }
-            });
+            let addr = explicit_next_hop
+                .or_else(|| next_hop(attributes, v6))
+                .unwrap_or_else(|| {
+                    dropped.no_next_hop += 1;
+                    if v6 {
+                        IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+                    } else {
+                        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+                    }
+                });
             nexthops.intern(addr)
         }
     }
@@ -508,6 +540,7 @@ impl<'o> RibReader<'o> {
         peer: u32,
         prefix: AnyPrefix,
         attributes: &Attributes,
+        next_hop: Option<IpAddr>,
     ) -> Result<(), String> {
         let v6 = matches!(prefix, AnyPrefix::V6(_));
         let Some(entry) = self.peers.get_mut(peer as usize) else {
@@ -524,6 +557,7 @@ impl<'o> RibReader<'o> {
         }
         let label = label_of(
             attributes,
+            next_hop,
             v6,
             self.options.label,
             &mut self.scratch_hops,
@@ -539,7 +573,7 @@ impl<'o> RibReader<'o> {
     fn table_dump(&mut self, record: u64, message: &TableDumpMessage) -> Result<(), String> {
         let prefix = to_prefix(&message.prefix, self.options.lenient, &mut self.stats)?;
         let peer = self.peer_id(message.peer_ip, message.peer_asn.to_u32());
-        self.add(record, peer, prefix, &message.attributes)?;
+        self.add(record, peer, prefix, &message.attributes, None)?;
         // TABLE_DUMP has no ADD-PATH: a batch record may hold several routes
         // of one peer, all of them kept.
         if let Some(entry) = self.peers.get_mut(peer as usize) {
@@ -572,7 +606,28 @@ impl<'o> RibReader<'o> {
                     entry.peer_index
                 ));
             }
-            self.add(record, peer, prefix, &entry.attributes)?;
+            self.add(record, peer, prefix, &entry.attributes, None)?;
+        }
+        Ok(())
+    }
+
+    fn bgp4mp_entry(&mut self, record: u64, body: &[u8]) -> Result<(), String> {
+        self.rib_records += 1;
+        let Some(entry) = parse_bgp4mp_entry(body)? else {
+            self.dropped.non_unicast += 1;
+            return Ok(());
+        };
+        let prefix = to_prefix_parts(
+            entry.addr,
+            entry.plen,
+            self.options.lenient,
+            &mut self.stats,
+        )?;
+        let peer = self.peer_id(entry.peer_ip, entry.peer_asn);
+        self.add(record, peer, prefix, &entry.attributes, entry.next_hop)?;
+        // One route per record: a peer's next record is another prefix.
+        if let Some(peer) = self.peers.get_mut(peer as usize) {
+            peer.last_record = 0;
         }
         Ok(())
     }
@@ -778,15 +833,13 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
                 progress(records.input.raw_bytes_read());
             }
         }
-        if !is_rib_kind(record.kind) && reader.rib_records == 0 && reader.peer_table.is_none() {
-            let what = if matches!(record.kind, kind::BGP4MP | kind::BGP4MP_ET)
-                && !BGP4MP_ENTRY_SUBTYPES.contains(&record.subtype)
-            {
+        if !is_rib_record(&record) && reader.rib_records == 0 && reader.peer_table.is_none() {
+            let what = if is_bgp4mp(record.kind) && record.subtype != BGP4MP_SNAPSHOT {
                 format!(
                     "this is a {} update stream, not a RIB dump; load it where updates are expected",
                     kind_name(record.kind)
                 )
-            } else if matches!(record.kind, kind::BGP4MP | kind::BGP4MP_ET) {
+            } else if is_bgp4mp(record.kind) {
                 match decode(&record) {
                     Err(what) => what,
                     Ok(_) => "unexpected BGP4MP record".into(),
@@ -800,14 +853,18 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
             };
             return Err(records.error(&what));
         }
-        let result = decode(&record).and_then(|message| match message {
-            Some(message) => reader.message(records.number, &message),
-            None => {
-                reader.rib_records += 1;
-                reader.dropped.non_unicast += 1;
-                Ok(())
-            }
-        });
+        let result = if is_bgp4mp(record.kind) && record.subtype == BGP4MP_ENTRY {
+            message_body(&record).and_then(|body| reader.bgp4mp_entry(records.number, body))
+        } else {
+            decode(&record).and_then(|message| match message {
+                Some(message) => reader.message(records.number, &message),
+                None => {
+                    reader.rib_records += 1;
+                    reader.dropped.non_unicast += 1;
+                    Ok(())
+                }
+            })
+        };
         if let Err(what) = result {
             if options.skip_bad {
                 reader.stats.skipped += 1;
@@ -859,10 +916,14 @@ pub fn read_updates(
                 progress(records.input.raw_bytes_read());
             }
         }
-        if is_rib_kind(record.kind) && update_records == 0 {
-            return Err(records.error(&format!(
-                "this is a {} RIB dump, not an update stream; load it as a table",
+        if is_rib_record(&record) && update_records == 0 {
+            let kind = if is_bgp4mp(record.kind) {
+                "BGP4MP_ENTRY".to_string()
+            } else {
                 kind_name(record.kind)
+            };
+            return Err(records.error(&format!(
+                "this is a {kind} RIB dump, not an update stream; load it as a table"
             )));
         }
         let result = decode(&record).and_then(|message| {
@@ -1012,6 +1073,7 @@ fn updates_of(
         let v6 = matches!(prefix, AnyPrefix::V6(_));
         let label = label_of(
             &update.attributes,
+            None,
             v6,
             options.label,
             &mut loaded.nexthops,
@@ -1028,4 +1090,148 @@ fn updates_of(
         .updates
         .extend(changes.into_iter().map(|change| Update { time, change }));
     Ok(())
+}
+
+/// A route from a `BGP4MP_ENTRY` record.
+struct Bgp4mpEntry {
+    peer_ip: IpAddr,
+    peer_asn: u32,
+    next_hop: Option<IpAddr>,
+    addr: IpAddr,
+    plen: u8,
+    attributes: Attributes,
+}
+
+/// Reads big-endian fields from a record body, with bounds checks.
+struct Fields<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Fields<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+        if self.bytes.len() < n {
+            return Err(format!(
+                "the record ends inside the {what} ({} of {n} bytes)",
+                self.bytes.len()
+            ));
+        }
+        let (head, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Ok(head)
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8, String> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    fn u16(&mut self, what: &str) -> Result<u16, String> {
+        let b = self.take(2, what)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    /// An address of the family of `afi` (1 IPv4, 2 IPv6).
+    fn addr(&mut self, afi: u16, what: &str) -> Result<IpAddr, String> {
+        match afi {
+            1 => {
+                let b = self.take(4, what)?;
+                Ok(IpAddr::from([b[0], b[1], b[2], b[3]]))
+            }
+            2 => {
+                let mut octets = [0u8; 16];
+                octets.copy_from_slice(self.take(16, what)?);
+                Ok(IpAddr::from(octets))
+            }
+            _ => Err(format!(
+                "address family {afi} in the {what} is neither IPv4 (1) nor IPv6 (2)"
+            )),
+        }
+    }
+}
+
+/// Decodes a `BGP4MP_ENTRY` body (draft-ietf-grow-mrt-00 section 5.4.3,
+/// 2-byte ASes): the BGP4MP peer header, then view, status, time, AFI,
+/// SAFI, next hop, prefix and path attributes. `Ok(None)`: not unicast.
+/// bgpkit-parser does not read this subtype; its attribute parser does
+/// the attributes.
+fn parse_bgp4mp_entry(body: &[u8]) -> Result<Option<Bgp4mpEntry>, String> {
+    use bgpkit_parser::models::{Afi, AsnLength};
+    use bgpkit_parser::parser::bgp::attributes::parse_attributes;
+
+    let mut fields = Fields { bytes: body };
+    let peer_asn = u32::from(fields.u16("peer AS")?);
+    fields.take(4, "local AS and interface index")?;
+    let peer_afi = fields.u16("peer address family")?;
+    let peer_ip = fields.addr(peer_afi, "peer address")?;
+    fields.addr(peer_afi, "local address")?;
+    fields.take(8, "view, status and time")?;
+    let afi = fields.u16("entry address family")?;
+    let safi = fields.u8("entry SAFI")?;
+    let (max_plen, bgp_afi) = match (afi, safi) {
+        (1, 1) => (32, Afi::Ipv4),
+        (2, 1) => (128, Afi::Ipv6),
+        // VPN, multicast, ...: encoded otherwise, and not forwarding routes.
+        _ => return Ok(None),
+    };
+    let next_hop_len = fields.u8("next-hop length")? as usize;
+    let next_hop_bytes = fields.take(next_hop_len, "next hop")?;
+    // IPv6 next hops may be a global address followed by a link-local one.
+    let next_hop = match (afi, next_hop_len) {
+        (1, 4) => Some(IpAddr::from([
+            next_hop_bytes[0],
+            next_hop_bytes[1],
+            next_hop_bytes[2],
+            next_hop_bytes[3],
+        ])),
+        (2, 16 | 32) => {
+            let mut octets = [0u8; 16];
+            octets.copy_from_slice(&next_hop_bytes[..16]);
+            Some(IpAddr::from(octets))
+        }
+        _ => None,
+    };
+    let plen = fields.u8("prefix length")?;
+    if plen > max_plen {
+        return Err(format!("prefix length {plen} is over {max_plen}"));
+    }
+    let prefix_bytes = fields.take(usize::from(plen).div_ceil(8), "prefix")?;
+    let addr = if afi == 1 {
+        let mut octets = [0u8; 4];
+        octets[..prefix_bytes.len()].copy_from_slice(prefix_bytes);
+        IpAddr::from(octets)
+    } else {
+        let mut octets = [0u8; 16];
+        octets[..prefix_bytes.len()].copy_from_slice(prefix_bytes);
+        IpAddr::from(octets)
+    };
+    let attributes_len = fields.u16("attribute length")? as usize;
+    let attributes = fields.take(attributes_len, "attributes")?.to_vec();
+    if !fields.bytes.is_empty() {
+        return Err(format!(
+            "{} bytes after the entry's attributes",
+            fields.bytes.len()
+        ));
+    }
+    let attributes = parse_attributes(
+        attributes.into(),
+        &AsnLength::Bits16,
+        false,
+        Some(bgp_afi),
+        Some(Safi::Unicast),
+        None,
+    )
+    .map_err(|e| {
+        let text = e.to_string();
+        format!(
+            "cannot decode the attributes of this BGP4MP_ENTRY record: {}",
+            text.strip_prefix("Error: ").unwrap_or(&text)
+        )
+    })?;
+    Ok(Some(Bgp4mpEntry {
+        peer_ip,
+        peer_asn,
+        next_hop,
+        addr,
+        plen,
+        attributes,
+    }))
 }
