@@ -362,8 +362,8 @@ fn missing_peer_lists_the_peers() {
     assert!(
         error.contains("quagga_rib")
             && error.contains("no peer 192.0.2.99")
-            && error.contains("192.168.0.10 (AS65000, 6 prefixes)")
-            && error.contains("fd02::10 (AS65000, 3 prefixes)"),
+            && error.contains("192.168.0.10 (AS65000, 6 routes)")
+            && error.contains("fd02::10 (AS65000, 3 routes)"),
         "{error}"
     );
     let options = LoadOptions {

@@ -12,7 +12,8 @@
 //! - a collector dump holds the routes of many peers; one peer's routes
 //!   become the table: [`LoadOptions::peer`] (by address, or by AS: the first
 //!   peer of that AS in the peer table), by default the peer with the most
-//!   routes (ties: the first in the file). The choice is written to
+//!   routes (ties: the first in the file; BIRD lists its own routes as a
+//!   peer 0.0.0.0 or `::` of AS 0). The choice is written to
 //!   [`LoadedTable::notes`]. Until the end of the file it is not known which
 //!   peer that is, so the default keeps every peer's routes while reading, in
 //!   8 bytes per route (prefix index and label; each prefix is stored once);
@@ -40,7 +41,7 @@
 //! segment, where no single origin exists.
 //!
 //! RIBs are also read from `BGP4MP_ENTRY` records (one route per record, from
-//! draft-ietf-grow-mrt-00 before RFC 6396; OpenBGPD's `table-mp` dumps),
+//! the MRT drafts before RFC 6396; OpenBGPD's `table-mp` dumps),
 //! which bgpkit-parser does not decode: the entry is read here and its path
 //! attributes by bgpkit-parser's attribute parser.
 //!
@@ -96,8 +97,8 @@ mod kind {
     }
 }
 
-/// `BGP4MP_ENTRY`: one RIB entry per record, from a draft before RFC 6396
-/// (draft-ietf-grow-mrt-00), still written by OpenBGPD's `table-mp` dumps.
+/// `BGP4MP_ENTRY`: one RIB entry per record, from the MRT drafts before
+/// RFC 6396, still written by OpenBGPD's `table-mp` dumps.
 const BGP4MP_ENTRY: u16 = 2;
 
 /// `BGP4MP_SNAPSHOT`: the name of a file holding a dump, from the same draft.
@@ -239,10 +240,16 @@ fn is_bgp4mp(kind: u16) -> bool {
     matches!(kind, kind::BGP4MP | kind::BGP4MP_ET)
 }
 
-/// Decodes a record body; `Ok(None)` is a record of no use here (a
-/// non-unicast `RIB_GENERIC`); `Err` is a bad record (the framing is intact).
-fn decode(record: &RawRecord) -> Result<Option<MrtMessage>, String> {
-    let body = message_body(record)?.to_vec();
+/// Decodes a record body (taking it out of `record`); `Ok(None)` is a record
+/// of no use here (a non-unicast `RIB_GENERIC`); `Err` is a bad record (the
+/// framing is intact).
+fn decode(record: &mut RawRecord) -> Result<Option<MrtMessage>, String> {
+    message_body(record)?;
+    let mut body = std::mem::take(&mut record.body);
+    if record.kind == kind::BGP4MP_ET {
+        body.drain(..4);
+    }
+    let record = &*record;
     if is_bgp4mp(record.kind) && record.subtype == BGP4MP_SNAPSHOT {
         return Err(
             "BGP4MP_SNAPSHOT records (the name of a dump file, from a draft before RFC 6396) \
@@ -731,16 +738,6 @@ impl<'o> RibReader<'o> {
             ..LoadedTable::default()
         };
         let peer = &self.peers[chosen];
-        table.notes.insert(
-            0,
-            format!(
-                "MRT: kept the routes of peer {} (AS{}): {} prefixes of {} peers; choose another with --peer",
-                peer.addr,
-                peer.asn,
-                peer.count,
-                self.peers.len()
-            ),
-        );
         for &(index, label) in &peer.routes {
             let label = match self.options.label {
                 LabelSource::OriginAs => label,
@@ -757,12 +754,22 @@ impl<'o> RibReader<'o> {
             };
             table.stats.duplicates += old.is_some() as u64;
         }
+        table.notes.insert(
+            0,
+            format!(
+                "MRT: kept the routes of peer {} (AS{}): {} prefixes of {} peers; choose another with --peer",
+                peer.addr,
+                peer.asn,
+                table.v4.len() + table.v6.len(),
+                self.peers.len()
+            ),
+        );
         self.dropped.notes(&mut table.notes);
         Ok(table)
     }
 }
 
-/// `peers: 192.0.2.1 (AS64500, 123 prefixes), ...`, most prefixes first.
+/// `its N peers: 192.0.2.1 (AS64500, 123 routes), ...`, most routes first.
 fn list_peers(peers: &[RibPeer]) -> String {
     if peers.is_empty() {
         return "the dump names no peers".into();
@@ -773,7 +780,7 @@ fn list_peers(peers: &[RibPeer]) -> String {
     let listed: Vec<String> = order
         .iter()
         .take(PEERS_LISTED)
-        .map(|p| format!("{} (AS{}, {} prefixes)", p.addr, p.asn, p.count))
+        .map(|p| format!("{} (AS{}, {} routes)", p.addr, p.asn, p.count))
         .collect();
     text.push_str(&listed.join(", "));
     if peers.len() > PEERS_LISTED {
@@ -819,7 +826,7 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
     };
     let mut notes = Vec::new();
     loop {
-        let record = match records.next() {
+        let mut record = match records.next() {
             Ok(Some(record)) => record,
             Ok(None) => break,
             Err(what) => {
@@ -840,7 +847,7 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
                     kind_name(record.kind)
                 )
             } else if is_bgp4mp(record.kind) {
-                match decode(&record) {
+                match decode(&mut record) {
                     Err(what) => what,
                     Ok(_) => "unexpected BGP4MP record".into(),
                 }
@@ -856,7 +863,7 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
         let result = if is_bgp4mp(record.kind) && record.subtype == BGP4MP_ENTRY {
             message_body(&record).and_then(|body| reader.bgp4mp_entry(records.number, body))
         } else {
-            decode(&record).and_then(|message| match message {
+            decode(&mut record).and_then(|message| match message {
                 Some(message) => reader.message(records.number, &message),
                 None => {
                     reader.rib_records += 1;
@@ -896,7 +903,7 @@ pub fn read_updates(
     let mut peers: Vec<((IpAddr, u32), u64)> = Vec::new();
     let mut update_records = 0u64;
     loop {
-        let record = match records.next() {
+        let mut record = match records.next() {
             Ok(Some(record)) => record,
             Ok(None) => break,
             Err(what) => {
@@ -926,7 +933,7 @@ pub fn read_updates(
                 "this is a {kind} RIB dump, not an update stream; load it as a table"
             )));
         }
-        let result = decode(&record).and_then(|message| {
+        let result = decode(&mut record).and_then(|message| {
             update_records += 1;
             let Some(message) = message else {
                 return Err("a RIB record inside an update stream".into());
@@ -1148,8 +1155,9 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// Decodes a `BGP4MP_ENTRY` body (draft-ietf-grow-mrt-00 section 5.4.3,
-/// 2-byte ASes): the BGP4MP peer header, then view, status, time, AFI,
+/// Decodes a `BGP4MP_ENTRY` body (2-byte ASes; the layout OpenBGPD writes
+/// and libbgpdump reads): the BGP4MP peer header (peer AS, local AS,
+/// interface, AFI, peer and local address), then view, status, time, AFI,
 /// SAFI, next hop, prefix and path attributes. `Ok(None)`: not unicast.
 /// bgpkit-parser does not read this subtype; its attribute parser does
 /// the attributes.
