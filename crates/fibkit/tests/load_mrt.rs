@@ -657,3 +657,43 @@ fn withdrawals_of_both_families() {
         mrt::read_updates(input(&stream, "w.mrt"), &skip, NextHopTable::default()).unwrap();
     assert_eq!((loaded.updates.len(), loaded.stats.skipped), (2, 1));
 }
+
+/// A RIB record whose entry count disagrees with its length is an error
+/// naming the record (bgpkit-parser's own RIB decoder would quietly keep the
+/// entries before the problem).
+#[test]
+fn rib_entry_count_mismatch_is_an_error() {
+    let bytes = std::fs::read(sample("quagga_rib")).unwrap();
+    let ends = record_ends(&bytes);
+    // Record 2: the first RIB_IPV4_UNICAST; its entry count follows the
+    // sequence number and the prefix.
+    let body = ends[1] + 12;
+    let plen = bytes[body + 4] as usize;
+    let count_at = body + 5 + plen.div_ceil(8);
+    let count = u16::from_be_bytes([bytes[count_at], bytes[count_at + 1]]);
+    assert!(count >= 1);
+    for (new_count, says) in [
+        (
+            count + 1,
+            "the record ends inside the peer index (0 of 2 bytes)",
+        ),
+        (count - 1, "bytes after the"),
+    ] {
+        let mut broken = bytes.clone();
+        broken[count_at..count_at + 2].copy_from_slice(&new_count.to_be_bytes());
+        let error = mrt::read_rib(input(&broken, "q.mrt"), &LoadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("q.mrt:2: record 2 at byte") && error.contains(says),
+            "{error}"
+        );
+        let skip = LoadOptions {
+            skip_bad: true,
+            ..LoadOptions::default()
+        };
+        let table = mrt::read_rib(input(&broken, "q.mrt"), &skip).unwrap();
+        assert_eq!(table.stats.skipped, 1);
+        assert_eq!(table.v4.len() + table.v6.len(), 5);
+    }
+}

@@ -2,13 +2,30 @@
 //!
 //! The record framing (the 12-byte common header: timestamp, type, subtype,
 //! length) is read here, not by the parser, so that a truncated or corrupt
-//! file is reported as `file:record: record N at byte B: what is wrong`
-//! before any body is decoded; each body is then decoded by
-//! `bgpkit_parser::parser::mrt::mrt_record::parse_mrt_body`. Records are read
-//! and decoded one at a time: the file is never held in memory.
+//! file is reported as `file:N: record N at byte B: what is wrong` before any
+//! body is decoded. Records are read and decoded one at a time: the file is
+//! never held in memory. A bad record (framing intact) stops the load, or
+//! with [`LoadOptions::skip_bad`] is skipped whole and counted; broken
+//! framing (a truncated file, an impossible length) stops it either way,
+//! with `skip_bad` as a note and one skipped record.
+//!
+//! Who decodes what:
+//! - `TABLE_DUMP_V2` RIB records: their entries are framed here and only the
+//!   kept peers' path attributes are decoded, by bgpkit-parser's attribute
+//!   parser. With `--peer` most entries of a collector dump stay undecoded
+//!   (a 20-peer dump loads about ten times faster), and a corrupt entry is
+//!   an error where bgpkit-parser's own RIB decoder would keep the entries
+//!   before it with only a log warning. Unicast `RIB_GENERIC`, which
+//!   bgpkit-parser 0.23 does not decode, is read as the `RIB_AFI` layout it
+//!   reduces to;
+//! - `BGP4MP_ENTRY` (one route per record, from the MRT drafts before
+//!   RFC 6396; OpenBGPD's `table-mp` dumps), which bgpkit-parser does not
+//!   decode: the entry here, its attributes by bgpkit-parser;
+//! - everything else (`PEER_INDEX_TABLE`, `TABLE_DUMP`, `BGP4MP`):
+//!   `bgpkit_parser::parser::mrt::mrt_record::parse_mrt_body`.
 //!
 //! RIB dumps (`TABLE_DUMP`, `TABLE_DUMP_V2` including the RFC 8050 ADD-PATH
-//! subtypes and unicast `RIB_GENERIC`, `BGP4MP_ENTRY`):
+//! subtypes, `BGP4MP_ENTRY`):
 //! - a collector dump holds the routes of many peers; one peer's routes
 //!   become the table: [`LoadOptions::peer`] (by address, or by AS: the first
 //!   peer of that AS in the peer table), by default the peer with the most
@@ -40,14 +57,9 @@
 //! there is no path or the path ends in an `AS_SET` or a confederation
 //! segment, where no single origin exists.
 //!
-//! RIBs are also read from `BGP4MP_ENTRY` records (one route per record, from
-//! the MRT drafts before RFC 6396; OpenBGPD's `table-mp` dumps),
-//! which bgpkit-parser does not decode: the entry is read here and its path
-//! attributes by bgpkit-parser's attribute parser.
-//!
-//! Not read: `BGP4MP_SNAPSHOT` (a file name, same draft), the deprecated
-//! `BGP` type, and the historical `TABLE_DUMP` files whose length field is
-//! four bytes short (these stop with an error at the next record).
+//! Not read: `BGP4MP_SNAPSHOT` (a file name, from the same drafts), the
+//! deprecated `BGP` type, and the historical `TABLE_DUMP` files whose length
+//! field is four bytes short (these stop with an error at the next record).
 
 use std::collections::HashMap;
 use std::io::ErrorKind;
@@ -55,8 +67,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use bgpkit_parser::models::{
-    AsPathSegment, Attributes, Bgp4MpEnum, BgpMessage, MrtMessage, NetworkPrefix, Nlri, RibEntry,
-    Safi, TableDumpMessage, TableDumpV2Message, TableDumpV2Type,
+    AsPathSegment, Attributes, Bgp4MpEnum, BgpMessage, MrtMessage, NetworkPrefix, Nlri, Safi,
+    TableDumpMessage, TableDumpV2Message,
 };
 use bgpkit_parser::parser::mrt::mrt_record::parse_mrt_body;
 use bgpkit_parser::ParserError;
@@ -240,10 +252,9 @@ fn is_bgp4mp(kind: u16) -> bool {
     matches!(kind, kind::BGP4MP | kind::BGP4MP_ET)
 }
 
-/// Decodes a record body (taking it out of `record`); `Ok(None)` is a record
-/// of no use here (a non-unicast `RIB_GENERIC`); `Err` is a bad record (the
-/// framing is intact).
-fn decode(record: &mut RawRecord) -> Result<Option<MrtMessage>, String> {
+/// Decodes a record body (taking it out of `record`) with bgpkit-parser;
+/// `Err` is a bad record (the framing is intact).
+fn decode(record: &mut RawRecord) -> Result<MrtMessage, String> {
     message_body(record)?;
     let mut body = std::mem::take(&mut record.body);
     if record.kind == kind::BGP4MP_ET {
@@ -260,14 +271,7 @@ fn decode(record: &mut RawRecord) -> Result<Option<MrtMessage>, String> {
     if is_bgp4mp(record.kind) && record.subtype == BGP4MP_ENTRY {
         return Err("a BGP4MP_ENTRY RIB record inside an update stream".into());
     }
-    let (subtype, body) = match unicast_rib_generic(record, body) {
-        Generic::Not(body) => (record.subtype, body),
-        Generic::Unicast(subtype, body) => (subtype, body),
-        Generic::Other => return Ok(None),
-    };
-    parse_mrt_body(record.kind, subtype, body.into())
-        .map(Some)
-        .map_err(|e| describe(&e, record))
+    parse_mrt_body(record.kind, record.subtype, body.into()).map_err(|e| describe(&e, record))
 }
 
 /// What a `RIB_GENERIC` record turns into.
@@ -281,7 +285,7 @@ enum Generic {
 }
 
 /// bgpkit-parser 0.23 does not decode `RIB_GENERIC` (RFC 6396 section
-/// 4.3.3). With unicast IPv4/IPv6 its NLRI is encoded as the prefix of
+/// 4.3.3), and [`RibReader::rib_afi`] reads the `RIB_AFI` layout. With unicast IPv4/IPv6 its NLRI is encoded as the prefix of
 /// `RIB_IPV4_UNICAST`/`RIB_IPV6_UNICAST` (length, then the prefix bytes), so
 /// dropping the AFI and SAFI fields turns it into one of those.
 fn unicast_rib_generic(record: &RawRecord, body: Vec<u8>) -> Generic {
@@ -485,6 +489,52 @@ fn matches_selector(selector: Option<PeerSelector>, addr: IpAddr, asn: u32) -> b
     }
 }
 
+/// A route's attributes, decoded or not yet.
+enum Route<'a> {
+    /// Decoded by bgpkit-parser, with the next hop when the record has its own.
+    Decoded {
+        attributes: &'a Attributes,
+        next_hop: Option<IpAddr>,
+    },
+    /// A `TABLE_DUMP_V2` RIB entry's attribute bytes, decoded only if kept.
+    Raw {
+        attributes: &'a [u8],
+        add_path: bool,
+    },
+}
+
+/// Decodes a `TABLE_DUMP_V2` RIB entry's attributes as bgpkit-parser's RIB
+/// decoder does: 4-byte ASes, and an `MP_REACH_NLRI` abbreviated to its next
+/// hop (RFC 6396 section 4.3.4). The parser wants the entry's prefix only
+/// to fill in that attribute's NLRI, which is not used here: any prefix of
+/// the family will do.
+fn decode_rib_attributes(bytes: &[u8], v6: bool, add_path: bool) -> Result<Attributes, String> {
+    use bgpkit_parser::models::{Afi, AsnLength};
+    use bgpkit_parser::parser::bgp::attributes::parse_attributes;
+
+    let (afi, any_prefix) = if v6 {
+        (Afi::Ipv6, "::/0")
+    } else {
+        (Afi::Ipv4, "0.0.0.0/0")
+    };
+    let any_prefix: Option<NetworkPrefix> = any_prefix.parse().ok();
+    parse_attributes(
+        bytes.to_vec().into(),
+        &AsnLength::Bits32,
+        add_path,
+        Some(afi),
+        Some(Safi::Unicast),
+        any_prefix.as_ref().map(std::slice::from_ref),
+    )
+    .map_err(|e| {
+        let text = e.to_string();
+        format!(
+            "cannot decode a RIB entry's attributes: {}",
+            text.strip_prefix("Error: ").unwrap_or(&text)
+        )
+    })
+}
+
 /// A collector peer seen in a RIB dump.
 struct RibPeer {
     addr: IpAddr,
@@ -540,85 +590,160 @@ impl<'o> RibReader<'o> {
         (self.prefixes.len() - 1) as u32
     }
 
-    /// Adds one peer's route from record `record`.
-    fn add(
-        &mut self,
-        record: u64,
-        peer: u32,
-        prefix: AnyPrefix,
-        attributes: &Attributes,
-        next_hop: Option<IpAddr>,
-    ) -> Result<(), String> {
-        let v6 = matches!(prefix, AnyPrefix::V6(_));
-        let Some(entry) = self.peers.get_mut(peer as usize) else {
-            return Err(format!("internal: no peer {peer}"));
+    /// The label of `peer`'s route to a prefix of the family `v6`, or `None`
+    /// when that peer's routes are not kept (its attributes stay undecoded).
+    fn label(&mut self, peer: u32, v6: bool, route: Route) -> Result<Option<Label>, String> {
+        if !self.peers.get(peer as usize).is_some_and(|p| p.keep) {
+            return Ok(None);
+        }
+        let decoded;
+        let (attributes, next_hop) = match route {
+            Route::Decoded {
+                attributes,
+                next_hop,
+            } => (attributes, next_hop),
+            Route::Raw {
+                attributes,
+                add_path,
+            } => {
+                decoded = decode_rib_attributes(attributes, v6, add_path)?;
+                (&decoded, None)
+            }
         };
-        if entry.last_record == record {
-            self.dropped.extra_paths += 1;
-            return Ok(());
-        }
-        entry.last_record = record;
-        entry.count += 1;
-        if !entry.keep {
-            return Ok(());
-        }
-        let label = label_of(
+        Ok(Some(label_of(
             attributes,
             next_hop,
             v6,
             self.options.label,
             &mut self.scratch_hops,
             &mut self.dropped,
-        );
-        let index = self.prefix_index(prefix);
+        )))
+    }
+
+    /// Counts `peer`'s route, and keeps it if it has a label. Called only
+    /// once a record has been read whole, so a bad record adds nothing.
+    fn commit(&mut self, peer: u32, prefix: AnyPrefix, label: Option<Label>) {
+        let index = label.map(|_| self.prefix_index(prefix));
         if let Some(entry) = self.peers.get_mut(peer as usize) {
-            entry.routes.push((index, label));
+            entry.count += 1;
+            if let (Some(index), Some(label)) = (index, label) {
+                entry.routes.push((index, label));
+            }
+        }
+    }
+
+    /// `TABLE_DUMP` records: one route each (a batch holds several; there
+    /// is no ADD-PATH, so a peer's routes in one batch are all kept).
+    fn table_dump(&mut self, messages: &[TableDumpMessage]) -> Result<(), String> {
+        let mut routes = Vec::with_capacity(messages.len());
+        for message in messages {
+            let prefix = to_prefix(&message.prefix, self.options.lenient, &mut self.stats)?;
+            let peer = self.peer_id(message.peer_ip, message.peer_asn.to_u32());
+            let route = Route::Decoded {
+                attributes: &message.attributes,
+                next_hop: None,
+            };
+            let label = self.label(peer, matches!(prefix, AnyPrefix::V6(_)), route)?;
+            routes.push((peer, prefix, label));
+        }
+        for (peer, prefix, label) in routes {
+            self.commit(peer, prefix, label);
         }
         Ok(())
     }
 
-    fn table_dump(&mut self, record: u64, message: &TableDumpMessage) -> Result<(), String> {
-        let prefix = to_prefix(&message.prefix, self.options.lenient, &mut self.stats)?;
-        let peer = self.peer_id(message.peer_ip, message.peer_asn.to_u32());
-        self.add(record, peer, prefix, &message.attributes, None)?;
-        // TABLE_DUMP has no ADD-PATH: a batch record may hold several routes
-        // of one peer, all of them kept.
-        if let Some(entry) = self.peers.get_mut(peer as usize) {
-            entry.last_record = 0;
-        }
-        Ok(())
-    }
-
-    fn rib_entries(
-        &mut self,
-        record: u64,
-        prefix: &NetworkPrefix,
-        entries: &[RibEntry],
-    ) -> Result<(), String> {
-        let prefix = to_prefix(prefix, self.options.lenient, &mut self.stats)?;
-        for entry in entries {
+    /// Reads a `TABLE_DUMP_V2` RIB record (`RIB_IPV4/IPV6_UNICAST`, their
+    /// ADD-PATH forms, and unicast `RIB_GENERIC`).
+    ///
+    /// The entries are framed here and only the kept peers' attributes are
+    /// decoded (by bgpkit-parser's attribute parser): with `--peer`, most
+    /// entries of a collector dump are skipped undecoded. Framing them here
+    /// also catches a corrupt entry, where bgpkit-parser's own RIB decoder
+    /// stops at it with a log warning and returns the entries before it.
+    fn rib_afi(&mut self, record_no: u64, record: &mut RawRecord) -> Result<(), String> {
+        self.rib_records += 1;
+        let body = std::mem::take(&mut record.body);
+        let (subtype, body) = match unicast_rib_generic(record, body) {
+            Generic::Not(body) => (record.subtype, body),
+            Generic::Unicast(subtype, body) => (subtype, body),
+            Generic::Other => {
+                self.dropped.non_unicast += 1;
+                return Ok(());
+            }
+        };
+        let (v6, add_path) = match subtype {
+            2 => (false, false),
+            4 => (true, false),
+            8 => (false, true),
+            10 => (true, true),
+            // Multicast RIBs.
+            3 | 5 | 9 | 11 => {
+                self.dropped.non_unicast += 1;
+                return Ok(());
+            }
+            _ => return Err("the RIB_GENERIC record ends inside its AFI and SAFI".into()),
+        };
+        let mut fields = Fields { bytes: &body };
+        fields.take(4, "sequence number")?;
+        let (addr, plen) = fields.prefix(v6)?;
+        let prefix = to_prefix_parts(addr, plen, self.options.lenient, &mut self.stats)?;
+        let count = fields.u16("entry count")?;
+        // Frame every entry first, so a bad record adds nothing.
+        let mut entries = Vec::with_capacity(usize::from(count).min(body.len() / 8));
+        for _ in 0..count {
+            let peer_index = fields.u16("peer index")?;
+            fields.take(4, "originated time")?;
+            if add_path {
+                fields.take(4, "path identifier")?;
+            }
+            let attributes_len = usize::from(fields.u16("attribute length")?);
+            let attributes = fields.take(attributes_len, "attributes")?;
             let Some(table) = &self.peer_table else {
                 return Err("a RIB record before any PEER_INDEX_TABLE record".into());
             };
-            let Some(&peer) = table.get(entry.peer_index as usize) else {
-                return Err(format!(
-                    "peer index {} is not in the PEER_INDEX_TABLE ({} peers)",
-                    entry.peer_index,
-                    table.len()
-                ));
+            let peer = match table.get(usize::from(peer_index)) {
+                Some(&peer) if peer != u32::MAX => peer,
+                _ => {
+                    return Err(format!(
+                        "peer index {peer_index} is not in the PEER_INDEX_TABLE ({} peers)",
+                        table.iter().filter(|&&p| p != u32::MAX).count()
+                    ))
+                }
             };
-            if peer == u32::MAX {
-                return Err(format!(
-                    "peer index {} is not in the PEER_INDEX_TABLE",
-                    entry.peer_index
-                ));
+            entries.push((peer, attributes));
+        }
+        if !fields.bytes.is_empty() {
+            return Err(format!(
+                "{} bytes after the {count} entries the record announces",
+                fields.bytes.len()
+            ));
+        }
+        let mut routes = Vec::with_capacity(entries.len());
+        let mut extra_paths = 0;
+        for (peer, attributes) in entries {
+            // ADD-PATH: the first path of each peer is kept.
+            let Some(entry) = self.peers.get_mut(peer as usize) else {
+                continue;
+            };
+            if entry.last_record == record_no {
+                extra_paths += 1;
+                continue;
             }
-            self.add(record, peer, prefix, &entry.attributes, None)?;
+            entry.last_record = record_no;
+            let route = Route::Raw {
+                attributes,
+                add_path,
+            };
+            routes.push((peer, self.label(peer, v6, route)?));
+        }
+        self.dropped.extra_paths += extra_paths;
+        for (peer, label) in routes {
+            self.commit(peer, prefix, label);
         }
         Ok(())
     }
 
-    fn bgp4mp_entry(&mut self, record: u64, body: &[u8]) -> Result<(), String> {
+    fn bgp4mp_entry(&mut self, body: &[u8]) -> Result<(), String> {
         self.rib_records += 1;
         let Some(entry) = parse_bgp4mp_entry(body)? else {
             self.dropped.non_unicast += 1;
@@ -631,24 +756,25 @@ impl<'o> RibReader<'o> {
             &mut self.stats,
         )?;
         let peer = self.peer_id(entry.peer_ip, entry.peer_asn);
-        self.add(record, peer, prefix, &entry.attributes, entry.next_hop)?;
-        // One route per record: a peer's next record is another prefix.
-        if let Some(peer) = self.peers.get_mut(peer as usize) {
-            peer.last_record = 0;
-        }
+        let route = Route::Decoded {
+            attributes: &entry.attributes,
+            next_hop: entry.next_hop,
+        };
+        let label = self.label(peer, matches!(prefix, AnyPrefix::V6(_)), route)?;
+        self.commit(peer, prefix, label);
         Ok(())
     }
 
     /// Handles one decoded record; `Err` is a bad record.
-    fn message(&mut self, record: u64, message: &MrtMessage) -> Result<(), String> {
+    fn message(&mut self, message: &MrtMessage) -> Result<(), String> {
         match message {
             MrtMessage::TableDumpMessage(m) => {
                 self.rib_records += 1;
-                self.table_dump(record, m)
+                self.table_dump(std::slice::from_ref(m))
             }
             MrtMessage::TableDumpMessageBatch(ms) => {
                 self.rib_records += 1;
-                ms.iter().try_for_each(|m| self.table_dump(record, m))
+                self.table_dump(ms)
             }
             MrtMessage::TableDumpV2Message(TableDumpV2Message::PeerIndexTable(table)) => {
                 let size = table
@@ -666,38 +792,10 @@ impl<'o> RibReader<'o> {
                 self.peer_table = Some(ids);
                 Ok(())
             }
-            MrtMessage::TableDumpV2Message(TableDumpV2Message::RibAfi(rib)) => {
-                self.rib_records += 1;
-                if matches!(
-                    rib.rib_type,
-                    TableDumpV2Type::RibIpv4Unicast
-                        | TableDumpV2Type::RibIpv6Unicast
-                        | TableDumpV2Type::RibIpv4UnicastAddPath
-                        | TableDumpV2Type::RibIpv6UnicastAddPath
-                ) {
-                    self.rib_entries(record, &rib.prefix, &rib.rib_entries)
-                } else {
-                    self.dropped.non_unicast += 1;
-                    Ok(())
-                }
-            }
-            MrtMessage::TableDumpV2Message(TableDumpV2Message::RibGeneric(rib)) => {
-                self.rib_records += 1;
-                // RIB_GENERIC with unicast IPv4/IPv6 is an ordinary RIB entry;
-                // other AFI/SAFIs (VPN, flowspec) are not forwarding routes.
-                if rib.safi == Safi::Unicast
-                    && matches!(
-                        (rib.afi, rib.nlri.prefix.addr()),
-                        (bgpkit_parser::models::Afi::Ipv4, IpAddr::V4(_))
-                            | (bgpkit_parser::models::Afi::Ipv6, IpAddr::V6(_))
-                    )
-                {
-                    self.rib_entries(record, &rib.nlri, &rib.rib_entries)
-                } else {
-                    self.dropped.non_unicast += 1;
-                    Ok(())
-                }
-            }
+            // Read by `rib_afi`, never passed to this decoder.
+            MrtMessage::TableDumpV2Message(
+                TableDumpV2Message::RibAfi(_) | TableDumpV2Message::RibGeneric(_),
+            ) => Ok(()),
             MrtMessage::TableDumpV2Message(TableDumpV2Message::GeoPeerTable(_)) => Ok(()),
             MrtMessage::Bgp4Mp(_) | MrtMessage::LegacyBgp(_) => {
                 Err("a BGP4MP update record inside a RIB dump".into())
@@ -861,16 +959,16 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
             return Err(records.error(&what));
         }
         let result = if is_bgp4mp(record.kind) && record.subtype == BGP4MP_ENTRY {
-            message_body(&record).and_then(|body| reader.bgp4mp_entry(records.number, body))
+            message_body(&record).and_then(|body| reader.bgp4mp_entry(body))
+        } else if record.kind == kind::TABLE_DUMP_V2 && (2..=12).contains(&record.subtype) {
+            // Every RIB subtype (2-6, 8-12); 7 is GEO_PEER_TABLE.
+            if record.subtype == 7 {
+                Ok(())
+            } else {
+                reader.rib_afi(records.number, &mut record)
+            }
         } else {
-            decode(&mut record).and_then(|message| match message {
-                Some(message) => reader.message(records.number, &message),
-                None => {
-                    reader.rib_records += 1;
-                    reader.dropped.non_unicast += 1;
-                    Ok(())
-                }
-            })
+            decode(&mut record).and_then(|message| reader.message(&message))
         };
         if let Err(what) = result {
             if options.skip_bad {
@@ -935,9 +1033,6 @@ pub fn read_updates(
         }
         let result = decode(&mut record).and_then(|message| {
             update_records += 1;
-            let Some(message) = message else {
-                return Err("a RIB record inside an update stream".into());
-            };
             updates_of(
                 &message,
                 record.time as u64,
@@ -1136,6 +1231,27 @@ impl<'a> Fields<'a> {
         Ok(u16::from_be_bytes([b[0], b[1]]))
     }
 
+    /// A prefix as RIB records and NLRI encode it: the length in bits, then
+    /// as many bytes as it needs.
+    fn prefix(&mut self, v6: bool) -> Result<(IpAddr, u8), String> {
+        let plen = self.u8("prefix length")?;
+        let max_plen = if v6 { 128 } else { 32 };
+        if plen > max_plen {
+            return Err(format!("prefix length {plen} is over {max_plen}"));
+        }
+        let bytes = self.take(usize::from(plen).div_ceil(8), "prefix")?;
+        let addr = if v6 {
+            let mut octets = [0u8; 16];
+            octets[..bytes.len()].copy_from_slice(bytes);
+            IpAddr::from(octets)
+        } else {
+            let mut octets = [0u8; 4];
+            octets[..bytes.len()].copy_from_slice(bytes);
+            IpAddr::from(octets)
+        };
+        Ok((addr, plen))
+    }
+
     /// An address of the family of `afi` (1 IPv4, 2 IPv6).
     fn addr(&mut self, afi: u16, what: &str) -> Result<IpAddr, String> {
         match afi {
@@ -1174,9 +1290,9 @@ fn parse_bgp4mp_entry(body: &[u8]) -> Result<Option<Bgp4mpEntry>, String> {
     fields.take(8, "view, status and time")?;
     let afi = fields.u16("entry address family")?;
     let safi = fields.u8("entry SAFI")?;
-    let (max_plen, bgp_afi) = match (afi, safi) {
-        (1, 1) => (32, Afi::Ipv4),
-        (2, 1) => (128, Afi::Ipv6),
+    let bgp_afi = match (afi, safi) {
+        (1, 1) => Afi::Ipv4,
+        (2, 1) => Afi::Ipv6,
         // VPN, multicast, ...: encoded otherwise, and not forwarding routes.
         _ => return Ok(None),
     };
@@ -1197,20 +1313,7 @@ fn parse_bgp4mp_entry(body: &[u8]) -> Result<Option<Bgp4mpEntry>, String> {
         }
         _ => None,
     };
-    let plen = fields.u8("prefix length")?;
-    if plen > max_plen {
-        return Err(format!("prefix length {plen} is over {max_plen}"));
-    }
-    let prefix_bytes = fields.take(usize::from(plen).div_ceil(8), "prefix")?;
-    let addr = if afi == 1 {
-        let mut octets = [0u8; 4];
-        octets[..prefix_bytes.len()].copy_from_slice(prefix_bytes);
-        IpAddr::from(octets)
-    } else {
-        let mut octets = [0u8; 16];
-        octets[..prefix_bytes.len()].copy_from_slice(prefix_bytes);
-        IpAddr::from(octets)
-    };
+    let (addr, plen) = fields.prefix(afi == 2)?;
     let attributes_len = fields.u16("attribute length")? as usize;
     let attributes = fields.take(attributes_len, "attributes")?.to_vec();
     if !fields.bytes.is_empty() {
