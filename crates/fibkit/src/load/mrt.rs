@@ -57,9 +57,9 @@
 //! there is no path or the path ends in an `AS_SET` or a confederation
 //! segment, where no single origin exists.
 //!
-//! Not read: `BGP4MP_SNAPSHOT` (a file name, from the same drafts), the
-//! deprecated `BGP` type, and the historical `TABLE_DUMP` files whose length
-//! field is four bytes short (these stop with an error at the next record).
+//! Not read: `BGP4MP_SNAPSHOT` (a file name, from the same drafts) and the
+//! deprecated `BGP` type. Historical `TABLE_DUMP` records whose length field
+//! is four bytes short are read whole (and noted).
 
 use std::collections::HashMap;
 use std::io::ErrorKind;
@@ -134,6 +134,8 @@ struct Records {
     offset: u64,
     /// Byte offset of the next record.
     next_offset: u64,
+    /// `TABLE_DUMP` records whose length field was four bytes short.
+    short_lengths: u64,
 }
 
 impl Records {
@@ -143,6 +145,7 @@ impl Records {
             number: 0,
             offset: 0,
             next_offset: 0,
+            short_lengths: 0,
         }
     }
 
@@ -205,6 +208,19 @@ impl Records {
                 kind_name(kind)
             ));
         }
+        if kind == kind::TABLE_DUMP && table_dump_length_is_short(subtype, &body) {
+            let mut rest = [0u8; 4];
+            let got = self.read_full(&mut rest)?;
+            if got < rest.len() {
+                return Err(format!(
+                    "the TABLE_DUMP record's entry needs {} bytes but the file ends after {}: truncated file",
+                    body.len() + 4,
+                    body.len() + got
+                ));
+            }
+            body.extend_from_slice(&rest);
+            self.short_lengths += 1;
+        }
         self.next_offset += (HEADER_BYTES + body.len()) as u64;
         Ok(Some(RawRecord {
             time,
@@ -222,6 +238,25 @@ impl Records {
             format!("record {} at byte {}: {what}", self.number, self.offset),
         )
     }
+}
+
+/// Whether a `TABLE_DUMP` entry runs exactly four bytes past the record's
+/// length: some historical dump writers left the length four bytes short
+/// (bgpkit-parser reads such files the same way).
+fn table_dump_length_is_short(subtype: u16, body: &[u8]) -> bool {
+    let addr_bytes = match subtype {
+        1 => 4,
+        2 => 16,
+        _ => return false,
+    };
+    // View (2), sequence (2), prefix, length (1), status (1), time (4),
+    // peer address, peer AS (2), then the attribute length (2).
+    let attributes_len_at = 4 + 2 * addr_bytes + 8;
+    let Some(len_bytes) = body.get(attributes_len_at..attributes_len_at + 2) else {
+        return false;
+    };
+    let attributes_len = usize::from(u16::from_be_bytes([len_bytes[0], len_bytes[1]]));
+    attributes_len_at + 2 + attributes_len == body.len() + 4
 }
 
 fn kind_name(kind: u16) -> String {
@@ -980,6 +1015,12 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
     }
     if let Some(progress) = progress {
         progress(records.input.raw_bytes_read());
+    }
+    if records.short_lengths > 0 {
+        notes.push(format!(
+            "MRT: {} TABLE_DUMP records declared a length four bytes short (an old writer's bug); read them whole",
+            records.short_lengths
+        ));
     }
     let path = records.input.path.clone();
     reader.finish(&path, notes)
