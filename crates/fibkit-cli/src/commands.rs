@@ -482,6 +482,10 @@ pub struct BenchArgs {
     /// Write every measurement as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write SVG plots into this directory (throughput per engine and
+    /// pattern, throughput versus threads, DXR throughput and footprint versus K).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
 }
 
 fn parse_mode(text: &str) -> Result<Mode, String> {
@@ -624,6 +628,18 @@ fn bench_family<A: EngineFamily>(args: &BenchArgs, rib: &Rib<A>) -> Result<bool>
                     );
                 }
             }
+        }
+    }
+    if let Some(dir) = &args.plot {
+        let facts: Vec<crate::plots::EngineFacts> = reports
+            .iter()
+            .map(|r| crate::plots::EngineFacts {
+                engine: r.engine.clone(),
+                bytes_per_prefix: r.bytes_per_prefix,
+            })
+            .collect();
+        for path in crate::plots::write_plots(dir, &facts, &measurements)? {
+            eprintln!("fibkit: wrote {}", path.display());
         }
     }
     if let Some(path) = &args.json {

@@ -1,6 +1,7 @@
 //! The `fibkit` command: argument parsing and printing around the library.
 
 mod commands;
+mod plots;
 
 use std::path::PathBuf;
 
