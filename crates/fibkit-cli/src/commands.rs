@@ -692,6 +692,7 @@ pub fn trace_gen(
     seed: u64,
     family: Option<&str>,
     output: Option<&Path>,
+    binary: bool,
 ) -> Result<bool> {
     let (table, _) = load_table(args)?;
     let mut out: Box<dyn Write> = match output {
@@ -702,9 +703,9 @@ pub fn trace_gen(
     };
     let use_v4 = family.map_or(!table.v4.is_empty(), |f| f == "v4");
     if use_v4 {
-        write_trace(&mut out, &table.v4, kind, count, seed)?;
+        write_trace(&mut out, &table.v4, kind, count, seed, binary)?;
     } else {
-        write_trace(&mut out, &table.v6, kind, count, seed)?;
+        write_trace(&mut out, &table.v6, kind, count, seed, binary)?;
     }
     out.flush()?;
     Ok(true)
@@ -716,8 +717,13 @@ fn write_trace<A: Addr>(
     kind: &fibkit::trace::TraceKind,
     count: usize,
     seed: u64,
+    binary: bool,
 ) -> Result<()> {
     let trace = fibkit::trace::generate(rib, kind, count, seed).map_err(anyhow::Error::msg)?;
+    if binary {
+        bench::write_binary_trace(out, &trace)?;
+        return Ok(());
+    }
     for addr in trace {
         writeln!(out, "{}", addr.display())?;
     }

@@ -201,18 +201,70 @@ pub fn generate_keys<A: Addr>(
     })
 }
 
-/// Reads a trace: one address per line; blank lines and `#` comments are
-/// ignored, and so are addresses of the other family.
+/// The first bytes of a binary trace: magic, format version, then the family
+/// (4 or 6) and two zero bytes; addresses follow as big-endian 4- or 16-byte
+/// integers.
+pub const BINARY_TRACE_MAGIC: &[u8; 5] = b"FKTR\x01";
+
+/// Writes `addrs` as a binary trace (see [`BINARY_TRACE_MAGIC`]).
+pub fn write_binary_trace<A: Addr>(
+    out: &mut dyn std::io::Write,
+    addrs: &[A],
+) -> std::io::Result<()> {
+    let family = if A::BITS == 32 { 4 } else { 6 };
+    out.write_all(BINARY_TRACE_MAGIC)?;
+    out.write_all(&[family, 0, 0])?;
+    let width = A::BITS as usize / 8;
+    for addr in addrs {
+        out.write_all(&addr.to_u128().to_be_bytes()[16 - width..])?;
+    }
+    Ok(())
+}
+
+/// Reads a trace: a binary trace (see [`BINARY_TRACE_MAGIC`]; its family must
+/// be `A`'s), or text with one address per line, where blank lines, `#`
+/// comments and addresses of the other family are ignored.
 pub fn read_trace<A: Addr>(path: &std::path::Path) -> Result<Vec<A>, KeyError> {
-    use std::io::BufRead;
+    use std::io::{BufRead, Read};
     let io = |source| KeyError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let input = crate::load::open(path).map_err(|e| match e {
+    let mut input = crate::load::open(path).map_err(|e| match e {
         crate::load::LoadError::Io { source, .. } => io(source),
         other => KeyError::Empty(other.to_string()),
     })?;
+    if input
+        .reader
+        .fill_buf()
+        .map_err(io)?
+        .starts_with(BINARY_TRACE_MAGIC)
+    {
+        let mut bytes = Vec::new();
+        input.reader.read_to_end(&mut bytes).map_err(io)?;
+        let family = if A::BITS == 32 { 4 } else { 6 };
+        let width = A::BITS as usize / 8;
+        let header_len = BINARY_TRACE_MAGIC.len() + 3;
+        if bytes.len() < header_len || bytes[BINARY_TRACE_MAGIC.len()] != family {
+            return Err(KeyError::Empty(format!(
+                "{}: binary trace of another family (or a truncated header); expected {}",
+                path.display(),
+                A::FAMILY
+            )));
+        }
+        let body = &bytes[header_len..];
+        if body.len() % width != 0 {
+            return Err(KeyError::Empty(format!(
+                "{}: binary trace of {} bytes is not a whole number of {width}-byte addresses",
+                path.display(),
+                body.len()
+            )));
+        }
+        return Ok(body
+            .chunks_exact(width)
+            .map(|chunk| A::from_u128(chunk.iter().fold(0u128, |acc, &b| acc << 8 | b as u128)))
+            .collect());
+    }
     let mut keys = Vec::new();
     for (index, line) in input.reader.lines().enumerate() {
         let line = line.map_err(io)?;
@@ -516,6 +568,24 @@ mod tests {
         assert_eq!(read_trace::<u128>(&good).unwrap().len(), 1);
         let bad = dir.join("bad.txt");
         std::fs::write(&bad, "10.0.0.1\n10.0.0.256\n").unwrap();
+        let binary = dir.join("trace.bin");
+        let mut bytes = Vec::new();
+        write_binary_trace::<u32>(&mut bytes, &[1, 0xc000_0203]).unwrap();
+        std::fs::write(&binary, &bytes).unwrap();
+        assert_eq!(read_trace::<u32>(&binary).unwrap(), vec![1, 0xc000_0203]);
+        assert!(read_trace::<u128>(&binary)
+            .unwrap_err()
+            .to_string()
+            .contains("another family"));
+        std::fs::write(&binary, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(read_trace::<u32>(&binary)
+            .unwrap_err()
+            .to_string()
+            .contains("not a whole number"));
+        let mut v6 = Vec::new();
+        write_binary_trace::<u128>(&mut v6, &[u128::MAX, 5]).unwrap();
+        std::fs::write(&binary, &v6).unwrap();
+        assert_eq!(read_trace::<u128>(&binary).unwrap(), vec![u128::MAX, 5]);
         let err = read_trace::<u32>(&bad).unwrap_err().to_string();
         assert!(
             err.ends_with("bad.txt:2: `10.0.0.256` is not an IPv4 address"),
