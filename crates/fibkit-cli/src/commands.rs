@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use fibkit::bench::{self, Measurement, Mode, Pattern, Settings};
-use fibkit::load::{self, AnyChange, LoadOptions, LoadedTable};
+use fibkit::load::{self, LoadOptions, LoadedTable};
 use fibkit::{Addr, BuildError, Change, EngineFamily, Fib, Rib};
 
 use crate::TableArgs;
@@ -155,19 +155,24 @@ fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()>
         );
     }
     for spec in engines {
-        let Some((engine, build_seconds)) = wanted(spec, rib)? else {
-            continue;
+        let (engine, build_seconds) = match build_timed(spec, rib) {
+            Ok(built) => built,
+            Err(error @ BuildError::UnsupportedFamily { .. }) => {
+                say!("  engine {spec}: {error}");
+                continue;
+            }
+            Err(error) => return Err(error.into()),
         };
         let bytes = engine.memory_bytes();
         say!("  engine {}:", engine.name());
-        say!("    build time      {:.1} ms", build_seconds * 1e3);
+        say!("    build time           {:.1} ms", build_seconds * 1e3);
         say!(
-            "    footprint       {} bytes ({:.2} bytes/prefix)",
+            "    footprint            {} bytes ({:.2} bytes/prefix)",
             bytes,
             bytes as f64 / rib.len() as f64
         );
         for (name, value) in engine.stats() {
-            say!("    {name:<15} {value}");
+            say!("    {name:<20} {value}");
         }
     }
     Ok(())
@@ -280,40 +285,21 @@ pub fn verify(
                 ..LoadOptions::default()
             };
             let loaded = load::load_updates(path, &options, table.nexthops.clone())?;
-            Some(loaded.updates)
+            for note in &loaded.notes {
+                eprintln!("fibkit: {note}");
+            }
+            Some(loaded.changes_by_family())
         }
         None => None,
     };
     let (mut passed, mut failed) = (0u64, 0u64);
     for spec in engines {
-        let changes4: Vec<Change<u32>> = updates
-            .iter()
-            .flatten()
-            .filter_map(|u| {
-                if let AnyChange::V4(c) = u.change {
-                    Some(c)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        let changes6: Vec<Change<u128>> = updates
-            .iter()
-            .flatten()
-            .filter_map(|u| {
-                if let AnyChange::V6(c) = u.change {
-                    Some(c)
-                } else {
-                    None
-                }
-            })
-            .collect();
         let (p, f) = verify_family(
             spec,
             &table.v4,
             random,
             seed,
-            updates.is_some().then_some(&changes4[..]),
+            updates.as_ref().map(|(v4, _)| &v4[..]),
             check_every,
         )?;
         passed += p;
@@ -323,7 +309,7 @@ pub fn verify(
             &table.v6,
             random,
             seed,
-            updates.is_some().then_some(&changes6[..]),
+            updates.as_ref().map(|(_, v6)| &v6[..]),
             check_every,
         )?;
         passed += p;
@@ -477,6 +463,10 @@ pub struct BenchArgs {
     /// Write every measurement as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write SVG plots into this directory (throughput per engine and
+    /// pattern, throughput versus threads, DXR throughput and footprint versus K).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
 }
 
 fn parse_mode(text: &str) -> Result<Mode, String> {
@@ -621,6 +611,18 @@ fn bench_family<A: EngineFamily>(args: &BenchArgs, rib: &Rib<A>) -> Result<bool>
             }
         }
     }
+    if let Some(dir) = &args.plot {
+        let facts: Vec<crate::plots::EngineFacts> = reports
+            .iter()
+            .map(|r| crate::plots::EngineFacts {
+                engine: r.engine.clone(),
+                bytes_per_prefix: r.bytes_per_prefix,
+            })
+            .collect();
+        for path in crate::plots::write_plots(dir, &facts, &measurements)? {
+            eprintln!("fibkit: wrote {}", path.display());
+        }
+    }
     if let Some(path) = &args.json {
         let report = BenchReport {
             table: args.table.path.display().to_string(),
@@ -661,5 +663,99 @@ fn print_measurement(m: &Measurement, ceiling: Option<f64>) -> Result<()> {
         m.ns_per_lookup,
         share
     );
+    Ok(())
+}
+
+pub fn trace_gen(
+    args: &TableArgs,
+    kind: &fibkit::trace::TraceKind,
+    count: usize,
+    seed: u64,
+    family: Option<&str>,
+    output: Option<&Path>,
+    binary: bool,
+) -> Result<bool> {
+    let (table, _) = load_table(args)?;
+    let mut out: Box<dyn Write> = match output {
+        Some(path) => Box::new(BufWriter::new(
+            File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
+        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+    };
+    let use_v4 = family.map_or(!table.v4.is_empty(), |f| f == "v4");
+    if use_v4 {
+        write_trace(&mut out, &table.v4, kind, count, seed, binary)?;
+    } else {
+        write_trace(&mut out, &table.v6, kind, count, seed, binary)?;
+    }
+    out.flush()?;
+    Ok(true)
+}
+
+fn write_trace<A: Addr>(
+    out: &mut dyn Write,
+    rib: &Rib<A>,
+    kind: &fibkit::trace::TraceKind,
+    count: usize,
+    seed: u64,
+    binary: bool,
+) -> Result<()> {
+    let trace = fibkit::trace::generate(rib, kind, count, seed).map_err(anyhow::Error::msg)?;
+    if binary {
+        bench::write_binary_trace(out, &trace)?;
+        return Ok(());
+    }
+    for addr in trace {
+        writeln!(out, "{}", addr.display())?;
+    }
+    Ok(())
+}
+
+pub fn trace_stats(args: &TableArgs, trace: &Path, top: usize) -> Result<bool> {
+    let (table, _) = load_table(args)?;
+    let v4 = bench::read_trace::<u32>(trace)?;
+    let v6 = bench::read_trace::<u128>(trace)?;
+    if v4.is_empty() && v6.is_empty() {
+        bail!("{}: no addresses in the trace", trace.display());
+    }
+    if !v4.is_empty() {
+        print_trace_stats(&table.v4, &v4, top)?;
+    }
+    if !v6.is_empty() {
+        print_trace_stats(&table.v6, &v6, top)?;
+    }
+    Ok(true)
+}
+
+fn print_trace_stats<A: Addr>(rib: &Rib<A>, trace: &[A], top: usize) -> Result<()> {
+    let stats = fibkit::trace::trace_stats(rib, trace, top);
+    say!(
+        "{}: {} addresses, {} unmatched, {} distinct prefixes matched",
+        A::FAMILY,
+        stats.addresses,
+        stats.unmatched,
+        stats.distinct_prefixes
+    );
+    say!(
+        "  top 1% of matched prefixes carry {:.2}% of the traffic",
+        100.0 * stats.top_percent_share
+    );
+    say!(
+        "  total variation distance, first vs second half: {:.4}",
+        stats.halves_tvd
+    );
+    say!("  share of traffic per prefix length:");
+    for (plen, share) in stats
+        .share_by_length
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s > 0.0)
+    {
+        say!("    /{plen:<3} {:>7.3}%", 100.0 * share);
+    }
+    say!("  top prefixes:");
+    for (prefix, share) in &stats.top_prefixes {
+        say!("    {prefix:<24} {:>7.3}%", 100.0 * share);
+    }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The `fibkit` command: argument parsing and printing around the library.
 
 mod commands;
+mod plots;
 
 use std::path::PathBuf;
 
@@ -98,6 +99,49 @@ enum Command {
     },
     /// Measure lookup throughput (thesis 003, section 3.6 method).
     Bench(commands::BenchArgs),
+    /// Generate synthetic traces, or summarise a trace against a table.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum TraceCommand {
+    /// Write COUNT addresses drawn from the table, one per line.
+    Gen {
+        #[command(flatten)]
+        table: TableArgs,
+        /// Distribution: randip, randnet, by-space, by-count, zipf:S, mix.
+        #[arg(long, value_name = "KIND")]
+        kind: fibkit::trace::TraceKind,
+        /// Number of addresses.
+        #[arg(long, default_value_t = 1_000_000)]
+        count: usize,
+        /// Seed of the generator.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Family to draw from: v4 or v6 (default: v4 if the table has IPv4 prefixes).
+        #[arg(long, value_parser = ["v4", "v6"])]
+        family: Option<String>,
+        /// Output file (default: standard output).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Write the compact binary trace format instead of text (magic
+        /// `FKTR\x01`, family byte, then big-endian addresses).
+        #[arg(long)]
+        binary: bool,
+    },
+    /// Share of traffic per prefix and length, top prefixes, and the total
+    /// variation distance between the trace's halves.
+    Stats {
+        #[command(flatten)]
+        table: TableArgs,
+        /// The trace: one address per line (plain, gzip or bzip2).
+        #[arg(value_name = "TRACE")]
+        trace: PathBuf,
+        /// How many of the most popular prefixes to list.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
 }
 
 /// How to read a table file.
@@ -177,6 +221,26 @@ fn main() {
             nexthops_out,
         } => commands::convert(&table, output.as_deref(), nexthops_out.as_deref()),
         Command::Bench(args) => commands::bench(&args),
+        Command::Trace(TraceCommand::Gen {
+            table,
+            kind,
+            count,
+            seed,
+            family,
+            output,
+            binary,
+        }) => commands::trace_gen(
+            &table,
+            &kind,
+            count,
+            seed,
+            family.as_deref(),
+            output.as_deref(),
+            binary,
+        ),
+        Command::Trace(TraceCommand::Stats { table, trace, top }) => {
+            commands::trace_stats(&table, &trace, top)
+        }
     };
     match result {
         Ok(true) => {}

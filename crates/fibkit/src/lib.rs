@@ -25,6 +25,7 @@ pub mod fib;
 pub mod load;
 pub mod prefix;
 pub mod rib;
+pub mod trace;
 pub mod verify;
 
 pub use addr::{Addr, Family};
@@ -34,3 +35,8 @@ pub use fib::{
 pub use prefix::{Label, Prefix, PrefixError};
 pub use rib::{Change, Range, Rib};
 pub use verify::{verify, VerifyReport};
+
+/// The README's Rust example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
