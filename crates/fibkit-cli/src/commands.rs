@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use fibkit::bench::{self, Measurement, Mode, Pattern, Settings};
-use fibkit::load::{self, AnyChange, LoadOptions, LoadedTable};
+use fibkit::load::{self, LoadOptions, LoadedTable};
 use fibkit::{Addr, BuildError, Change, EngineFamily, Fib, Rib};
 
 use crate::TableArgs;
@@ -285,40 +285,21 @@ pub fn verify(
                 ..LoadOptions::default()
             };
             let loaded = load::load_updates(path, &options, table.nexthops.clone())?;
-            Some(loaded.updates)
+            for note in &loaded.notes {
+                eprintln!("fibkit: {note}");
+            }
+            Some(loaded.changes_by_family())
         }
         None => None,
     };
     let (mut passed, mut failed) = (0u64, 0u64);
     for spec in engines {
-        let changes4: Vec<Change<u32>> = updates
-            .iter()
-            .flatten()
-            .filter_map(|u| {
-                if let AnyChange::V4(c) = u.change {
-                    Some(c)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        let changes6: Vec<Change<u128>> = updates
-            .iter()
-            .flatten()
-            .filter_map(|u| {
-                if let AnyChange::V6(c) = u.change {
-                    Some(c)
-                } else {
-                    None
-                }
-            })
-            .collect();
         let (p, f) = verify_family(
             spec,
             &table.v4,
             random,
             seed,
-            updates.is_some().then_some(&changes4[..]),
+            updates.as_ref().map(|(v4, _)| &v4[..]),
             check_every,
         )?;
         passed += p;
@@ -328,7 +309,7 @@ pub fn verify(
             &table.v6,
             random,
             seed,
-            updates.is_some().then_some(&changes6[..]),
+            updates.as_ref().map(|(_, v6)| &v6[..]),
             check_every,
         )?;
         passed += p;
@@ -482,6 +463,10 @@ pub struct BenchArgs {
     /// Write every measurement as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write SVG plots into this directory (throughput per engine and
+    /// pattern, throughput versus threads, DXR throughput and footprint versus K).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
 }
 
 fn parse_mode(text: &str) -> Result<Mode, String> {
@@ -626,6 +611,18 @@ fn bench_family<A: EngineFamily>(args: &BenchArgs, rib: &Rib<A>) -> Result<bool>
             }
         }
     }
+    if let Some(dir) = &args.plot {
+        let facts: Vec<crate::plots::EngineFacts> = reports
+            .iter()
+            .map(|r| crate::plots::EngineFacts {
+                engine: r.engine.clone(),
+                bytes_per_prefix: r.bytes_per_prefix,
+            })
+            .collect();
+        for path in crate::plots::write_plots(dir, &facts, &measurements)? {
+            eprintln!("fibkit: wrote {}", path.display());
+        }
+    }
     if let Some(path) = &args.json {
         let report = BenchReport {
             table: args.table.path.display().to_string(),
@@ -676,6 +673,7 @@ pub fn trace_gen(
     seed: u64,
     family: Option<&str>,
     output: Option<&Path>,
+    binary: bool,
 ) -> Result<bool> {
     let (table, _) = load_table(args)?;
     let mut out: Box<dyn Write> = match output {
@@ -686,9 +684,9 @@ pub fn trace_gen(
     };
     let use_v4 = family.map_or(!table.v4.is_empty(), |f| f == "v4");
     if use_v4 {
-        write_trace(&mut out, &table.v4, kind, count, seed)?;
+        write_trace(&mut out, &table.v4, kind, count, seed, binary)?;
     } else {
-        write_trace(&mut out, &table.v6, kind, count, seed)?;
+        write_trace(&mut out, &table.v6, kind, count, seed, binary)?;
     }
     out.flush()?;
     Ok(true)
@@ -700,8 +698,13 @@ fn write_trace<A: Addr>(
     kind: &fibkit::trace::TraceKind,
     count: usize,
     seed: u64,
+    binary: bool,
 ) -> Result<()> {
     let trace = fibkit::trace::generate(rib, kind, count, seed).map_err(anyhow::Error::msg)?;
+    if binary {
+        bench::write_binary_trace(out, &trace)?;
+        return Ok(());
+    }
     for addr in trace {
         writeln!(out, "{}", addr.display())?;
     }

@@ -297,6 +297,12 @@ pub const ENGINES: &[EngineInfo] = &[
         about: "multibit trie by controlled prefix expansion, DP-chosen strides \
                 (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C)",
     },
+    EngineInfo {
+        name: "lctrie",
+        ipv4: true,
+        ipv6: true,
+        about: "Linux fib_trie dynamic LC-trie; lookup=improved (default) or lookup=classic",
+    },
 ];
 
 /// Address families the registry can build engines for (`u32` and `u128`).
@@ -312,6 +318,7 @@ impl EngineFamily for u32 {
             "radix" => Box::new(radix::Radix::build(spec, rib)?),
             "dir24-8" | "dir24_8" => Box::new(dir24_8::Dir24_8::build(spec, rib)?),
             "cpe" => cpe::build(spec, rib)?,
+            "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
             _ => return Err(unknown::<Self>(spec)),
         })
     }
@@ -323,6 +330,7 @@ impl EngineFamily for u128 {
         Ok(match spec.name.as_str() {
             "radix" => Box::new(radix::Radix::build(spec, rib)?),
             "cpe" => cpe::build(spec, rib)?,
+            "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
             _ => return Err(unknown::<Self>(spec)),
         })
     }

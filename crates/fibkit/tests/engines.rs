@@ -18,6 +18,8 @@ const ENGINES: &[(&str, bool, bool)] = &[
     ("cpe:levels=4,packed", true, false),
     ("cpe:levels=12,packed", false, true),
     ("cpe:strides=16+8+8", true, false),
+    ("lctrie", true, true),
+    ("lctrie:lookup=classic", true, true),
 ];
 
 #[test]

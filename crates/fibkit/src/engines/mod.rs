@@ -3,4 +3,5 @@
 
 pub mod cpe;
 pub mod dir24_8;
+pub mod lctrie;
 pub mod radix;
