@@ -129,6 +129,7 @@ fn spec_errors_are_clear() {
     assert!(err.contains("takes no"), "{err}");
     assert!(build("cpe:strides=16+8+8,nopush", &rib4).is_ok());
     assert!(build("cpe", &rib4).is_ok());
+    assert!(build("cpe", &rib6).is_ok());
 }
 
 // ---- The stride programs against brute force -------------------------------

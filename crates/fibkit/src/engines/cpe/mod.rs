@@ -143,7 +143,9 @@ pub fn build<A: CpeAddr>(spec: &EngineSpec, rib: &Rib<A>) -> Result<Box<dyn Fib<
             Strides::Fixed(parse_strides::<A>(spec, text)?)
         }
         None => {
-            let levels = levels.unwrap_or(if A::BITS == 32 { 4 } else { 6 }) as u8;
+            // IPv6: 12 levels build every shared table (dfz-v6 needs 7) and keep the
+            // worst case of a few random /128s far below the entry limit.
+            let levels = levels.unwrap_or(if A::BITS == 32 { 4 } else { 12 }) as u8;
             let prefixes = sorted_prefixes(rib);
             let model = match (nopush, packed) {
                 (true, _) => MemoryModel::NOT_PUSHED,
