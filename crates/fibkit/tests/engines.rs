@@ -6,7 +6,14 @@ use common::*;
 use proptest::prelude::*;
 
 /// Every engine spec under test, with the families it supports.
-const ENGINES: &[(&str, bool, bool)] = &[("radix", true, true), ("dir24-8", true, false)];
+const ENGINES: &[(&str, bool, bool)] = &[
+    ("radix", true, true),
+    ("dir24-8", true, false),
+    ("dxr", true, false),
+    ("dxr:k=16", true, false),
+    ("dxr:k=24", true, false),
+    ("dxr:d=12,x=8", true, false),
+];
 
 #[test]
 fn small_tables() {
