@@ -34,6 +34,8 @@ pub(super) struct State {
     pub(super) build_ns: u64,
     /// Compactions (rebuilds) updates have triggered so far.
     pub(super) compactions: u64,
+    scratch_indices: Vec<u32>,
+    scratch_words: Vec<u16>,
 }
 
 /// The range table ran out of base bits; turned into a [`BuildError::Limit`]
@@ -57,11 +59,22 @@ impl Dxr {
         let mut entries = Vec::with_capacity(chunks);
         let mut next = 0; // the range holding the current chunk's first address
         let mut pieces = Vec::new();
+        // PERF: most chunks (all but a few % at K >= 20) lie inside one range;
+        // they skip the label map and chunk assembly (dxr_bench build times).
+        let mut next_label = (usize::MAX, 0);
         for chunk in 0..chunks {
             let first = (chunk as u32) << engine.chunk_shift;
             let last = first | engine.offset_mask;
             while ranges[next].last < first {
                 next += 1;
+            }
+            if ranges[next].last >= last {
+                if next_label.0 != next {
+                    let index = engine.label_index(ranges[next].label)?;
+                    next_label = (next, (FORMAT_LABEL << FORMAT_SHIFT) | index);
+                }
+                entries.push(next_label.1);
+                continue;
             }
             pieces.clear();
             pieces.extend(ranges[next..].iter().take_while(|r| r.first <= last));
@@ -134,12 +147,32 @@ impl Dxr {
     /// it). A stored chunk's reference count is raised by one for the caller.
     fn chunk_entry(&mut self, pieces: &[Range<u32>], first: u32) -> Result<u32, ChunkError> {
         debug_assert!(!pieces.is_empty() && pieces[0].first <= first);
-        let mut indices = Vec::with_capacity(pieces.len());
+        if pieces.len() == 1 {
+            let index = self
+                .label_index(pieces[0].label)
+                .map_err(ChunkError::Label)?;
+            return Ok((FORMAT_LABEL << FORMAT_SHIFT) | index);
+        }
+        // Scratch buffers live in the state so a build allocates them once.
+        let mut indices = std::mem::take(&mut self.state.scratch_indices);
+        let mut words = std::mem::take(&mut self.state.scratch_words);
+        indices.clear();
+        words.clear();
+        let result = self.assemble_chunk(pieces, first, &mut indices, &mut words);
+        self.state.scratch_indices = indices;
+        self.state.scratch_words = words;
+        result
+    }
+
+    fn assemble_chunk(
+        &mut self,
+        pieces: &[Range<u32>],
+        first: u32,
+        indices: &mut Vec<u32>,
+        words: &mut Vec<u16>,
+    ) -> Result<u32, ChunkError> {
         for piece in pieces {
             indices.push(self.label_index(piece.label).map_err(ChunkError::Label)?);
-        }
-        if pieces.len() == 1 {
-            return Ok((FORMAT_LABEL << FORMAT_SHIFT) | indices[0]);
         }
         let n = pieces.len();
         let offset = |piece: &Range<u32>| piece.first.max(first) - first;
@@ -153,17 +186,16 @@ impl Dxr {
             FORMAT_WIDE
         };
         let escaped = n >= SIZE_ESCAPE as usize;
-        let mut words: Vec<u16> = Vec::with_capacity(1 + 3 * n);
         if escaped {
             words.push((n - 1) as u16);
         }
         if format == FORMAT_SHORT {
-            for (piece, &index) in pieces.iter().zip(&indices) {
+            for (piece, &index) in pieces.iter().zip(indices.iter()) {
                 words.push((((offset(piece) >> self.short_shift) << 8) | index) as u16);
             }
         } else {
             words.extend(pieces.iter().map(|p| offset(p) as u16));
-            for &index in &indices {
+            for &index in indices.iter() {
                 words.push(index as u16);
                 if format == FORMAT_WIDE {
                     words.push((index >> 16) as u16);
@@ -171,7 +203,7 @@ impl Dxr {
             }
         }
         let size = if escaped { SIZE_ESCAPE } else { n as u32 };
-        self.intern_chunk(format, size, &words)
+        self.intern_chunk(format, size, words)
             .map_err(|BaseOverflow| ChunkError::Base)
     }
 
