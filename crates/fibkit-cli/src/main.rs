@@ -1,1 +1,254 @@
-fn main() {}
+//! The `fibkit` command: argument parsing and printing around the library.
+
+mod commands;
+mod plots;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+
+use fibkit::load::{Format, LabelSource, PeerSelector};
+
+/// fibkit: longest-prefix-match engines for IPv4 and IPv6 forwarding tables.
+///
+/// TABLE files may be `prefix label` text, `prefix nexthop-address` text or
+/// MRT RIB dumps, plain, gzip or bzip2 compressed (detected from the content).
+#[derive(Parser, Debug)]
+#[command(name = "fibkit", version, about, long_about = None, after_help = engines_help())]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+fn engines_help() -> String {
+    let mut text = String::from("Engines (--engine SPEC, SPEC = name[:key=value,flag,...]):\n");
+    for info in fibkit::ENGINES {
+        let families = match (info.ipv4, info.ipv6) {
+            (true, true) => "IPv4+IPv6",
+            (true, false) => "IPv4",
+            _ => "IPv6",
+        };
+        text.push_str(&format!(
+            "  {:<10} {:<9} {}\n",
+            info.name, families, info.about
+        ));
+    }
+    text
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Prefix counts per length, distinct labels, ranges, load time; with
+    /// --engine, each engine's footprint, build time and own statistics.
+    Stats {
+        #[command(flatten)]
+        table: TableArgs,
+        /// Engines to build and describe (repeatable).
+        #[arg(long = "engine", value_name = "SPEC")]
+        engines: Vec<String>,
+        /// Also print the next-hop address behind each label.
+        #[arg(long)]
+        nexthops: bool,
+    },
+    /// Longest match for each ADDR, or for each line of standard input.
+    ///
+    /// Prints `address prefix label`, or `address - none` without a match.
+    Lookup {
+        #[command(flatten)]
+        table: TableArgs,
+        /// Addresses to look up; none: read standard input, one per line.
+        addrs: Vec<String>,
+        /// Engine answering the lookups (the matched prefix is taken from the
+        /// reference table).
+        #[arg(long = "engine", value_name = "SPEC", default_value = "radix")]
+        engine: String,
+    },
+    /// Check engines against the reference table on every range boundary
+    /// and random addresses; prints `N passed, M failed`, exits 1 on failure.
+    Verify {
+        #[command(flatten)]
+        table: TableArgs,
+        /// Engines to check (repeatable).
+        #[arg(long = "engine", value_name = "SPEC", required = true)]
+        engines: Vec<String>,
+        /// Random addresses checked besides the range boundaries.
+        #[arg(long, default_value_t = 1_000_000)]
+        random: usize,
+        /// Seed of the random addresses.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Replay this update stream (text or MRT BGP4MP) onto the table and
+        /// each engine, verifying after every --check-every updates and at the end.
+        #[arg(long, value_name = "FILE")]
+        updates: Option<PathBuf>,
+        /// With --updates: verify after this many updates (0: only at the end).
+        #[arg(long, default_value_t = 5000)]
+        check_every: usize,
+    },
+    /// Write a table (any input format) as `prefix label` text.
+    Convert {
+        #[command(flatten)]
+        table: TableArgs,
+        /// Output file (default: standard output).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Also write the `label nexthop-address` mapping to this file.
+        #[arg(long, value_name = "FILE")]
+        nexthops_out: Option<PathBuf>,
+    },
+    /// Measure lookup throughput (thesis 003, section 3.6 method).
+    Bench(commands::BenchArgs),
+    /// Generate synthetic traces, or summarise a trace against a table.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum TraceCommand {
+    /// Write COUNT addresses drawn from the table, one per line.
+    Gen {
+        #[command(flatten)]
+        table: TableArgs,
+        /// Distribution: randip, randnet, by-space, by-count, zipf:S, mix.
+        #[arg(long, value_name = "KIND")]
+        kind: fibkit::trace::TraceKind,
+        /// Number of addresses.
+        #[arg(long, default_value_t = 1_000_000)]
+        count: usize,
+        /// Seed of the generator.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Family to draw from: v4 or v6 (default: v4 if the table has IPv4 prefixes).
+        #[arg(long, value_parser = ["v4", "v6"])]
+        family: Option<String>,
+        /// Output file (default: standard output).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Write the compact binary trace format instead of text (magic
+        /// `FKTR\x01`, family byte, then big-endian addresses).
+        #[arg(long)]
+        binary: bool,
+    },
+    /// Share of traffic per prefix and length, top prefixes, and the total
+    /// variation distance between the trace's halves.
+    Stats {
+        #[command(flatten)]
+        table: TableArgs,
+        /// The trace: one address per line (plain, gzip or bzip2).
+        #[arg(value_name = "TRACE")]
+        trace: PathBuf,
+        /// How many of the most popular prefixes to list.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
+}
+
+/// How to read a table file.
+#[derive(Args, Debug, Clone)]
+struct TableArgs {
+    /// The table file.
+    #[arg(value_name = "TABLE")]
+    path: PathBuf,
+    /// Input format instead of detecting it: table, nexthop, updates, mrt.
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<Format>,
+    /// Clear host bits of prefixes like 10.0.0.1/8 instead of rejecting them.
+    #[arg(long)]
+    lenient: bool,
+    /// Skip bad lines or records (and count them) instead of stopping.
+    #[arg(long)]
+    skip_bad: bool,
+    /// MRT RIB dumps: keep this peer's routes (address, or AS number like
+    /// AS64500); default: the peer with most prefixes.
+    #[arg(long, value_name = "PEER")]
+    peer: Option<PeerSelector>,
+    /// MRT: label routes by next hop or by origin AS.
+    #[arg(long, value_name = "SOURCE", default_value = "nexthop", value_parser = parse_label_source)]
+    label: LabelSource,
+}
+
+fn parse_label_source(text: &str) -> Result<LabelSource, String> {
+    match text {
+        "nexthop" => Ok(LabelSource::NextHop),
+        "origin-as" => Ok(LabelSource::OriginAs),
+        _ => Err(format!(
+            "`{text}` is not a label source (nexthop, origin-as)"
+        )),
+    }
+}
+
+/// Whether the error is a closed standard output (a reader like `head` left).
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result: Result<bool> = match cli.command {
+        Command::Stats {
+            table,
+            engines,
+            nexthops,
+        } => commands::stats(&table, &engines, nexthops),
+        Command::Lookup {
+            table,
+            addrs,
+            engine,
+        } => commands::lookup(&table, &addrs, &engine),
+        Command::Verify {
+            table,
+            engines,
+            random,
+            seed,
+            updates,
+            check_every,
+        } => commands::verify(
+            &table,
+            &engines,
+            random,
+            seed,
+            updates.as_deref(),
+            check_every,
+        ),
+        Command::Convert {
+            table,
+            output,
+            nexthops_out,
+        } => commands::convert(&table, output.as_deref(), nexthops_out.as_deref()),
+        Command::Bench(args) => commands::bench(&args),
+        Command::Trace(TraceCommand::Gen {
+            table,
+            kind,
+            count,
+            seed,
+            family,
+            output,
+            binary,
+        }) => commands::trace_gen(
+            &table,
+            &kind,
+            count,
+            seed,
+            family.as_deref(),
+            output.as_deref(),
+            binary,
+        ),
+        Command::Trace(TraceCommand::Stats { table, trace, top }) => {
+            commands::trace_stats(&table, &trace, top)
+        }
+    };
+    match result {
+        Ok(true) => {}
+        Ok(false) => std::process::exit(1),
+        Err(error) if is_broken_pipe(&error) => {}
+        Err(error) => {
+            eprintln!("fibkit: error: {error:#}");
+            std::process::exit(2);
+        }
+    }
+}

@@ -29,14 +29,45 @@ pub trait Fib<A: Addr>: Send + Sync {
     fn lookup(&self, addr: A) -> Option<Label>;
 
     /// Looks up every address of `addrs` into the same position of `out`.
+    /// Engines override it to keep several lookups in flight (prefetching);
+    /// the default is [`Fib::lookup_each`].
     ///
     /// # Panics
     /// If `out` is shorter than `addrs`.
     fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        self.lookup_each(addrs, out);
+    }
+
+    /// The plain loop: one [`Fib::lookup`] per address, in order. Not meant to
+    /// be overridden: as a provided method it is compiled for each engine, so
+    /// a caller holding a `&dyn Fib` pays one dynamic call per slice, not per
+    /// address (the benchmark's "plain" mode).
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
         for (addr, result) in addrs.iter().zip(out.iter_mut()) {
             *result = self.lookup(*addr);
         }
+    }
+
+    /// Dependent lookups (the thesis' SEQ pattern): address `i` is
+    /// `addrs[i]` XORed with the label found for address `i - 1` (0 for none),
+    /// so each lookup waits for the previous one. `seed` is XORed into the
+    /// first address. Returns the last label (or 0), to chain calls.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        let mut previous = seed;
+        for (addr, result) in addrs.iter().zip(out.iter_mut()) {
+            let label = self.lookup(A::from_u128(addr.to_u128() ^ previous as u128));
+            *result = label;
+            previous = label.unwrap_or(0);
+        }
+        previous
     }
 
     /// Brings the engine in line with `rib` after the prefixes in `changed`

@@ -19,11 +19,13 @@
 #![deny(missing_docs)]
 
 pub mod addr;
+pub mod bench;
 pub mod engines;
 pub mod fib;
 pub mod load;
 pub mod prefix;
 pub mod rib;
+pub mod trace;
 pub mod verify;
 
 pub use addr::{Addr, Family};
@@ -33,3 +35,8 @@ pub use fib::{
 pub use prefix::{Label, Prefix, PrefixError};
 pub use rib::{Change, Range, Rib};
 pub use verify::{verify, VerifyReport};
+
+/// The README's Rust example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -373,14 +373,20 @@ pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
     if head.is_empty() {
         return Err(LoadError::file(&path, "the file is empty"));
     }
-    // MRT records start with a binary timestamp and type; text tables are
-    // printable ASCII.
+    // MRT records start with a 12-byte header: timestamp, type, subtype,
+    // length. A known type there, in a header that is not printable text, is
+    // MRT; everything else is read as text (whose loader then reports any
+    // binary line by number).
     let sample = &head[..head.len().min(512)];
-    if sample
-        .iter()
-        .any(|&b| !(b.is_ascii_graphic() || b.is_ascii_whitespace()))
-    {
-        return Ok(Format::Mrt);
+    if head.len() >= 12 {
+        let mrt_type = u16::from_be_bytes([head[4], head[5]]);
+        let known_type = matches!(mrt_type, 11 | 12 | 13 | 16 | 17 | 32 | 33 | 48 | 49);
+        let printable = head[..12]
+            .iter()
+            .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace());
+        if known_type && !printable {
+            return Ok(Format::Mrt);
+        }
     }
     let text = String::from_utf8_lossy(sample);
     let mut lines = text

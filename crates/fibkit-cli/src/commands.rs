@@ -1,0 +1,780 @@
+//! The subcommands: each loads, calls the library and prints.
+
+use std::fs::File;
+use std::io::{BufRead, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use fibkit::bench::{self, Measurement, Mode, Pattern, Settings};
+use fibkit::load::{self, AnyChange, LoadOptions, LoadedTable};
+use fibkit::{Addr, BuildError, Change, EngineFamily, Fib, Rib};
+
+use crate::TableArgs;
+
+/// `println!` that returns an error instead of panicking when standard output
+/// is closed (`fibkit lookup ... | head`); main exits quietly on a broken pipe.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        writeln!(std::io::stdout(), $($arg)*)?
+    };
+}
+
+/// Loads the table, with a progress bar on a terminal; prints notes and
+/// skipped counts to standard error.
+fn load_table(args: &TableArgs) -> Result<(LoadedTable, f64)> {
+    let size = std::fs::metadata(&args.path).map(|m| m.len()).unwrap_or(0);
+    let bar = (std::io::stderr().is_terminal() && size > (1 << 20)).then(|| {
+        let bar = indicatif::ProgressBar::new(size);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "loading {msg} {bar:40} {bytes}/{total_bytes} {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar.set_message(args.path.display().to_string());
+        bar
+    });
+    let progress = |bytes: u64| {
+        if let Some(bar) = &bar {
+            bar.set_position(bytes);
+        }
+    };
+    let options = LoadOptions {
+        format: args.format,
+        lenient: args.lenient,
+        skip_bad: args.skip_bad,
+        peer: args.peer,
+        label: args.label,
+        progress: Some(&progress),
+    };
+    let start = Instant::now();
+    let table = load::load_table(&args.path, &options);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let table = table?;
+    let seconds = start.elapsed().as_secs_f64();
+    for note in &table.notes {
+        eprintln!("fibkit: {note}");
+    }
+    if table.stats.skipped > 0 {
+        eprintln!(
+            "fibkit: skipped {} bad lines (--skip-bad)",
+            table.stats.skipped
+        );
+    }
+    if table.stats.masked > 0 {
+        eprintln!(
+            "fibkit: cleared host bits of {} prefixes (--lenient)",
+            table.stats.masked
+        );
+    }
+    Ok((table, seconds))
+}
+
+/// An engine and its build time in seconds.
+type Built<A> = (Box<dyn Fib<A>>, f64);
+
+/// Builds `spec` for one family, timing it.
+fn build_timed<A: EngineFamily>(spec: &str, rib: &Rib<A>) -> Result<Built<A>, BuildError> {
+    let start = Instant::now();
+    let engine = fibkit::build(spec, rib)?;
+    Ok((engine, start.elapsed().as_secs_f64()))
+}
+
+/// Whether an engine should be built for this family: always when the family
+/// has prefixes; for an empty family only if the engine supports it.
+fn wanted<A: EngineFamily>(spec: &str, rib: &Rib<A>) -> Result<Option<Built<A>>> {
+    match build_timed(spec, rib) {
+        Ok(built) => Ok(Some(built)),
+        Err(BuildError::UnsupportedFamily { .. }) if rib.is_empty() => Ok(None),
+        Err(error) => Err(error.into()),
+    }
+}
+
+pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool) -> Result<bool> {
+    let (table, seconds) = load_table(args)?;
+    say!("file        {}", args.path.display());
+    say!(
+        "format      {}",
+        table.format.map(|f| f.name()).unwrap_or("?")
+    );
+    say!("load time   {:.3} s", seconds);
+    say!(
+        "records     {} read, {} routes, {} duplicates, {} skipped, {} host bits cleared",
+        table.stats.records,
+        table.stats.routes,
+        table.stats.duplicates,
+        table.stats.skipped,
+        table.stats.masked
+    );
+    family_stats(&table.v4, engines)?;
+    family_stats(&table.v6, engines)?;
+    if nexthops {
+        say!("\nnext hops ({}):", table.nexthops.len());
+        for (label, addr) in table.nexthops.iter() {
+            say!("  {label:>6} {addr}");
+        }
+    } else if !table.nexthops.is_empty() {
+        say!(
+            "next hops   {} distinct (list them with --nexthops)",
+            table.nexthops.len()
+        );
+    }
+    Ok(true)
+}
+
+fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()> {
+    if rib.is_empty() {
+        say!("\n{}: no prefixes", A::FAMILY);
+        return Ok(());
+    }
+    say!(
+        "\n{}: {} prefixes, {} distinct labels",
+        A::FAMILY,
+        rib.len(),
+        fibkit::fib::distinct_labels(rib)
+    );
+    let mut unmerged = Vec::new();
+    rib.ranges_in(A::ZERO, A::MAX, false, &mut unmerged);
+    say!(
+        "  ranges: {} before merging, {} after",
+        unmerged.len(),
+        rib.ranges().len()
+    );
+    say!("  reference trie: {} bytes", rib.memory_bytes());
+    say!("  prefixes per length:");
+    let histogram = fibkit::fib::prefix_length_histogram(rib);
+    for (plen, count) in histogram.iter().enumerate().filter(|(_, &c)| c > 0) {
+        say!(
+            "    /{plen:<3} {count:>9} {:>6.2}%",
+            100.0 * *count as f64 / rib.len() as f64
+        );
+    }
+    for spec in engines {
+        let (engine, build_seconds) = match build_timed(spec, rib) {
+            Ok(built) => built,
+            Err(error @ BuildError::UnsupportedFamily { .. }) => {
+                say!("  engine {spec}: {error}");
+                continue;
+            }
+            Err(error) => return Err(error.into()),
+        };
+        let bytes = engine.memory_bytes();
+        say!("  engine {}:", engine.name());
+        say!("    build time           {:.1} ms", build_seconds * 1e3);
+        say!(
+            "    footprint            {} bytes ({:.2} bytes/prefix)",
+            bytes,
+            bytes as f64 / rib.len() as f64
+        );
+        for (name, value) in engine.stats() {
+            say!("    {name:<20} {value}");
+        }
+    }
+    Ok(())
+}
+
+/// Addresses per batch when reading standard input.
+const LOOKUP_BATCH: usize = 1 << 16;
+
+pub fn lookup(args: &TableArgs, addrs: &[String], spec: &str) -> Result<bool> {
+    let (table, _) = load_table(args)?;
+    let engine4 = wanted(spec, &table.v4)?.map(|(e, _)| e);
+    let engine6 = wanted(spec, &table.v6)?.map(|(e, _)| e);
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut all_good = true;
+    let mut lookup_lines = |lines: &[(u64, String)], out: &mut dyn Write| -> Result<()> {
+        let mut v4 = Vec::with_capacity(lines.len());
+        let mut v6 = Vec::with_capacity(lines.len());
+        for (line, text) in lines {
+            if let Some(addr) = u32::parse_addr(text) {
+                v4.push(addr);
+            } else if let Some(addr) = u128::parse_addr(text) {
+                v6.push(addr);
+            } else {
+                eprintln!("fibkit: input:{line}: `{text}` is not an IPv4 or IPv6 address");
+                all_good = false;
+            }
+        }
+        let labels4 = batch(engine4.as_deref(), &v4);
+        let labels6 = batch(engine6.as_deref(), &v6);
+        let (mut i4, mut i6) = (0, 0);
+        for (_, text) in lines {
+            if u32::parse_addr(text).is_some() {
+                print_match(out, &table.v4, v4[i4], labels4[i4])?;
+                i4 += 1;
+            } else if u128::parse_addr(text).is_some() {
+                print_match(out, &table.v6, v6[i6], labels6[i6])?;
+                i6 += 1;
+            }
+        }
+        Ok(())
+    };
+    if addrs.is_empty() {
+        let stdin = std::io::stdin();
+        let mut lines = Vec::with_capacity(LOOKUP_BATCH);
+        for (index, line) in stdin.lock().lines().enumerate() {
+            let line = line.context("reading standard input")?;
+            let text = line.trim();
+            if text.is_empty() || text.starts_with('#') {
+                continue;
+            }
+            lines.push((index as u64 + 1, text.to_string()));
+            if lines.len() == LOOKUP_BATCH {
+                lookup_lines(&lines, &mut out)?;
+                lines.clear();
+            }
+        }
+        lookup_lines(&lines, &mut out)?;
+    } else {
+        let lines: Vec<(u64, String)> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (i as u64 + 1, a.clone()))
+            .collect();
+        lookup_lines(&lines, &mut out)?;
+    }
+    out.flush()?;
+    Ok(all_good)
+}
+
+fn batch<A: Addr>(engine: Option<&dyn Fib<A>>, addrs: &[A]) -> Vec<Option<fibkit::Label>> {
+    let mut labels = vec![None; addrs.len()];
+    if let Some(engine) = engine {
+        engine.lookup_batch(addrs, &mut labels);
+    }
+    labels
+}
+
+fn print_match<A: Addr>(
+    out: &mut dyn Write,
+    rib: &Rib<A>,
+    addr: A,
+    label: Option<fibkit::Label>,
+) -> Result<()> {
+    match label {
+        // The engine answers the label; the reference trie names the prefix.
+        Some(label) => match rib.longest_match(addr) {
+            Some((prefix, _)) => writeln!(out, "{} {} {}", addr.display(), prefix, label)?,
+            None => writeln!(out, "{} ? {}", addr.display(), label)?,
+        },
+        None => writeln!(out, "{} - none", addr.display())?,
+    }
+    Ok(())
+}
+
+pub fn verify(
+    args: &TableArgs,
+    engines: &[String],
+    random: usize,
+    seed: u64,
+    updates: Option<&Path>,
+    check_every: usize,
+) -> Result<bool> {
+    let (table, _) = load_table(args)?;
+    let updates = match updates {
+        Some(path) => {
+            let options = LoadOptions {
+                skip_bad: args.skip_bad,
+                lenient: args.lenient,
+                ..LoadOptions::default()
+            };
+            let loaded = load::load_updates(path, &options, table.nexthops.clone())?;
+            Some(loaded.updates)
+        }
+        None => None,
+    };
+    let (mut passed, mut failed) = (0u64, 0u64);
+    for spec in engines {
+        let changes4: Vec<Change<u32>> = updates
+            .iter()
+            .flatten()
+            .filter_map(|u| {
+                if let AnyChange::V4(c) = u.change {
+                    Some(c)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let changes6: Vec<Change<u128>> = updates
+            .iter()
+            .flatten()
+            .filter_map(|u| {
+                if let AnyChange::V6(c) = u.change {
+                    Some(c)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let (p, f) = verify_family(
+            spec,
+            &table.v4,
+            random,
+            seed,
+            updates.is_some().then_some(&changes4[..]),
+            check_every,
+        )?;
+        passed += p;
+        failed += f;
+        let (p, f) = verify_family(
+            spec,
+            &table.v6,
+            random,
+            seed,
+            updates.is_some().then_some(&changes6[..]),
+            check_every,
+        )?;
+        passed += p;
+        failed += f;
+    }
+    say!("{passed} passed, {failed} failed");
+    Ok(failed == 0)
+}
+
+fn verify_family<A: EngineFamily>(
+    spec: &str,
+    rib: &Rib<A>,
+    random: usize,
+    seed: u64,
+    changes: Option<&[Change<A>]>,
+    check_every: usize,
+) -> Result<(u64, u64)> {
+    if rib.is_empty() && changes.is_none_or(|c| c.is_empty()) {
+        return Ok((0, 0));
+    }
+    let Some((mut engine, build_seconds)) = wanted(spec, rib)? else {
+        return Ok((0, 0));
+    };
+    let check = |engine: &dyn Fib<A>, rib: &Rib<A>, when: &str| -> Result<(u64, u64)> {
+        let report = fibkit::verify(engine, rib, random, seed);
+        say!(
+            "{} {} {}: {} addresses, {} passed, {} failed",
+            engine.name(),
+            A::FAMILY,
+            when,
+            report.checked,
+            report.passed,
+            report.failed
+        );
+        for mismatch in &report.mismatches {
+            say!("  mismatch {mismatch}");
+        }
+        Ok((report.passed, report.failed))
+    };
+    let (mut passed, mut failed) = check(
+        engine.as_ref(),
+        rib,
+        &format!("(built in {:.1} ms)", build_seconds * 1e3),
+    )?;
+    if let Some(changes) = changes {
+        let mut rib = rib.clone();
+        let step = if check_every == 0 {
+            changes.len().max(1)
+        } else {
+            check_every
+        };
+        let mut update_seconds = 0.0;
+        let mut rebuilt = 0;
+        for (index, chunk) in changes.chunks(step).enumerate() {
+            let start = Instant::now();
+            let summary = fibkit::apply_changes(&mut engine, &mut rib, chunk)?;
+            update_seconds += start.elapsed().as_secs_f64();
+            rebuilt += summary.rebuilt as usize;
+            let done = (index * step + chunk.len()).min(changes.len());
+            let (p, f) = check(
+                engine.as_ref(),
+                &rib,
+                &format!("after {done} of {} updates", changes.len()),
+            )?;
+            passed += p;
+            failed += f;
+        }
+        say!(
+            "{} {}: {} updates applied in {:.1} ms ({:.2} us each{})",
+            engine.name(),
+            A::FAMILY,
+            changes.len(),
+            update_seconds * 1e3,
+            update_seconds * 1e6 / changes.len().max(1) as f64,
+            if rebuilt > 0 {
+                format!(", {rebuilt} full rebuilds")
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok((passed, failed))
+}
+
+pub fn convert(
+    args: &TableArgs,
+    output: Option<&Path>,
+    nexthops_out: Option<&Path>,
+) -> Result<bool> {
+    let (table, _) = load_table(args)?;
+    let mut out: Box<dyn Write> = match output {
+        Some(path) => Box::new(BufWriter::new(
+            File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
+        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+    };
+    for (prefix, label) in table.v4.iter() {
+        writeln!(out, "{prefix} {label}")?;
+    }
+    for (prefix, label) in table.v6.iter() {
+        writeln!(out, "{prefix} {label}")?;
+    }
+    out.flush()?;
+    if let Some(path) = nexthops_out {
+        let mut file = BufWriter::new(
+            File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        );
+        for (label, addr) in table.nexthops.iter() {
+            writeln!(file, "{label} {addr}")?;
+        }
+        file.flush()?;
+    }
+    Ok(true)
+}
+
+/// Arguments of `fibkit bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    table: TableArgs,
+    /// Engines to measure (repeatable).
+    #[arg(long = "engine", value_name = "SPEC", required = true)]
+    engines: Vec<String>,
+    /// Key patterns, comma separated: rnd, rnd-public, announced, seq, rep, trace:FILE.
+    #[arg(long, value_delimiter = ',', default_value = "rnd,seq")]
+    patterns: Vec<Pattern>,
+    /// Lookup modes, comma separated: plain, batch (seq is always plain).
+    #[arg(long, value_delimiter = ',', default_value = "plain,batch", value_parser = parse_mode)]
+    modes: Vec<Mode>,
+    /// Keys in the precomputed key array.
+    #[arg(long, default_value_t = 1 << 24)]
+    keys: usize,
+    /// Runs per configuration; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Minimum duration of one run, in seconds.
+    #[arg(long, default_value_t = 1.0)]
+    min_seconds: f64,
+    /// Thread counts to measure, comma separated (each thread gets its own slice of keys).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    threads: Vec<usize>,
+    /// Seed of the key generator.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Address family to measure: v4 or v6 (default: v4 if the table has IPv4 prefixes).
+    #[arg(long, value_parser = ["v4", "v6"])]
+    family: Option<String>,
+    /// Leave out the 2^16-array ceiling measurement.
+    #[arg(long)]
+    no_ceiling: bool,
+    /// Write every measurement as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write SVG plots into this directory (throughput per engine and
+    /// pattern, throughput versus threads, DXR throughput and footprint versus K).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
+}
+
+fn parse_mode(text: &str) -> Result<Mode, String> {
+    match text {
+        "plain" => Ok(Mode::Plain),
+        "batch" => Ok(Mode::Batch),
+        _ => Err(format!("`{text}` is not a mode (plain, batch)")),
+    }
+}
+
+/// One engine's build facts, for the report and JSON.
+#[derive(serde::Serialize)]
+struct EngineReport {
+    engine: String,
+    build_ms: f64,
+    memory_bytes: usize,
+    bytes_per_prefix: f64,
+}
+
+#[derive(serde::Serialize)]
+struct BenchReport {
+    table: String,
+    family: String,
+    prefixes: usize,
+    settings: Settings,
+    seed: u64,
+    engines: Vec<EngineReport>,
+    measurements: Vec<Measurement>,
+}
+
+pub fn bench(args: &BenchArgs) -> Result<bool> {
+    let (table, _) = load_table(&args.table)?;
+    let family = args
+        .family
+        .clone()
+        .unwrap_or_else(|| if table.v4.is_empty() { "v6" } else { "v4" }.to_string());
+    if family == "v4" {
+        bench_family(args, &table.v4)
+    } else {
+        bench_family(args, &table.v6)
+    }
+}
+
+fn bench_family<A: EngineFamily>(args: &BenchArgs, rib: &Rib<A>) -> Result<bool> {
+    if rib.is_empty() {
+        bail!(
+            "{}: no {} prefixes to benchmark",
+            args.table.path.display(),
+            A::FAMILY
+        );
+    }
+    if args.keys == 0 || args.runs == 0 {
+        bail!("--keys and --runs must be at least 1");
+    }
+    let mut engines: Vec<Box<dyn Fib<A>>> = Vec::new();
+    let mut reports = Vec::new();
+    for spec in &args.engines {
+        let (engine, seconds) = build_timed(spec, rib)?;
+        let bytes = engine.memory_bytes();
+        reports.push(EngineReport {
+            engine: engine.name(),
+            build_ms: seconds * 1e3,
+            memory_bytes: bytes,
+            bytes_per_prefix: bytes as f64 / rib.len() as f64,
+        });
+        engines.push(engine);
+    }
+    say!(
+        "{} {} prefixes; {} keys per pattern, {} runs of >= {} s",
+        A::FAMILY,
+        rib.len(),
+        args.keys,
+        args.runs,
+        args.min_seconds
+    );
+    say!(
+        "{:<24} {:>10} {:>12} {:>10}",
+        "engine",
+        "build ms",
+        "bytes",
+        "B/prefix"
+    );
+    for r in &reports {
+        say!(
+            "{:<24} {:>10.1} {:>12} {:>10.2}",
+            r.engine,
+            r.build_ms,
+            r.memory_bytes,
+            r.bytes_per_prefix
+        );
+    }
+    say!();
+    say!(
+        "{:<24} {:<12} {:<6} {:>3} {:>9} {:>9} {:>9} {:>8} {:>9}",
+        "engine",
+        "pattern",
+        "mode",
+        "thr",
+        "median",
+        "min",
+        "max",
+        "ns/look",
+        "%ceiling"
+    );
+    let ceiling = bench::Ceiling::default();
+    let mut measurements = Vec::new();
+    for pattern in &args.patterns {
+        let keys = bench::generate_keys::<A>(pattern, args.keys, args.seed, rib)?;
+        for &threads in &args.threads {
+            let settings = Settings {
+                min_seconds: args.min_seconds,
+                runs: args.runs,
+                threads,
+            };
+            let modes: Vec<Mode> = if *pattern == Pattern::Seq {
+                vec![Mode::Plain]
+            } else {
+                args.modes.clone()
+            };
+            for &mode in &modes {
+                let mut ceiling_mlps = None;
+                if !args.no_ceiling {
+                    let m = bench::measure::<A>(&ceiling, pattern, &keys, mode, &settings);
+                    print_measurement(&m, Some(m.median_mlps))?;
+                    ceiling_mlps = Some(m.median_mlps);
+                    measurements.push(m);
+                }
+                let mut checksums = Vec::new();
+                for engine in &engines {
+                    let m = bench::measure(engine.as_ref(), pattern, &keys, mode, &settings);
+                    print_measurement(&m, ceiling_mlps)?;
+                    checksums.push((m.engine.clone(), m.checksum));
+                    measurements.push(m);
+                }
+                if checksums.windows(2).any(|w| w[0].1 != w[1].1) {
+                    bail!(
+                        "engines disagree on the results of pattern {}: {:?}",
+                        pattern.name(),
+                        checksums
+                    );
+                }
+            }
+        }
+    }
+    if let Some(dir) = &args.plot {
+        let facts: Vec<crate::plots::EngineFacts> = reports
+            .iter()
+            .map(|r| crate::plots::EngineFacts {
+                engine: r.engine.clone(),
+                bytes_per_prefix: r.bytes_per_prefix,
+            })
+            .collect();
+        for path in crate::plots::write_plots(dir, &facts, &measurements)? {
+            eprintln!("fibkit: wrote {}", path.display());
+        }
+    }
+    if let Some(path) = &args.json {
+        let report = BenchReport {
+            table: args.table.path.display().to_string(),
+            family: A::FAMILY.to_string(),
+            prefixes: rib.len(),
+            settings: Settings {
+                min_seconds: args.min_seconds,
+                runs: args.runs,
+                threads: 0,
+            },
+            seed: args.seed,
+            engines: reports,
+            measurements,
+        };
+        let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        serde_json::to_writer_pretty(BufWriter::new(file), &report)?;
+    }
+    Ok(true)
+}
+
+fn print_measurement(m: &Measurement, ceiling: Option<f64>) -> Result<()> {
+    let mode = match m.mode {
+        Mode::Plain => "plain",
+        Mode::Batch => "batch",
+    };
+    let share = ceiling.map_or(String::from("-"), |c| {
+        format!("{:.0}%", 100.0 * m.median_mlps / c)
+    });
+    say!(
+        "{:<24} {:<12} {:<6} {:>3} {:>9.2} {:>9.2} {:>9.2} {:>8.2} {:>9}",
+        m.engine,
+        m.pattern,
+        mode,
+        m.threads,
+        m.median_mlps,
+        m.min_mlps,
+        m.max_mlps,
+        m.ns_per_lookup,
+        share
+    );
+    Ok(())
+}
+
+pub fn trace_gen(
+    args: &TableArgs,
+    kind: &fibkit::trace::TraceKind,
+    count: usize,
+    seed: u64,
+    family: Option<&str>,
+    output: Option<&Path>,
+    binary: bool,
+) -> Result<bool> {
+    let (table, _) = load_table(args)?;
+    let mut out: Box<dyn Write> = match output {
+        Some(path) => Box::new(BufWriter::new(
+            File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
+        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+    };
+    let use_v4 = family.map_or(!table.v4.is_empty(), |f| f == "v4");
+    if use_v4 {
+        write_trace(&mut out, &table.v4, kind, count, seed, binary)?;
+    } else {
+        write_trace(&mut out, &table.v6, kind, count, seed, binary)?;
+    }
+    out.flush()?;
+    Ok(true)
+}
+
+fn write_trace<A: Addr>(
+    out: &mut dyn Write,
+    rib: &Rib<A>,
+    kind: &fibkit::trace::TraceKind,
+    count: usize,
+    seed: u64,
+    binary: bool,
+) -> Result<()> {
+    let trace = fibkit::trace::generate(rib, kind, count, seed).map_err(anyhow::Error::msg)?;
+    if binary {
+        bench::write_binary_trace(out, &trace)?;
+        return Ok(());
+    }
+    for addr in trace {
+        writeln!(out, "{}", addr.display())?;
+    }
+    Ok(())
+}
+
+pub fn trace_stats(args: &TableArgs, trace: &Path, top: usize) -> Result<bool> {
+    let (table, _) = load_table(args)?;
+    let v4 = bench::read_trace::<u32>(trace)?;
+    let v6 = bench::read_trace::<u128>(trace)?;
+    if v4.is_empty() && v6.is_empty() {
+        bail!("{}: no addresses in the trace", trace.display());
+    }
+    if !v4.is_empty() {
+        print_trace_stats(&table.v4, &v4, top)?;
+    }
+    if !v6.is_empty() {
+        print_trace_stats(&table.v6, &v6, top)?;
+    }
+    Ok(true)
+}
+
+fn print_trace_stats<A: Addr>(rib: &Rib<A>, trace: &[A], top: usize) -> Result<()> {
+    let stats = fibkit::trace::trace_stats(rib, trace, top);
+    say!(
+        "{}: {} addresses, {} unmatched, {} distinct prefixes matched",
+        A::FAMILY,
+        stats.addresses,
+        stats.unmatched,
+        stats.distinct_prefixes
+    );
+    say!(
+        "  top 1% of matched prefixes carry {:.2}% of the traffic",
+        100.0 * stats.top_percent_share
+    );
+    say!(
+        "  total variation distance, first vs second half: {:.4}",
+        stats.halves_tvd
+    );
+    say!("  share of traffic per prefix length:");
+    for (plen, share) in stats
+        .share_by_length
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s > 0.0)
+    {
+        say!("    /{plen:<3} {:>7.3}%", 100.0 * share);
+    }
+    say!("  top prefixes:");
+    for (prefix, share) in &stats.top_prefixes {
+        say!("    {prefix:<24} {:>7.3}%", 100.0 * share);
+    }
+    Ok(())
+}

@@ -1,0 +1,317 @@
+//! The `fibkit` binary end to end: real tables, exit codes, and bad input
+//! that must give an error message (exit 2), never a panic (exit 101).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn data(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn fibkit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fibkit"))
+        .args(args)
+        .output()
+        .expect("running fibkit")
+}
+
+fn fibkit_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fibkit"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running fibkit");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fibkit-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn verify_dir24_8_on_the_full_asn_table() {
+    let out = fibkit(&[
+        "verify",
+        &data("dfz-v4-asn.txt.gz"),
+        "--engine",
+        "dir24-8",
+        "--random",
+        "100000",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout
+            .lines()
+            .last()
+            .unwrap()
+            .ends_with(" passed, 0 failed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn verify_radix_on_ipv6_tables() {
+    for name in [
+        "dfz-v6-nh.txt.gz",
+        "dfz-v6-asn.txt.gz",
+        "linx-rib-ipv6.20141225.txt.gz",
+    ] {
+        let out = fibkit(&[
+            "verify",
+            &data(name),
+            "--engine",
+            "radix",
+            "--random",
+            "100000",
+        ]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{name}: {stdout}");
+        assert!(
+            stdout.contains("IPv6") && stdout.ends_with(" passed, 0 failed\n"),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn verify_replays_the_linx_updates() {
+    let out = fibkit(&[
+        "verify",
+        &data("dfz-v4-nh.txt.gz"),
+        "--engine",
+        "dir24-8",
+        "--updates",
+        &data("linx-updates-ipv4.20141217.txt.gz"),
+        "--random",
+        "1000",
+        "--check-every",
+        "8000",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("after 23446 of 23446 updates"), "{stdout}");
+    assert!(stdout.contains("23446 updates applied"), "{stdout}");
+}
+
+#[test]
+fn lookup_arguments_and_stdin() {
+    let table = data("dfz-v4-nh.txt.gz");
+    let out = fibkit(&[
+        "lookup", &table, "8.8.8.8", "10.0.0.1", "--engine", "dir24-8",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(
+        text(&out.stdout),
+        "8.8.8.8 8.8.8.0/24 191\n10.0.0.1 - none\n"
+    );
+    let out = fibkit_stdin(
+        &["lookup", &data("linx-rib-ipv6.20141225.txt.gz")],
+        "2600:2004::1\n\n::1\nnot-an-address\n",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a bad input line makes the exit status 1"
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "2600:2004::1 2600:2004::/32 0\n::1 - none\n"
+    );
+    assert!(text(&out.stderr).contains("input:4: `not-an-address` is not an IPv4 or IPv6 address"));
+}
+
+#[test]
+fn stats_prints_lengths_ranges_and_engines() {
+    let out = fibkit(&["stats", &data("dfz-v4-nh.txt.gz"), "--engine", "dir24-8"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success());
+    for needle in [
+        "IPv4: 901899 prefixes, 200 distinct labels",
+        "/24",
+        "ranges:",
+        "engine dir24-8:",
+        "bytes/prefix",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle}: {stdout}");
+    }
+}
+
+#[test]
+fn convert_round_trips_and_keeps_next_hops() {
+    let dir = scratch("convert");
+    let out_table = dir.join("table.txt");
+    let out_hops = dir.join("hops.txt");
+    let out = fibkit(&[
+        "convert",
+        &data("linx-rib-ipv6.20141225.txt.gz"),
+        "-o",
+        out_table.to_str().unwrap(),
+        "--nexthops-out",
+        out_hops.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let converted = std::fs::read_to_string(&out_table).unwrap();
+    assert_eq!(converted.lines().count(), 20_440);
+    assert_eq!(
+        std::fs::read_to_string(&out_hops).unwrap().lines().count(),
+        94
+    );
+    let again = fibkit(&["stats", out_table.to_str().unwrap()]);
+    assert!(text(&again.stdout).contains("IPv6: 20440 prefixes, 94 distinct labels"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bench_writes_json_with_every_run() {
+    let dir = scratch("bench");
+    let json = dir.join("bench.json");
+    let out = fibkit(&[
+        "bench",
+        &data("dfz-v6-nh.txt.gz"),
+        "--engine",
+        "radix",
+        "--keys",
+        "4096",
+        "--runs",
+        "3",
+        "--min-seconds",
+        "0",
+        "--patterns",
+        "rnd,seq,announced",
+        "--threads",
+        "1,2",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        dir.join("plots").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["family"], "IPv6");
+    let measurements = report["measurements"].as_array().unwrap();
+    // (rnd: plain+batch, seq: plain, announced: plain+batch) x 2 thread counts x (ceiling + radix)
+    assert_eq!(measurements.len(), 5 * 2 * 2);
+    assert!(measurements
+        .iter()
+        .all(|m| m["runs_mlps"].as_array().unwrap().len() == 3));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn trace_gen_and_stats() {
+    let dir = scratch("trace");
+    let trace = dir.join("trace.txt");
+    let table = data("dfz-v6-nh.txt.gz");
+    let out = fibkit(&[
+        "trace",
+        "gen",
+        &table,
+        "--kind",
+        "randnet",
+        "--count",
+        "5000",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&trace).unwrap().lines().count(),
+        5000
+    );
+    let out = fibkit(&[
+        "trace",
+        "stats",
+        &table,
+        trace.to_str().unwrap(),
+        "--top",
+        "3",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        stdout.contains("IPv6: 5000 addresses, 0 unmatched"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("total variation distance"), "{stdout}");
+    let out = fibkit(&["trace", "gen", &table, "--kind", "zipf:-2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("Zipf exponent"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    let dir = scratch("bad");
+    let bad_table = dir.join("bad.txt");
+    std::fs::write(&bad_table, "10.0.0.0/8 1\n10.0.0.1/8 2\n").unwrap();
+    let empty = dir.join("empty.txt");
+    std::fs::write(&empty, "").unwrap();
+    let table = data("dfz-v6-nh.txt.gz");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["stats", bad_table.to_str().unwrap()],
+            "bad.txt:2: `10.0.0.1/8` has host bits set",
+        ),
+        (vec!["stats", empty.to_str().unwrap()], "the file is empty"),
+        (vec!["stats", "/nonexistent/table"], "/nonexistent/table"),
+        (
+            vec!["verify", &table, "--engine", "dir24-8"],
+            "does not support IPv6",
+        ),
+        (
+            vec!["verify", &table, "--engine", "nosuch"],
+            "unknown engine `nosuch`",
+        ),
+        (
+            vec!["verify", &table, "--engine", "radix:x=1"],
+            "unknown parameter `x`",
+        ),
+        (
+            vec!["bench", &table, "--engine", "radix", "--family", "v4"],
+            "no IPv4 prefixes",
+        ),
+        (
+            vec![
+                "bench",
+                &table,
+                "--engine",
+                "radix",
+                "--patterns",
+                "trace:/nonexistent/trace",
+            ],
+            "/nonexistent/trace",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = fibkit(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    let out = fibkit(&["stats", bad_table.to_str().unwrap(), "--lenient"]);
+    assert!(out.status.success());
+    assert!(text(&out.stderr).contains("cleared host bits of 1 prefixes"));
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -1,0 +1,404 @@
+//! Synthetic traffic traces and trace statistics.
+//!
+//! The generators follow the synthetic traces of seeds 001 (performance
+//! modelling) and 002 (Bloom-filter search); [`TraceKind`] lists them. All are
+//! seeded, so a trace is reproducible from its kind, count and seed.
+//!
+//! [`trace_stats`] summarises a trace against a table as seed 001's Table 1
+//! does: the share of traffic per matched prefix and per prefix length, the
+//! most popular prefixes, and the total variation distance between the
+//! first and second half of the trace (how stationary the traffic is).
+
+use std::collections::HashMap;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::addr::Addr;
+use crate::prefix::Prefix;
+use crate::rib::Rib;
+
+/// A synthetic trace distribution.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TraceKind {
+    /// Uniform over the addresses some prefix covers.
+    RandIp,
+    /// A uniformly chosen prefix, then a uniform address in it.
+    RandNet,
+    /// A prefix length chosen in proportion to the address space its prefixes
+    /// cover, then a uniform prefix of that length, then a uniform address.
+    BySpace,
+    /// A prefix length chosen in proportion to its share of the prefixes,
+    /// then a uniform prefix of that length, then a uniform address.
+    ByCount,
+    /// Prefix popularity Zipf-distributed with exponent `s` over a seeded
+    /// random ranking of the prefixes; uniform address within.
+    Zipf(f64),
+    /// An equal mixture of `randip`, `randnet`, `by-space` and `zipf:1`.
+    Mix,
+}
+
+impl std::str::FromStr for TraceKind {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        Ok(match text {
+            "randip" => TraceKind::RandIp,
+            "randnet" => TraceKind::RandNet,
+            "by-space" => TraceKind::BySpace,
+            "by-count" => TraceKind::ByCount,
+            "mix" => TraceKind::Mix,
+            _ => match text.strip_prefix("zipf:").map(str::parse::<f64>) {
+                Some(Ok(s)) if s.is_finite() && s >= 0.0 => TraceKind::Zipf(s),
+                Some(_) => return Err(format!("`{text}`: the Zipf exponent must be a number >= 0 (zipf:1.1)")),
+                None => {
+                    return Err(format!(
+                        "unknown trace kind `{text}` (known: randip, randnet, by-space, by-count, zipf:S, mix)"
+                    ))
+                }
+            },
+        })
+    }
+}
+
+/// A uniform address inside `prefix`.
+fn address_in<A: Addr>(prefix: Prefix<A>, rng: &mut SmallRng) -> A {
+    let host = rng.random::<u128>() & !A::mask(prefix.plen()).to_u128();
+    A::from_u128(prefix.addr().to_u128() | host)
+}
+
+/// Picks an index by cumulative weights (last entry = total).
+fn pick(cumulative: &[f64], rng: &mut SmallRng) -> usize {
+    let total = cumulative.last().copied().unwrap_or(0.0);
+    let target = rng.random::<f64>() * total;
+    cumulative
+        .partition_point(|&c| c <= target)
+        .min(cumulative.len() - 1)
+}
+
+fn cumulate(weights: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut sum = 0.0;
+    weights
+        .map(|w| {
+            sum += w;
+            sum
+        })
+        .collect()
+}
+
+/// Generates `count` addresses of `kind` from `rib` (which must not be empty).
+pub fn generate<A: Addr>(
+    rib: &Rib<A>,
+    kind: &TraceKind,
+    count: usize,
+    seed: u64,
+) -> Result<Vec<A>, String> {
+    let prefixes: Vec<Prefix<A>> = rib.iter().map(|(prefix, _)| prefix).collect();
+    if prefixes.is_empty() {
+        return Err(format!(
+            "the table has no {} prefix to draw a trace from",
+            A::FAMILY
+        ));
+    }
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let sampler = Sampler::new(rib, &prefixes, kind, seed);
+    Ok((0..count)
+        .map(|i| sampler.sample(&prefixes, i, &mut rng))
+        .collect())
+}
+
+/// Precomputed tables for one trace kind.
+enum Sampler<A> {
+    RandIp {
+        ranges: Vec<(A, A)>,
+        cumulative: Vec<f64>,
+    },
+    RandNet,
+    ByLength {
+        by_length: Vec<Vec<usize>>,
+        cumulative: Vec<f64>,
+    },
+    Zipf {
+        ranked: Vec<usize>,
+        cumulative: Vec<f64>,
+    },
+    Mix(Vec<Sampler<A>>),
+}
+
+impl<A: Addr> Sampler<A> {
+    fn new(rib: &Rib<A>, prefixes: &[Prefix<A>], kind: &TraceKind, seed: u64) -> Self {
+        match kind {
+            TraceKind::RandIp => {
+                let ranges: Vec<(A, A)> = rib
+                    .ranges()
+                    .into_iter()
+                    .filter(|r| r.label.is_some())
+                    .map(|r| (r.first, r.last))
+                    .collect();
+                let cumulative = cumulate(
+                    ranges
+                        .iter()
+                        .map(|&(first, last)| (last.to_u128() - first.to_u128()) as f64 + 1.0),
+                );
+                Sampler::RandIp { ranges, cumulative }
+            }
+            TraceKind::RandNet => Sampler::RandNet,
+            TraceKind::BySpace | TraceKind::ByCount => {
+                let mut by_length = vec![Vec::new(); A::BITS as usize + 1];
+                for (index, prefix) in prefixes.iter().enumerate() {
+                    by_length[prefix.plen() as usize].push(index);
+                }
+                let weight = |plen: usize, members: &Vec<usize>| match kind {
+                    TraceKind::BySpace => {
+                        members.len() as f64 * 2f64.powi(A::BITS as i32 - plen as i32)
+                    }
+                    _ => members.len() as f64,
+                };
+                let cumulative = cumulate(
+                    by_length
+                        .iter()
+                        .enumerate()
+                        .map(|(plen, m)| weight(plen, m)),
+                );
+                Sampler::ByLength {
+                    by_length,
+                    cumulative,
+                }
+            }
+            TraceKind::Zipf(s) => {
+                let mut ranked: Vec<usize> = (0..prefixes.len()).collect();
+                let mut rng = SmallRng::seed_from_u64(seed ^ 0x21bf);
+                // Fisher-Yates: a seeded popularity ranking.
+                for i in (1..ranked.len()).rev() {
+                    ranked.swap(i, rng.random_range(0..=i));
+                }
+                let cumulative = cumulate((1..=ranked.len()).map(|rank| (rank as f64).powf(-s)));
+                Sampler::Zipf { ranked, cumulative }
+            }
+            TraceKind::Mix => Sampler::Mix(
+                [
+                    TraceKind::RandIp,
+                    TraceKind::RandNet,
+                    TraceKind::BySpace,
+                    TraceKind::Zipf(1.0),
+                ]
+                .iter()
+                .map(|k| Sampler::new(rib, prefixes, k, seed))
+                .collect(),
+            ),
+        }
+    }
+
+    fn sample(&self, prefixes: &[Prefix<A>], index: usize, rng: &mut SmallRng) -> A {
+        match self {
+            Sampler::RandIp { ranges, cumulative } => {
+                let (first, last) = ranges[pick(cumulative, rng)];
+                let span = last.to_u128() - first.to_u128();
+                let offset = if span == u128::MAX {
+                    rng.random::<u128>()
+                } else {
+                    rng.random_range(0..=span)
+                };
+                A::from_u128(first.to_u128() + offset)
+            }
+            Sampler::RandNet => address_in(prefixes[rng.random_range(0..prefixes.len())], rng),
+            Sampler::ByLength {
+                by_length,
+                cumulative,
+            } => {
+                let members = &by_length[pick(cumulative, rng)];
+                address_in(prefixes[members[rng.random_range(0..members.len())]], rng)
+            }
+            Sampler::Zipf { ranked, cumulative } => {
+                address_in(prefixes[ranked[pick(cumulative, rng)]], rng)
+            }
+            Sampler::Mix(parts) => parts[index % parts.len()].sample(prefixes, index, rng),
+        }
+    }
+}
+
+/// A summary of a trace against a table.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceStats<A> {
+    /// Addresses in the trace.
+    pub addresses: usize,
+    /// Addresses no prefix matched.
+    pub unmatched: usize,
+    /// Distinct prefixes matched.
+    pub distinct_prefixes: usize,
+    /// Share of traffic per prefix length (index = length).
+    pub share_by_length: Vec<f64>,
+    /// The most matched prefixes with their share, most popular first.
+    pub top_prefixes: Vec<(Prefix<A>, f64)>,
+    /// Share of traffic carried by the top 1% of matched prefixes.
+    pub top_percent_share: f64,
+    /// Total variation distance between the matched-prefix distributions of
+    /// the first and second half (0: identical, 1: disjoint).
+    pub halves_tvd: f64,
+}
+
+/// Addresses per matched prefix; `None` counts the unmatched ones.
+fn prefix_counts<A: Addr>(rib: &Rib<A>, addrs: &[A]) -> HashMap<Option<Prefix<A>>, usize> {
+    let mut counts = HashMap::new();
+    for &addr in addrs {
+        *counts
+            .entry(rib.longest_match(addr).map(|(prefix, _)| prefix))
+            .or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Summarises `trace` against `rib`, keeping the `top` most popular prefixes.
+pub fn trace_stats<A: Addr>(rib: &Rib<A>, trace: &[A], top: usize) -> TraceStats<A> {
+    let mut counts = prefix_counts(rib, trace);
+    let unmatched = counts.remove(&None).unwrap_or(0);
+    let total = trace.len().max(1) as f64;
+    let mut share_by_length = vec![0.0; A::BITS as usize + 1];
+    for (prefix, &count) in &counts {
+        if let Some(prefix) = prefix {
+            share_by_length[prefix.plen() as usize] += count as f64 / total;
+        }
+    }
+    let mut ranked: Vec<(Prefix<A>, usize)> = counts
+        .iter()
+        .filter_map(|(p, c)| p.map(|p| (p, *c)))
+        .collect();
+    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let top_count = ranked.len().div_ceil(100);
+    let top_percent_share = ranked
+        .iter()
+        .take(top_count)
+        .map(|(_, c)| *c as f64)
+        .sum::<f64>()
+        / total;
+    let half = trace.len() / 2;
+    // The unmatched addresses are one more outcome of the distributions.
+    let first = prefix_counts(rib, &trace[..half]);
+    let second = prefix_counts(rib, &trace[half..]);
+    let (n1, n2) = (half.max(1) as f64, (trace.len() - half).max(1) as f64);
+    let mut tvd = 0.0;
+    for (prefix, &c1) in &first {
+        let c2 = second.get(prefix).copied().unwrap_or(0);
+        tvd += (c1 as f64 / n1 - c2 as f64 / n2).abs();
+    }
+    for (prefix, &c2) in &second {
+        if !first.contains_key(prefix) {
+            tvd += c2 as f64 / n2;
+        }
+    }
+    TraceStats {
+        addresses: trace.len(),
+        unmatched,
+        distinct_prefixes: counts.len(),
+        share_by_length,
+        top_prefixes: ranked
+            .iter()
+            .take(top)
+            .map(|(p, c)| (*p, *c as f64 / total))
+            .collect(),
+        top_percent_share,
+        halves_tvd: tvd / 2.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Rib<u32> {
+        Rib::from_pairs(
+            [
+                ("10.0.0.0/8", 1),
+                ("10.1.0.0/16", 2),
+                ("192.0.2.0/24", 3),
+                ("198.51.100.7/32", 4),
+            ]
+            .iter()
+            .map(|(t, l)| (t.parse().unwrap(), *l)),
+        )
+    }
+
+    #[test]
+    fn kinds_parse() {
+        assert_eq!(
+            "zipf:1.2".parse::<TraceKind>().unwrap(),
+            TraceKind::Zipf(1.2)
+        );
+        assert!("zipf:-1".parse::<TraceKind>().is_err());
+        assert!("zipf:x".parse::<TraceKind>().is_err());
+        assert!("pareto"
+            .parse::<TraceKind>()
+            .unwrap_err()
+            .contains("known: randip"));
+    }
+
+    #[test]
+    fn every_kind_stays_inside_the_table_and_is_seeded() {
+        let rib = table();
+        for kind in ["randip", "randnet", "by-space", "by-count", "zipf:1", "mix"] {
+            let kind: TraceKind = kind.parse().unwrap();
+            let trace = generate(&rib, &kind, 4000, 9).unwrap();
+            assert!(
+                trace.iter().all(|&a| rib.lookup(a).is_some()),
+                "{kind:?} left the table"
+            );
+            assert_eq!(trace, generate(&rib, &kind, 4000, 9).unwrap());
+        }
+        assert!(generate(&Rib::<u32>::new(), &TraceKind::RandNet, 1, 1).is_err());
+    }
+
+    #[test]
+    fn distributions_have_their_shape() {
+        let rib = table();
+        // randnet: each of the 4 prefixes chosen ~1/4 of the time, so the /32
+        // gets ~25% of the traffic; randip: almost never (1 of ~16.8M addresses).
+        let randnet = trace_stats(
+            &rib,
+            &generate(&rib, &TraceKind::RandNet, 20_000, 1).unwrap(),
+            4,
+        );
+        assert!(
+            (randnet.share_by_length[32] - 0.25).abs() < 0.02,
+            "{:?}",
+            randnet.share_by_length
+        );
+        let randip = trace_stats(
+            &rib,
+            &generate(&rib, &TraceKind::RandIp, 20_000, 1).unwrap(),
+            4,
+        );
+        assert!(randip.share_by_length[32] < 0.001);
+        assert!(randip.share_by_length[8] > 0.99 - 0.01);
+        // by-space weighs lengths by covered space: the /8 dominates.
+        let by_space = trace_stats(
+            &rib,
+            &generate(&rib, &TraceKind::BySpace, 20_000, 1).unwrap(),
+            4,
+        );
+        assert!(by_space.share_by_length[8] > 0.9);
+        // Zipf with a steep exponent concentrates on the top-ranked prefix.
+        let zipf = trace_stats(
+            &rib,
+            &generate(&rib, &TraceKind::Zipf(3.0), 20_000, 1).unwrap(),
+            1,
+        );
+        assert!(zipf.top_prefixes[0].1 > 0.75, "{:?}", zipf.top_prefixes);
+        // Stationary traces have a small distance between halves.
+        assert!(randnet.halves_tvd < 0.05, "{}", randnet.halves_tvd);
+    }
+
+    #[test]
+    fn stats_count_unmatched_and_detect_drift() {
+        let rib = table();
+        let a = u32::parse_addr("10.2.3.4").unwrap();
+        let b = u32::parse_addr("192.0.2.1").unwrap();
+        let trace = vec![a, a, a, b, b, b, 1];
+        let stats = trace_stats(&rib, &trace, 2);
+        assert_eq!(
+            (stats.addresses, stats.unmatched, stats.distinct_prefixes),
+            (7, 1, 2)
+        );
+        assert_eq!(stats.top_prefixes.len(), 2);
+        // First half: a a a; second half: b b b (unmatched) -> disjoint.
+        assert!(stats.halves_tvd > 0.9, "{}", stats.halves_tvd);
+    }
+}
