@@ -2,15 +2,17 @@
 //! same run, on `dfz-v4-nh`:
 //!
 //! - Tables 3.1 and 3.2 for every layout (structure, footprint, build time);
-//! - single-thread lookup throughput, Mlps, median of 5 runs, over 2^24
+//! - with `--throughput`: single-thread lookup throughput, Mlps, median of 5 runs, over 2^24
 //!   precomputed uniformly random keys, results stored, each run repeating
 //!   the key array until at least 1 s has passed: RND (independent keys)
 //!   with the plain loop and with `lookup_batch`, and SEQ (each key XORed
-//!   with the previous result, so lookups serialize);
+//!   with the previous result, so lookups serialize). `fibkit bench` is the
+//!   project's throughput tool; this one times by on-CPU time, which is
+//!   steadier on a shared machine, for A/B checks of lookup changes;
 //! - replay of the one-hour LINX update stream (on-CPU time of this thread).
 //!
 //! ```text
-//! cargo run --release -p fibkit --example dxr_bench [-- SPEC...]
+//! cargo run --release -p fibkit --example dxr_bench [-- [--throughput] [--no-replay] SPEC...]
 //! ```
 //! With no SPEC it measures every layout the tests check plus `dxr`.
 
@@ -102,7 +104,11 @@ fn cpu_ns() -> Option<u64> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut specs: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let throughput = args.iter().any(|a| a == "--throughput");
+    let replay = !args.iter().any(|a| a == "--no-replay");
+    args.retain(|a| !a.starts_with("--"));
+    let mut specs = args;
     if specs.is_empty() {
         specs = (16..=24).map(|k| format!("dxr:k={k}")).collect();
         for d in [12, 14, 16] {
@@ -118,10 +124,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rib.len(),
         rib.ranges().len()
     );
-    let mut rng = SmallRng::seed_from_u64(42);
-    let keys: Vec<u32> = (0..KEYS).map(|_| rng.random()).collect();
-    let mut out = vec![None; KEYS];
-
     // Structure (Tables 3.1 and 3.2); build time is the median of 5 builds.
     println!("\n| layout | footprint bytes | bytes/prefix | direct coverage | short chunks / ranges | long chunks / ranges | wide chunks / ranges | dedup saved bytes | build ms |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -172,7 +174,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{row}");
     }
 
-    // Throughput.
+    if throughput {
+        measure_throughput(rib, &specs)?;
+    }
+    if replay {
+        measure_replay(&table, &specs)?;
+    }
+    Ok(())
+}
+
+fn measure_throughput(rib: &Rib<u32>, specs: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let mut rng = SmallRng::seed_from_u64(42);
+    let keys: Vec<u32> = (0..KEYS).map(|_| rng.random()).collect();
+    let mut out = vec![None; KEYS];
     println!("\nThroughput, Mlps per on-CPU second (median of {RUNS}; 2^24 random keys; runs >= 1 s on CPU):\n");
     println!("| engine | bytes | RND plain | RND batch | SEQ plain | RND plain / dir24-8 | SEQ / dir24-8 |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
@@ -190,7 +204,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         base.2
     );
     drop(dir);
-    for spec in &specs {
+    for spec in specs {
         let engine = Dxr::build(&EngineSpec::parse(spec)?, rib)?;
         let rnd = rnd_plain(&engine, &keys, &mut out);
         let batch = rnd_batch(&engine, &keys, &mut out);
@@ -215,7 +229,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         seq_plain(&dir, &keys, &mut out)
     );
     drop(dir);
+    Ok(())
+}
 
+fn measure_replay(
+    table: &fibkit::load::LoadedTable,
+    specs: &[String],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let rib = &table.v4;
     // Update replay: one batch per second of the stream, as a router would
     // coalesce them.
     let updates = load_updates(
