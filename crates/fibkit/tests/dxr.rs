@@ -233,3 +233,21 @@ fn linx_update_replay() {
         );
     }
 }
+
+/// A table whose range table cannot fit the 22-bit chunk base fails to build
+/// with a `Limit` error that says why and what would work.
+#[test]
+fn range_table_overflow_is_a_limit_error() {
+    // 800,000 host routes with distinct labels, one address apart: 1.6M
+    // ranges in wide chunks, about 4.8M words at any K (> 2^22).
+    let rib =
+        Rib::from_pairs((0..800_000u32).map(|i| (Prefix::new_masked(0x0a00_0000 + 2 * i, 32), i)));
+    for spec in ["dxr:k=16", "dxr:d=16,x=8"] {
+        let err = build(spec, &rib).err().expect("must not build").to_string();
+        assert!(
+            err.contains("2^22") && err.contains("dir24-8"),
+            "{spec}: {err}"
+        );
+        eprintln!("{err}");
+    }
+}
