@@ -296,6 +296,12 @@ pub const ENGINES: &[EngineInfo] = &[
         ipv6: false,
         about: "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X",
     },
+    EngineInfo {
+        name: "lctrie",
+        ipv4: true,
+        ipv6: true,
+        about: "Linux fib_trie dynamic LC-trie; lookup=improved (default) or lookup=classic",
+    },
 ];
 
 /// Address families the registry can build engines for (`u32` and `u128`).
@@ -311,6 +317,7 @@ impl EngineFamily for u32 {
             "radix" => Box::new(radix::Radix::build(spec, rib)?),
             "dir24-8" | "dir24_8" => Box::new(dir24_8::Dir24_8::build(spec, rib)?),
             "dxr" => Box::new(dxr::Dxr::build(spec, rib)?),
+            "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
             _ => return Err(unknown::<Self>(spec)),
         })
     }
@@ -321,6 +328,7 @@ impl EngineFamily for u128 {
         use crate::engines::*;
         Ok(match spec.name.as_str() {
             "radix" => Box::new(radix::Radix::build(spec, rib)?),
+            "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
             _ => return Err(unknown::<Self>(spec)),
         })
     }

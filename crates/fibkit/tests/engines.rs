@@ -13,6 +13,8 @@ const ENGINES: &[(&str, bool, bool)] = &[
     ("dxr:k=16", true, false),
     ("dxr:k=24", true, false),
     ("dxr:d=12,x=8", true, false),
+    ("lctrie", true, true),
+    ("lctrie:lookup=classic", true, true),
 ];
 
 #[test]

@@ -3,4 +3,5 @@
 
 pub mod dir24_8;
 pub mod dxr;
+pub mod lctrie;
 pub mod radix;
