@@ -74,7 +74,7 @@ impl DxrStats {
                 self.direct_bytes.to_string(),
             ),
             (
-                "ext/direct entries bytes".to_string(),
+                "chunk entries bytes".to_string(),
                 self.ext_bytes.to_string(),
             ),
             (
