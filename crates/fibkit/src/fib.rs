@@ -298,6 +298,12 @@ pub const ENGINES: &[EngineInfo] = &[
                 (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C)",
     },
     EngineInfo {
+        name: "dxr",
+        ipv4: true,
+        ipv6: false,
+        about: "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X",
+    },
+    EngineInfo {
         name: "lctrie",
         ipv4: true,
         ipv6: true,
@@ -318,6 +324,7 @@ impl EngineFamily for u32 {
             "radix" => Box::new(radix::Radix::build(spec, rib)?),
             "dir24-8" | "dir24_8" => Box::new(dir24_8::Dir24_8::build(spec, rib)?),
             "cpe" => cpe::build(spec, rib)?,
+            "dxr" => Box::new(dxr::Dxr::build(spec, rib)?),
             "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
             _ => return Err(unknown::<Self>(spec)),
         })

@@ -18,6 +18,10 @@ const ENGINES: &[(&str, bool, bool)] = &[
     ("cpe:levels=4,packed", true, false),
     ("cpe:levels=12,packed", false, true),
     ("cpe:strides=16+8+8", true, false),
+    ("dxr", true, false),
+    ("dxr:k=16", true, false),
+    ("dxr:k=24", true, false),
+    ("dxr:d=12,x=8", true, false),
     ("lctrie", true, true),
     ("lctrie:lookup=classic", true, true),
 ];

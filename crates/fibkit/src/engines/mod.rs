@@ -3,5 +3,6 @@
 
 pub mod cpe;
 pub mod dir24_8;
+pub mod dxr;
 pub mod lctrie;
 pub mod radix;
