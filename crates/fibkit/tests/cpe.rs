@@ -370,3 +370,30 @@ mod random_updates {
         );
     }
 }
+
+/// The leaf-pushed batch lookup (a prefetch pipeline over a window of keys)
+/// agrees with single lookups on every slice length around its window,
+/// including slices shorter than the window and empty ones.
+#[test]
+fn batch_lookup_every_slice_length() {
+    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
+    for spec in ["cpe:strides=20+4+8", "cpe:levels=3", "cpe:levels=4,packed"] {
+        let engine = build(spec, rib).unwrap();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let addrs: Vec<u32> = (0..100)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 32) as u32
+            })
+            .collect();
+        let want: Vec<_> = addrs.iter().map(|&a| engine.lookup(a)).collect();
+        for len in 0..=addrs.len() {
+            let mut out = vec![Some(u32::MAX); len + 1];
+            engine.lookup_batch(&addrs[..len], &mut out);
+            assert_eq!(&out[..len], &want[..len], "{spec}, {len} keys");
+            assert_eq!(out[len], Some(u32::MAX), "{spec}: wrote past the keys");
+        }
+    }
+}

@@ -35,6 +35,24 @@ impl PackedLine {
     }
 }
 
+/// Prefetch window of [`LeafTrie::lookup_batch`], in keys.
+const WINDOW: usize = 16;
+
+/// Asks the CPU to start loading the cache line holding `ptr`.
+#[inline(always)]
+fn prefetch<T>(ptr: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults, whatever the
+    // address (callers pass `wrapping_add` pointers that may be past the end
+    // of the entries), and it changes no state the program can observe. SSE
+    // is part of the x86_64 baseline, so the target feature is present.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(ptr.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ptr;
+}
+
 /// Stride choices, consumed in depth-first node order by the builders.
 pub(crate) enum Strides {
     /// One stride per level.
@@ -138,6 +156,15 @@ impl<A: CpeAddr> Fib<A> for LeafTrie<A> {
             self.lookup_unpacked(addr)
         } else {
             self.lookup_packed(addr)
+        }
+    }
+
+    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        if self.packed.is_empty() {
+            self.lookup_batch_prefetch(addrs, &mut out[..addrs.len()]);
+        } else {
+            self.lookup_each(addrs, out);
         }
     }
 
@@ -346,6 +373,59 @@ impl<A: CpeAddr> LeafTrie<A> {
             depth += stride;
             ptr = entry;
         }
+    }
+
+    /// Batch lookup as a software pipeline over a sliding window: the root
+    /// entry of key `i + 2 * WINDOW` is prefetched, the root entry of key
+    /// `i + WINDOW` is read (and its child's entry prefetched), and key `i`
+    /// finishes its walk from its root entry. Keys overlap their cache misses
+    /// instead of waiting on each other's unpredictable branches.
+    fn lookup_batch_prefetch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        let root_stride = (self.root >> STRIDE_SHIFT) & 31;
+        let root_base = (self.root & BASE_MASK) as usize;
+        let entries = self.entries.as_ptr();
+        let mut ring = [0u32; WINDOW];
+        for &addr in addrs.iter().take(2 * WINDOW) {
+            prefetch(entries.wrapping_add(root_base + addr.chunk(0, root_stride) as usize));
+        }
+        for (i, &addr) in addrs.iter().enumerate().take(WINDOW) {
+            ring[i] = self.root_step(addr, root_base, root_stride);
+        }
+        for i in 0..addrs.len() {
+            if let Some(&ahead) = addrs.get(i + 2 * WINDOW) {
+                prefetch(entries.wrapping_add(root_base + ahead.chunk(0, root_stride) as usize));
+            }
+            let mut entry = ring[i % WINDOW];
+            if let Some(&next) = addrs.get(i + WINDOW) {
+                ring[i % WINDOW] = self.root_step(next, root_base, root_stride);
+            }
+            let addr = addrs[i];
+            let mut depth = root_stride;
+            while entry & CHILD != 0 {
+                let stride = (entry >> STRIDE_SHIFT) & 31;
+                let base = (entry & BASE_MASK) as usize;
+                entry = self.entries[base + addr.chunk(depth, stride) as usize];
+                depth += stride;
+            }
+            out[i] = self.labels[entry as usize];
+        }
+    }
+
+    /// Reads `addr`'s root entry and, if it points to a child, prefetches
+    /// the child's entry.
+    #[inline(always)]
+    fn root_step(&self, addr: A, root_base: usize, root_stride: u32) -> u32 {
+        let entry = self.entries[root_base + addr.chunk(0, root_stride) as usize];
+        if entry & CHILD != 0 {
+            let stride = (entry >> STRIDE_SHIFT) & 31;
+            let base = (entry & BASE_MASK) as usize;
+            prefetch(
+                self.entries
+                    .as_ptr()
+                    .wrapping_add(base + addr.chunk(root_stride, stride) as usize),
+            );
+        }
+        entry
     }
 
     /// Finds the entries `prefix` expands into (or the leaf entry whose
