@@ -380,7 +380,7 @@ fn batch_lookup_every_slice_length() {
     for spec in ["cpe:strides=20+4+8", "cpe:levels=3", "cpe:levels=4,packed"] {
         let engine = build(spec, rib).unwrap();
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let addrs: Vec<u32> = (0..100)
+        let addrs: Vec<u32> = (0..200)
             .map(|_| {
                 state ^= state << 13;
                 state ^= state >> 7;
