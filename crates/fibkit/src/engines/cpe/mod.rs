@@ -28,6 +28,9 @@
 //! aligned) per level, at most `K` levels on a freshly built trie, plus one
 //! read of the label table. Node bases are indices into flat arrays, not
 //! pointers.
+//! The leaf-pushed batch lookup (`Fib::lookup_batch`) overlaps the reads of
+//! a window of keys: each key's root entry is prefetched 128 keys ahead and
+//! read, with its child's entry prefetched, 64 keys ahead.
 //!
 //! Limits: strides at most [`MAX_STRIDE`] (a 2^24-entry node is 64 MiB
 //! leaf-pushed), at most 2^26 entries or packed lines (26-bit bases), at most
