@@ -42,6 +42,8 @@ impl PackedLine {
 // at 32 and 79/83 at 16 (dir24-8 58/62/67 in the same runs). A third stage
 // (reading the second level `WINDOW` keys ahead, prefetching the third) ran
 // 159 against 177 Mlps for two stages in one run (both 16 keys): dropped.
+// A branch-free root step (always prefetch, select the second-level read by
+// a conditional move) ran 124 against 154 Mlps for `cpe:levels=2`: dropped.
 const WINDOW: usize = 64;
 
 /// Asks the CPU to start loading the cache line holding `ptr`.
