@@ -482,6 +482,10 @@ pub struct BenchArgs {
     /// Write every measurement as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write SVG plots into this directory (throughput per engine and
+    /// pattern, throughput versus threads, DXR throughput and footprint versus K).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
 }
 
 fn parse_mode(text: &str) -> Result<Mode, String> {
@@ -626,6 +630,18 @@ fn bench_family<A: EngineFamily>(args: &BenchArgs, rib: &Rib<A>) -> Result<bool>
             }
         }
     }
+    if let Some(dir) = &args.plot {
+        let facts: Vec<crate::plots::EngineFacts> = reports
+            .iter()
+            .map(|r| crate::plots::EngineFacts {
+                engine: r.engine.clone(),
+                bytes_per_prefix: r.bytes_per_prefix,
+            })
+            .collect();
+        for path in crate::plots::write_plots(dir, &facts, &measurements)? {
+            eprintln!("fibkit: wrote {}", path.display());
+        }
+    }
     if let Some(path) = &args.json {
         let report = BenchReport {
             table: args.table.path.display().to_string(),
@@ -676,6 +692,7 @@ pub fn trace_gen(
     seed: u64,
     family: Option<&str>,
     output: Option<&Path>,
+    binary: bool,
 ) -> Result<bool> {
     let (table, _) = load_table(args)?;
     let mut out: Box<dyn Write> = match output {
@@ -686,9 +703,9 @@ pub fn trace_gen(
     };
     let use_v4 = family.map_or(!table.v4.is_empty(), |f| f == "v4");
     if use_v4 {
-        write_trace(&mut out, &table.v4, kind, count, seed)?;
+        write_trace(&mut out, &table.v4, kind, count, seed, binary)?;
     } else {
-        write_trace(&mut out, &table.v6, kind, count, seed)?;
+        write_trace(&mut out, &table.v6, kind, count, seed, binary)?;
     }
     out.flush()?;
     Ok(true)
@@ -700,8 +717,13 @@ fn write_trace<A: Addr>(
     kind: &fibkit::trace::TraceKind,
     count: usize,
     seed: u64,
+    binary: bool,
 ) -> Result<()> {
     let trace = fibkit::trace::generate(rib, kind, count, seed).map_err(anyhow::Error::msg)?;
+    if binary {
+        bench::write_binary_trace(out, &trace)?;
+        return Ok(());
+    }
     for addr in trace {
         writeln!(out, "{}", addr.display())?;
     }

@@ -1,6 +1,7 @@
 //! The `fibkit` command: argument parsing and printing around the library.
 
 mod commands;
+mod plots;
 
 use std::path::PathBuf;
 
@@ -124,6 +125,10 @@ enum TraceCommand {
         /// Output file (default: standard output).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Write the compact binary trace format instead of text (magic
+        /// `FKTR\x01`, family byte, then big-endian addresses).
+        #[arg(long)]
+        binary: bool,
     },
     /// Share of traffic per prefix and length, top prefixes, and the total
     /// variation distance between the trace's halves.
@@ -223,6 +228,7 @@ fn main() {
             seed,
             family,
             output,
+            binary,
         }) => commands::trace_gen(
             &table,
             &kind,
@@ -230,6 +236,7 @@ fn main() {
             seed,
             family.as_deref(),
             output.as_deref(),
+            binary,
         ),
         Command::Trace(TraceCommand::Stats { table, trace, top }) => {
             commands::trace_stats(&table, &trace, top)

@@ -202,6 +202,8 @@ fn bench_writes_json_with_every_run() {
         "1,2",
         "--json",
         json.to_str().unwrap(),
+        "--plot",
+        dir.join("plots").to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report: serde_json::Value =
@@ -213,6 +215,48 @@ fn bench_writes_json_with_every_run() {
     assert!(measurements
         .iter()
         .all(|m| m["runs_mlps"].as_array().unwrap().len() == 3));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn trace_gen_and_stats() {
+    let dir = scratch("trace");
+    let trace = dir.join("trace.txt");
+    let table = data("dfz-v6-nh.txt.gz");
+    let out = fibkit(&[
+        "trace",
+        "gen",
+        &table,
+        "--kind",
+        "randnet",
+        "--count",
+        "5000",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&trace).unwrap().lines().count(),
+        5000
+    );
+    let out = fibkit(&[
+        "trace",
+        "stats",
+        &table,
+        trace.to_str().unwrap(),
+        "--top",
+        "3",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        stdout.contains("IPv6: 5000 addresses, 0 unmatched"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("total variation distance"), "{stdout}");
+    let out = fibkit(&["trace", "gen", &table, "--kind", "zipf:-2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("Zipf exponent"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -18,6 +18,9 @@
 //!   (temporal locality, as in real traffic);
 //! - `trace:FILE`: addresses from a file, one per line.
 //!
+//! With several threads, each looks up its own slice of the key array, pinned
+//! to its own core when possible; the aggregate rate is reported.
+//!
 //! Modes: `plain` ([`Fib::lookup_each`], one lookup after another) and `batch`
 //! ([`Fib::lookup_batch`], where engines keep several lookups in flight).
 
@@ -198,18 +201,73 @@ pub fn generate_keys<A: Addr>(
     })
 }
 
-/// Reads a trace: one address per line; blank lines and `#` comments are
-/// ignored, and so are addresses of the other family.
+/// The first bytes of a binary trace: magic, format version, then the family
+/// (4 or 6) and two zero bytes; addresses follow as big-endian 4- or 16-byte
+/// integers.
+pub const BINARY_TRACE_MAGIC: &[u8; 5] = b"FKTR\x01";
+
+/// Writes `addrs` as a binary trace (see [`BINARY_TRACE_MAGIC`]).
+pub fn write_binary_trace<A: Addr>(
+    out: &mut dyn std::io::Write,
+    addrs: &[A],
+) -> std::io::Result<()> {
+    let family = if A::BITS == 32 { 4 } else { 6 };
+    out.write_all(BINARY_TRACE_MAGIC)?;
+    out.write_all(&[family, 0, 0])?;
+    let width = A::BITS as usize / 8;
+    for addr in addrs {
+        out.write_all(&addr.to_u128().to_be_bytes()[16 - width..])?;
+    }
+    Ok(())
+}
+
+/// Reads a trace: a binary trace (see [`BINARY_TRACE_MAGIC`]; empty if of
+/// the other family), or text with one address per line, where blank lines, `#`
+/// comments and addresses of the other family are ignored.
 pub fn read_trace<A: Addr>(path: &std::path::Path) -> Result<Vec<A>, KeyError> {
-    use std::io::BufRead;
+    use std::io::{BufRead, Read};
     let io = |source| KeyError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let input = crate::load::open(path).map_err(|e| match e {
+    let mut input = crate::load::open(path).map_err(|e| match e {
         crate::load::LoadError::Io { source, .. } => io(source),
         other => KeyError::Empty(other.to_string()),
     })?;
+    if input
+        .reader
+        .fill_buf()
+        .map_err(io)?
+        .starts_with(BINARY_TRACE_MAGIC)
+    {
+        let mut bytes = Vec::new();
+        input.reader.read_to_end(&mut bytes).map_err(io)?;
+        let family = if A::BITS == 32 { 4 } else { 6 };
+        let width = A::BITS as usize / 8;
+        let header_len = BINARY_TRACE_MAGIC.len() + 3;
+        if bytes.len() < header_len || !matches!(bytes[BINARY_TRACE_MAGIC.len()], 4 | 6) {
+            return Err(KeyError::Empty(format!(
+                "{}: truncated or unknown binary trace header",
+                path.display()
+            )));
+        }
+        if bytes[BINARY_TRACE_MAGIC.len()] != family {
+            // As in text traces, addresses of the other family are ignored.
+            return Ok(Vec::new());
+        }
+        let body = &bytes[header_len..];
+        if body.len() % width != 0 {
+            return Err(KeyError::Empty(format!(
+                "{}: binary trace of {} bytes is not a whole number of {width}-byte addresses",
+                path.display(),
+                body.len()
+            )));
+        }
+        return Ok(body
+            .chunks_exact(width)
+            .map(|chunk| A::from_u128(chunk.iter().fold(0u128, |acc, &b| acc << 8 | b as u128)))
+            .collect());
+    }
     let mut keys = Vec::new();
     for (index, line) in input.reader.lines().enumerate() {
         let line = line.map_err(io)?;
@@ -342,6 +400,9 @@ pub fn measure<A: Addr>(
         .chunks(slice_len)
         .map(|slice| vec![None; slice.len()])
         .collect();
+    // Threads are pinned to distinct cores where the system allows it, so
+    // runs do not migrate; with more threads than cores they wrap around.
+    let cores = core_affinity::get_core_ids().unwrap_or_default();
     let mut runs = Vec::with_capacity(settings.runs);
     for _ in 0..settings.runs.max(1) {
         let wall = Instant::now();
@@ -349,8 +410,15 @@ pub fn measure<A: Addr>(
             let handles: Vec<_> = keys
                 .chunks(slice_len)
                 .zip(outs.iter_mut())
-                .map(|(slice, out)| {
-                    scope.spawn(move || timed_passes(engine, slice, out, chained, mode, min).0)
+                .enumerate()
+                .map(|(index, (slice, out))| {
+                    let core = cores.get(index % cores.len().max(1)).copied();
+                    scope.spawn(move || {
+                        if let Some(core) = core {
+                            core_affinity::set_for_current(core);
+                        }
+                        timed_passes(engine, slice, out, chained, mode, min).0
+                    })
                 })
                 .collect();
             handles
@@ -503,6 +571,26 @@ mod tests {
         assert_eq!(read_trace::<u128>(&good).unwrap().len(), 1);
         let bad = dir.join("bad.txt");
         std::fs::write(&bad, "10.0.0.1\n10.0.0.256\n").unwrap();
+        let binary = dir.join("trace.bin");
+        let mut bytes = Vec::new();
+        write_binary_trace::<u32>(&mut bytes, &[1, 0xc000_0203]).unwrap();
+        std::fs::write(&binary, &bytes).unwrap();
+        assert_eq!(read_trace::<u32>(&binary).unwrap(), vec![1, 0xc000_0203]);
+        assert_eq!(read_trace::<u128>(&binary).unwrap(), vec![]);
+        std::fs::write(&binary, &bytes[..6]).unwrap();
+        assert!(read_trace::<u32>(&binary)
+            .unwrap_err()
+            .to_string()
+            .contains("truncated"));
+        std::fs::write(&binary, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(read_trace::<u32>(&binary)
+            .unwrap_err()
+            .to_string()
+            .contains("not a whole number"));
+        let mut v6 = Vec::new();
+        write_binary_trace::<u128>(&mut v6, &[u128::MAX, 5]).unwrap();
+        std::fs::write(&binary, &v6).unwrap();
+        assert_eq!(read_trace::<u128>(&binary).unwrap(), vec![u128::MAX, 5]);
         let err = read_trace::<u32>(&bad).unwrap_err().to_string();
         assert!(
             err.ends_with("bad.txt:2: `10.0.0.256` is not an IPv4 address"),

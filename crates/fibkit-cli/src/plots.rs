@@ -1,0 +1,321 @@
+//! SVG plots of benchmark results (`fibkit bench --plot DIR`).
+//!
+//! - `throughput.svg`: median Mlps per engine, one bar per pattern and mode;
+//! - `threads.svg`: aggregate Mlps versus thread count (when several counts
+//!   were measured);
+//! - `dxr.svg`: for DXR configurations, RND throughput and bytes per prefix
+//!   versus K (the direct table's bits; D + X for the extended layout).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use fibkit::bench::{Measurement, Mode};
+use plotters::prelude::*;
+
+/// One engine's build facts, as `fibkit bench` reports them.
+pub struct EngineFacts {
+    pub engine: String,
+    pub bytes_per_prefix: f64,
+}
+
+fn series_name(m: &Measurement) -> String {
+    let mode = match m.mode {
+        Mode::Plain => "plain",
+        Mode::Batch => "batch",
+    };
+    format!("{} {}", m.pattern, mode)
+}
+
+fn plot_error<E: std::fmt::Debug>(path: &Path) -> impl FnOnce(E) -> anyhow::Error + '_ {
+    move |e| anyhow::anyhow!("drawing {}: {e:?}", path.display())
+}
+
+/// Writes the plots into `dir` (created if missing); returns the files written.
+pub fn write_plots(
+    dir: &Path,
+    engines: &[EngineFacts],
+    measurements: &[Measurement],
+) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut written = Vec::new();
+    let single: Vec<&Measurement> = {
+        let min_threads = measurements.iter().map(|m| m.threads).min().unwrap_or(1);
+        measurements
+            .iter()
+            .filter(|m| m.threads == min_threads && m.engine != "ceiling")
+            .collect()
+    };
+    if !single.is_empty() {
+        let path = dir.join("throughput.svg");
+        throughput_bars(&path, &single)?;
+        written.push(path);
+    }
+    let mut thread_counts: Vec<usize> = measurements.iter().map(|m| m.threads).collect();
+    thread_counts.sort_unstable();
+    thread_counts.dedup();
+    if thread_counts.len() > 1 {
+        let path = dir.join("threads.svg");
+        threads_lines(&path, measurements, &thread_counts)?;
+        written.push(path);
+    }
+    let dxr: Vec<(u32, &EngineFacts)> = engines
+        .iter()
+        .filter_map(|facts| dxr_bits(&facts.engine).map(|k| (k, facts)))
+        .collect();
+    if dxr.len() > 1 {
+        let path = dir.join("dxr.svg");
+        dxr_versus_k(&path, &dxr, measurements)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// K of a DXR spec: `dxr:k=20` → 20, `dxr:d=16,x=4` → 20.
+fn dxr_bits(engine: &str) -> Option<u32> {
+    let spec = fibkit::EngineSpec::parse(engine).ok()?;
+    if spec.name != "dxr" {
+        return None;
+    }
+    if let Ok(Some(k)) = spec.number("k", 0..=32) {
+        return Some(k);
+    }
+    match (spec.number("d", 0..=32), spec.number("x", 0..=32)) {
+        (Ok(Some(d)), Ok(Some(x))) => Some(d + x),
+        _ => None,
+    }
+}
+
+fn throughput_bars(path: &Path, measurements: &[&Measurement]) -> Result<()> {
+    let mut engines: Vec<String> = Vec::new();
+    let mut series: Vec<String> = Vec::new();
+    for m in measurements {
+        if !engines.contains(&m.engine) {
+            engines.push(m.engine.clone());
+        }
+        let name = series_name(m);
+        if !series.contains(&name) {
+            series.push(name);
+        }
+    }
+    let max = measurements
+        .iter()
+        .map(|m| m.median_mlps)
+        .fold(0.0, f64::max)
+        * 1.1
+        + 1e-9;
+    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_error(path))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Lookup throughput (median of runs)", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..engines.len() as f64, 0f64..max)
+        .map_err(plot_error(path))?;
+    let labels = engines.clone();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(engines.len() * 2 + 1)
+        .x_label_formatter(&|x| {
+            let index = x.floor() as usize;
+            if (x - index as f64 - 0.5).abs() < 0.01 {
+                labels.get(index).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("million lookups per second")
+        .draw()
+        .map_err(plot_error(path))?;
+    let width = 0.8 / series.len() as f64;
+    for (s, name) in series.iter().enumerate() {
+        let color = Palette99::pick(s).to_rgba();
+        let bars: Vec<Rectangle<(f64, f64)>> = measurements
+            .iter()
+            .filter(|m| &series_name(m) == name)
+            .map(|m| {
+                let e = engines.iter().position(|x| *x == m.engine).unwrap_or(0) as f64;
+                let left = e + 0.1 + s as f64 * width;
+                Rectangle::new(
+                    [(left, 0.0), (left + width * 0.9, m.median_mlps)],
+                    color.filled(),
+                )
+            })
+            .collect();
+        chart
+            .draw_series(bars)
+            .map_err(plot_error(path))?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_error(path))?;
+    root.present().map_err(plot_error(path))?;
+    Ok(())
+}
+
+fn threads_lines(path: &Path, measurements: &[Measurement], thread_counts: &[usize]) -> Result<()> {
+    let max = measurements
+        .iter()
+        .map(|m| m.median_mlps)
+        .fold(0.0, f64::max)
+        * 1.1
+        + 1e-9;
+    let max_threads = *thread_counts.last().unwrap_or(&1) as f64;
+    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_error(path))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Aggregate throughput versus threads", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.5f64..max_threads + 0.5, 0f64..max)
+        .map_err(plot_error(path))?;
+    chart
+        .configure_mesh()
+        .x_desc("threads")
+        .y_desc("million lookups per second")
+        .draw()
+        .map_err(plot_error(path))?;
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for m in measurements.iter().filter(|m| m.engine != "ceiling") {
+        let key = (m.engine.clone(), series_name(m));
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    for (index, (engine, series)) in keys.iter().enumerate() {
+        let color = Palette99::pick(index).to_rgba();
+        let points: Vec<(f64, f64)> = measurements
+            .iter()
+            .filter(|m| &m.engine == engine && &series_name(m) == series)
+            .map(|m| (m.threads as f64, m.median_mlps))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+            .map_err(plot_error(path))?
+            .label(format!("{engine} {series}"))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 15, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(
+                points
+                    .into_iter()
+                    .map(|p| Circle::new(p, 3, color.filled())),
+            )
+            .map_err(plot_error(path))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_error(path))?;
+    root.present().map_err(plot_error(path))?;
+    Ok(())
+}
+
+fn dxr_versus_k(
+    path: &Path,
+    dxr: &[(u32, &EngineFacts)],
+    measurements: &[Measurement],
+) -> Result<()> {
+    let root = SVGBackend::new(path, (900, 760)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_error(path))?;
+    let (upper, lower) = root.split_vertically(380);
+    let k_min = dxr.iter().map(|(k, _)| *k).min().unwrap_or(16) as f64 - 0.5;
+    let k_max = dxr.iter().map(|(k, _)| *k).max().unwrap_or(24) as f64 + 0.5;
+    // Upper panel: RND throughput per series, by K.
+    let rnd: Vec<&Measurement> = measurements
+        .iter()
+        .filter(|m| m.pattern.starts_with("rnd"))
+        .collect();
+    let max = rnd.iter().map(|m| m.median_mlps).fold(0.0, f64::max) * 1.1 + 1e-9;
+    let mut chart = ChartBuilder::on(&upper)
+        .caption("DXR: throughput versus K", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(k_min..k_max, 0f64..max)
+        .map_err(plot_error(path))?;
+    chart
+        .configure_mesh()
+        .x_desc("K (direct-table bits)")
+        .y_desc("Mlps")
+        .draw()
+        .map_err(plot_error(path))?;
+    let mut series: Vec<String> = rnd.iter().map(|m| series_name(m)).collect();
+    series.sort();
+    series.dedup();
+    for (index, name) in series.iter().enumerate() {
+        let color = Palette99::pick(index).to_rgba();
+        let mut points: Vec<(f64, f64)> = rnd
+            .iter()
+            .filter(|m| &series_name(m) == name)
+            .filter_map(|m| {
+                dxr.iter()
+                    .find(|(_, f)| f.engine == m.engine)
+                    .map(|(k, _)| (*k as f64, m.median_mlps))
+            })
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart
+            .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
+            .map_err(plot_error(path))?
+            .label(name.clone())
+            .legend(move |(x, y)| Circle::new((x + 5, y), 4, color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_error(path))?;
+    // Lower panel: footprint.
+    let max_bytes = dxr
+        .iter()
+        .map(|(_, f)| f.bytes_per_prefix)
+        .fold(0.0, f64::max)
+        * 1.1
+        + 1e-9;
+    let mut chart = ChartBuilder::on(&lower)
+        .caption("DXR: footprint versus K", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(k_min..k_max, 0f64..max_bytes)
+        .map_err(plot_error(path))?;
+    chart
+        .configure_mesh()
+        .x_desc("K (direct-table bits)")
+        .y_desc("bytes per prefix")
+        .draw()
+        .map_err(plot_error(path))?;
+    chart
+        .draw_series(
+            dxr.iter()
+                .map(|(k, f)| Circle::new((*k as f64, f.bytes_per_prefix), 4, BLUE.filled())),
+        )
+        .map_err(plot_error(path))?;
+    root.present().map_err(plot_error(path))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dxr_bits_from_specs() {
+        assert_eq!(dxr_bits("dxr:k=20"), Some(20));
+        assert_eq!(dxr_bits("dxr:d=16,x=4"), Some(20));
+        assert_eq!(dxr_bits("dxr"), None);
+        assert_eq!(dxr_bits("dir24-8"), None);
+    }
+}
