@@ -7,8 +7,8 @@
  *   peers-dpdk [EAL args] -- FAMILY DIR MIN_SECONDS RUNS
  *
  * FAMILY is 4 or 6. Reads DIR/table.txt (`prefix/len label` lines) and
- * DIR/keys.bin (IPv4: little-endian u32 each; IPv6: 16 bytes in network
- * order each); writes DIR/results/NAME.res (u32 label per key, UINT32_MAX
+ * DIR/keys.bin (a fibkit binary trace: 8-byte header, then big-endian
+ * addresses); writes DIR/results/NAME.res (u32 label per key, UINT32_MAX
  * for no match) and DIR/results/NAME.timing (`peer NAME keys build_s
  * mlps,...`). File formats: bench/peers/README.md.
  *
@@ -51,6 +51,15 @@ struct route {
 static void die(const char *what)
 {
 	fprintf(stderr, "peers-dpdk: %s\n", what);
+	exit(2);
+}
+
+static void die_route(const char *what, int family, const struct route *r, int err)
+{
+	char text[INET6_ADDRSTRLEN];
+	inet_ntop(family == 4 ? AF_INET : AF_INET6, r->addr, text, sizeof text);
+	fprintf(stderr, "peers-dpdk: %s %s/%u label %" PRIu32 ": %s\n", what, text, r->plen,
+		r->label, rte_strerror(err < 0 ? -err : err));
 	exit(2);
 }
 
@@ -125,16 +134,25 @@ static uint32_t v4_of(const struct route *r)
 	return ntohl(net);
 }
 
-static void *read_keys(const char *path, size_t key_bytes, size_t *count)
+/* keys.bin is a fibkit binary trace: "FKTR" 0x01, the family (4 or 6), two
+ * zero bytes, then the addresses big-endian (network order). */
+#define KEYS_HEADER 8
+
+static void *read_keys(const char *path, int family, size_t *count)
 {
+	size_t key_bytes = family == 4 ? 4 : 16;
 	FILE *f = fopen(path, "rb");
 	if (f == NULL) {
 		perror(path);
 		exit(2);
 	}
+	uint8_t header[KEYS_HEADER];
+	if (fread(header, 1, KEYS_HEADER, f) != KEYS_HEADER ||
+	    memcmp(header, "FKTR\x01", 5) != 0 || header[5] != family)
+		die("key file is not a fibkit binary trace of the family asked for");
 	fseek(f, 0, SEEK_END);
-	long bytes = ftell(f);
-	fseek(f, 0, SEEK_SET);
+	long bytes = ftell(f) - KEYS_HEADER;
+	fseek(f, KEYS_HEADER, SEEK_SET);
 	if (bytes < 0 || bytes % key_bytes != 0)
 		die("key file is not a whole number of keys");
 	void *keys = xmalloc(bytes);
@@ -278,12 +296,100 @@ static void write_results(const char *dir, const char *stem, const char *engine,
 		}                                                                      \
 	} while (0)
 
+/*
+ * Builders. tbl8 groups are allocated up front; `groups` is what the routes
+ * need at the least (tbl8_groups), and a build that runs out (ENOSPC) is
+ * thrown away and redone with twice as many: rte_fib6's trie needs several
+ * times the route-head count, as it also splits tbl8 groups at the edges of
+ * each route's range. The build time reported is the successful build's.
+ */
+static struct rte_lpm *build_lpm(const struct route *routes, size_t n, const struct labels *l,
+				 size_t groups, double *build_s)
+{
+	for (size_t tbl8 = groups + groups / 4 + 256;; tbl8 *= 2) {
+		struct rte_lpm_config conf = {.max_rules = n + 1, .number_tbl8s = tbl8};
+		double t0 = now();
+		struct rte_lpm *lpm = rte_lpm_create("peers_lpm", SOCKET_ID_ANY, &conf);
+		if (lpm == NULL)
+			die("rte_lpm_create failed (more memory: raise PEERS_EAL_MEM)");
+		int err = 0;
+		size_t i;
+		for (i = 0; i < n && err == 0; i++)
+			err = rte_lpm_add(lpm, v4_of(&routes[i]), routes[i].plen,
+					  stored(l, routes[i].label));
+		*build_s = now() - t0;
+		if (err == 0)
+			return lpm;
+		rte_lpm_free(lpm);
+		if (err != -ENOSPC || tbl8 >= RTE_LPM_MAX_TBL8_NUM_GROUPS)
+			die_route("rte_lpm_add", 4, &routes[i - 1], err);
+	}
+}
+
+static struct rte_fib *build_fib(const struct route *routes, size_t n, const struct labels *l,
+				 uint64_t miss, size_t groups, double *build_s)
+{
+	for (size_t tbl8 = groups + groups / 4 + 256;; tbl8 *= 2) {
+		struct rte_fib_conf conf = {
+			.type = RTE_FIB_DIR24_8,
+			.default_nh = miss,
+			.max_routes = 2 * n + 16, /* the RIB inside also needs branching nodes */
+			.dir24_8 = {.nh_sz = RTE_FIB_DIR24_8_4B, .num_tbl8 = tbl8},
+		};
+		double t0 = now();
+		struct rte_fib *fib = rte_fib_create("peers_fib", SOCKET_ID_ANY, &conf);
+		if (fib == NULL)
+			die("rte_fib_create failed (more memory: raise PEERS_EAL_MEM)");
+		int err = 0;
+		size_t i;
+		for (i = 0; i < n && err == 0; i++)
+			err = rte_fib_add(fib, v4_of(&routes[i]), routes[i].plen,
+					  stored(l, routes[i].label));
+		*build_s = now() - t0;
+		if (err == 0)
+			return fib;
+		rte_fib_free(fib);
+		if (err != -ENOSPC || tbl8 >= (1u << 24))
+			die_route("rte_fib_add", 4, &routes[i - 1], err);
+	}
+}
+
+static struct rte_fib6 *build_fib6(const struct route *routes, size_t n, const struct labels *l,
+				   uint64_t miss, size_t groups, double *build_s)
+{
+	for (size_t tbl8 = 4 * groups + 256;; tbl8 *= 2) {
+		struct rte_fib6_conf conf = {
+			.type = RTE_FIB6_TRIE,
+			.default_nh = miss,
+			.max_routes = 2 * n + 16, /* the RIB inside also needs branching nodes */
+			.trie = {.nh_sz = RTE_FIB6_TRIE_4B, .num_tbl8 = tbl8},
+		};
+		double t0 = now();
+		struct rte_fib6 *fib = rte_fib6_create("peers_fib6", SOCKET_ID_ANY, &conf);
+		if (fib == NULL)
+			die("rte_fib6_create failed (more memory: raise PEERS_EAL_MEM)");
+		int err = 0;
+		size_t i;
+		for (i = 0; i < n && err == 0; i++)
+			err = rte_fib6_add(fib, routes[i].addr, routes[i].plen,
+					   stored(l, routes[i].label));
+		*build_s = now() - t0;
+		if (err == 0)
+			return fib;
+		rte_fib6_free(fib);
+		if (err != -ENOSPC || tbl8 >= (1u << 24))
+			die_route("rte_fib6_add", 6, &routes[i - 1], err);
+	}
+}
+
 static void run_v4(const char *dir, const struct route *routes, size_t n, double min_s, int runs)
 {
 	size_t nkeys;
 	char path[4096];
 	snprintf(path, sizeof path, "%s/keys.bin", dir);
-	uint32_t *keys = read_keys(path, 4, &nkeys); /* little-endian = host order here */
+	uint32_t *keys = read_keys(path, 4, &nkeys);
+	for (size_t i = 0; i < nkeys; i++) /* rte_lpm and rte_fib take host order */
+		keys[i] = ntohl(keys[i]);
 	uint32_t *labels = xmalloc(nkeys * sizeof *labels);
 	double mlps[64];
 	size_t groups = tbl8_groups(routes, n, 32);
@@ -291,19 +397,8 @@ static void run_v4(const char *dir, const struct route *routes, size_t n, double
 
 	/* rte_lpm: 24-bit next hops, lookups flagged with RTE_LPM_LOOKUP_SUCCESS. */
 	struct labels lpm_labels = label_map(routes, n, (1u << 24) - 1);
-	struct rte_lpm_config lpm_conf = {
-		.max_rules = n + 1,
-		.number_tbl8s = groups + groups / 4 + 256,
-	};
-	double t0 = now();
-	struct rte_lpm *lpm = rte_lpm_create("peers_lpm", SOCKET_ID_ANY, &lpm_conf);
-	if (lpm == NULL)
-		die("rte_lpm_create failed (more memory: raise EAL -m)");
-	for (size_t i = 0; i < n; i++)
-		if (rte_lpm_add(lpm, v4_of(&routes[i]), routes[i].plen,
-				stored(&lpm_labels, routes[i].label)) != 0)
-			die("rte_lpm_add failed");
-	double build_s = now() - t0;
+	double build_s;
+	struct rte_lpm *lpm = build_lpm(routes, n, &lpm_labels, groups, &build_s);
 	uint32_t *hops = xmalloc(nkeys * sizeof *hops);
 	TIME_RUNS(nkeys, min_s, runs, mlps, {
 		size_t i_ = 0;
@@ -339,21 +434,7 @@ static void run_v4(const char *dir, const struct route *routes, size_t n, double
 	 * largest one is kept for "no route". */
 	const uint64_t fib_miss = (1ull << 31) - 1;
 	struct labels fib_labels = label_map(routes, n, fib_miss - 1);
-	struct rte_fib_conf fib_conf = {
-		.type = RTE_FIB_DIR24_8,
-		.default_nh = fib_miss,
-		.max_routes = n + 1,
-		.dir24_8 = {.nh_sz = RTE_FIB_DIR24_8_4B, .num_tbl8 = groups + groups / 4 + 256},
-	};
-	t0 = now();
-	struct rte_fib *fib = rte_fib_create("peers_fib", SOCKET_ID_ANY, &fib_conf);
-	if (fib == NULL)
-		die("rte_fib_create failed (more memory: raise EAL -m)");
-	for (size_t i = 0; i < n; i++)
-		if (rte_fib_add(fib, v4_of(&routes[i]), routes[i].plen,
-				stored(&fib_labels, routes[i].label)) != 0)
-			die("rte_fib_add failed");
-	build_s = now() - t0;
+	struct rte_fib *fib = build_fib(routes, n, &fib_labels, fib_miss, groups, &build_s);
 	uint64_t *nh = xmalloc(nkeys * sizeof *nh);
 	for (int avx512 = 0; avx512 < 2; avx512++) {
 		if (avx512 &&
@@ -387,7 +468,7 @@ static void run_v6(const char *dir, const struct route *routes, size_t n, double
 	char path[4096];
 	snprintf(path, sizeof path, "%s/keys.bin", dir);
 	/* Network-order bytes: already rte_fib6's key type. */
-	uint8_t (*keys)[16] = read_keys(path, 16, &nkeys);
+	uint8_t (*keys)[16] = read_keys(path, 6, &nkeys);
 	uint32_t *labels = xmalloc(nkeys * sizeof *labels);
 	double mlps[64];
 	size_t groups = tbl8_groups(routes, n, 128);
@@ -395,21 +476,8 @@ static void run_v6(const char *dir, const struct route *routes, size_t n, double
 
 	const uint64_t fib_miss = (1ull << 31) - 1;
 	struct labels fib_labels = label_map(routes, n, fib_miss - 1);
-	struct rte_fib6_conf conf = {
-		.type = RTE_FIB6_TRIE,
-		.default_nh = fib_miss,
-		.max_routes = n + 1,
-		.trie = {.nh_sz = RTE_FIB6_TRIE_4B, .num_tbl8 = groups + groups / 4 + 256},
-	};
-	double t0 = now();
-	struct rte_fib6 *fib = rte_fib6_create("peers_fib6", SOCKET_ID_ANY, &conf);
-	if (fib == NULL)
-		die("rte_fib6_create failed (more memory: raise EAL -m)");
-	for (size_t i = 0; i < n; i++)
-		if (rte_fib6_add(fib, routes[i].addr, routes[i].plen,
-				 stored(&fib_labels, routes[i].label)) != 0)
-			die("rte_fib6_add failed");
-	double build_s = now() - t0;
+	double build_s;
+	struct rte_fib6 *fib = build_fib6(routes, n, &fib_labels, fib_miss, groups, &build_s);
 	uint64_t *nh = xmalloc(nkeys * sizeof *nh);
 	for (int avx512 = 0; avx512 < 2; avx512++) {
 		if (avx512 &&

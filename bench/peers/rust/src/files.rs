@@ -1,9 +1,9 @@
 //! The files the harnesses share (formats in bench/peers/README.md).
 //!
-//! - `keys.bin`: the keys, IPv4 as little-endian `u32` (the address as an
-//!   integer: 10.0.0.1 is 0x0a000001), IPv6 as 16 bytes in network order (the
-//!   address as it is on the wire; `u128::from_be_bytes`). No header: the
-//!   count is the file size over the key size.
+//! - `keys.bin`: the keys as a fibkit binary trace (so `fibkit bench
+//!   --patterns trace:keys.bin` times the very same keys): the 8-byte header
+//!   `FKTR 0x01 family 0 0` (family 4 or 6), then each address big-endian, 4
+//!   or 16 bytes (network order: 10.0.0.1 is `0a 00 00 01`).
 //! - `results/NAME.res`: one little-endian `u32` label per key, in key order,
 //!   `u32::MAX` for no match.
 //! - `results/NAME.timing`: one tab-separated line
@@ -17,59 +17,20 @@ use std::path::Path;
 /// A label file's value for "no match"; a table using it as a label is refused.
 pub const NO_MATCH: u32 = u32::MAX;
 
-/// An address family as the files store it.
-pub trait KeyFormat: Sized + Copy {
-    /// Bytes per key in `keys.bin`.
-    const KEY_BYTES: usize;
-    /// Decodes one key.
-    fn decode(bytes: &[u8]) -> Self;
-    /// Appends one key's encoding.
-    fn encode(self, out: &mut Vec<u8>);
+/// Bytes before the first key of `keys.bin`: fibkit's binary trace header
+/// (magic, family, two zero bytes).
+pub const KEYS_HEADER_BYTES: usize = fibkit::bench::BINARY_TRACE_MAGIC.len() + 3;
+
+/// Writes keys as `keys.bin` holds them: a fibkit binary trace.
+pub fn write_keys<A: fibkit::Addr>(path: &Path, keys: &[A]) -> Result<(), String> {
+    let mut bytes = Vec::with_capacity(KEYS_HEADER_BYTES + keys.len() * A::BITS as usize / 8);
+    fibkit::bench::write_binary_trace(&mut bytes, keys).map_err(|e| e.to_string())?;
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-impl KeyFormat for u32 {
-    const KEY_BYTES: usize = 4;
-    fn decode(bytes: &[u8]) -> Self {
-        let mut raw = [0; 4];
-        raw.copy_from_slice(bytes);
-        u32::from_le_bytes(raw)
-    }
-    fn encode(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-}
-
-impl KeyFormat for u128 {
-    const KEY_BYTES: usize = 16;
-    fn decode(bytes: &[u8]) -> Self {
-        let mut raw = [0; 16];
-        raw.copy_from_slice(bytes);
-        u128::from_be_bytes(raw)
-    }
-    fn encode(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_be_bytes());
-    }
-}
-
-/// Encodes keys as `keys.bin` holds them.
-pub fn encode_keys<A: KeyFormat>(keys: &[A]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(keys.len() * A::KEY_BYTES);
-    for key in keys {
-        key.encode(&mut out);
-    }
-    out
-}
-
-/// Decodes `keys.bin`; an error if its size is not a whole number of keys.
-pub fn decode_keys<A: KeyFormat>(bytes: &[u8]) -> Result<Vec<A>, String> {
-    if !bytes.len().is_multiple_of(A::KEY_BYTES) {
-        return Err(format!(
-            "key file of {} bytes is not a whole number of {}-byte keys",
-            bytes.len(),
-            A::KEY_BYTES
-        ));
-    }
-    Ok(bytes.chunks_exact(A::KEY_BYTES).map(A::decode).collect())
+/// Reads `keys.bin`.
+pub fn read_keys<A: fibkit::Addr>(path: &Path) -> Result<Vec<A>, String> {
+    fibkit::bench::read_trace(path).map_err(|e| e.to_string())
 }
 
 /// Encodes results as a `.res` file holds them.
@@ -203,16 +164,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_round_trip_in_their_byte_orders() {
+    fn keys_are_a_binary_trace_with_the_documented_layout() {
+        // The C and Go harnesses parse this layout themselves: pin it.
+        let dir = std::env::temp_dir().join(format!("fibkit-peers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keys.bin");
         let v4 = vec![0x0a00_0001u32, u32::MAX, 0];
-        let bytes = encode_keys(&v4);
-        assert_eq!(&bytes[..4], &[1, 0, 0, 0x0a]); // little-endian integer
-        assert_eq!(decode_keys::<u32>(&bytes).unwrap(), v4);
+        write_keys(&path, &v4).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..KEYS_HEADER_BYTES], b"FKTR\x01\x04\x00\x00");
+        assert_eq!(
+            &bytes[KEYS_HEADER_BYTES..KEYS_HEADER_BYTES + 4],
+            &[0x0a, 0, 0, 1]
+        );
+        assert_eq!(bytes.len(), KEYS_HEADER_BYTES + 12);
+        assert_eq!(read_keys::<u32>(&path).unwrap(), v4);
         let v6 = vec![0x2001_0db8_u128 << 96 | 1];
-        let bytes = encode_keys(&v6);
-        assert_eq!(&bytes[..4], &[0x20, 0x01, 0x0d, 0xb8]); // network order
-        assert_eq!(decode_keys::<u128>(&bytes).unwrap(), v6);
-        assert!(decode_keys::<u32>(&[0; 5]).is_err());
+        write_keys(&path, &v6).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes[5], 6);
+        assert_eq!(
+            &bytes[KEYS_HEADER_BYTES..KEYS_HEADER_BYTES + 4],
+            &[0x20, 0x01, 0x0d, 0xb8]
+        );
+        assert_eq!(bytes.len(), KEYS_HEADER_BYTES + 16);
+        assert_eq!(read_keys::<u128>(&path).unwrap(), v6);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -27,14 +27,16 @@ use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{build, Addr, BuildError, EngineFamily, Label, Rib};
 
-use files::{KeyFormat, Timing, NO_MATCH};
+use files::{Timing, NO_MATCH};
 
 const USAGE: &str = "\
 usage:
   fibkit-peers prep TABLE --family 4|6 --out DIR [--pattern rnd] [--keys N] [--seed S]
   fibkit-peers run DIR [--engines dir24-8,radix] [--modes plain,batch] [--no-peers]
                        [--min-seconds 1] [--runs 5]
-  fibkit-peers compare DIR... [--json FILE]";
+  fibkit-peers compare DIR... [--json FILE]
+  fibkit-peers families TABLE        (prints the families the table has: 4, 6)
+  fibkit-peers engines --family 4|6  (prints fibkit's engines for the family, radix aside)";
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -44,6 +46,8 @@ fn main() -> ExitCode {
         Some("prep") => prep(&Args::parse(&args[1..])),
         Some("run") => run(&Args::parse(&args[1..])),
         Some("compare") => compare_dirs(&Args::parse(&args[1..])),
+        Some("families") => families(&Args::parse(&args[1..])),
+        Some("engines") => engines(&Args::parse(&args[1..])),
         _ => Err(USAGE.to_string()),
     };
     match outcome {
@@ -126,6 +130,47 @@ fn load(path: &Path) -> Result<fibkit::load::LoadedTable> {
     load_table(path, &LoadOptions::default()).map_err(|e| e.to_string())
 }
 
+// ---------------------------------------------------------------- helpers for run.sh
+
+fn families(args: &Args) -> Result<bool> {
+    let [table] = args.positional.as_slice() else {
+        return Err(format!("families takes one TABLE\n{USAGE}"));
+    };
+    let loaded = load(Path::new(table))?;
+    let mut found = Vec::new();
+    if !loaded.v4.is_empty() {
+        found.push("4");
+    }
+    if !loaded.v6.is_empty() {
+        found.push("6");
+    }
+    println!("{}", found.join(" "));
+    Ok(true)
+}
+
+/// fibkit's registered engines for a family with default parameters, except
+/// `radix`: it is the reference the results are checked against, and at a
+/// few Mlps it would take most of the run's time (unless it is the only one).
+fn engines(args: &Args) -> Result<bool> {
+    let family = args.get("family").unwrap_or("4");
+    let names: Vec<&str> = fibkit::ENGINES
+        .iter()
+        .filter(|info| info.name != "radix")
+        .filter(|info| if family == "6" { info.ipv6 } else { info.ipv4 })
+        .map(|info| info.name)
+        .collect();
+    // With no other engine for the family, fibkit is represented by radix.
+    println!(
+        "{}",
+        if names.is_empty() {
+            "radix".to_string()
+        } else {
+            names.join(",")
+        }
+    );
+    Ok(true)
+}
+
 // ---------------------------------------------------------------- prep
 
 fn prep(args: &Args) -> Result<bool> {
@@ -162,7 +207,7 @@ fn prep(args: &Args) -> Result<bool> {
 }
 
 /// Writes table.txt, keys.bin and results/expected.res; returns (prefixes, matched keys).
-fn prep_family<A: EngineFamily + KeyFormat>(
+fn prep_family<A: EngineFamily>(
     rib: &Rib<A>,
     pattern: &Pattern,
     count: usize,
@@ -183,7 +228,7 @@ fn prep_family<A: EngineFamily + KeyFormat>(
     }
     write_file(&out.join("table.txt"), text.as_bytes())?;
     let keys = generate_keys(pattern, count, seed, rib).map_err(|e| e.to_string())?;
-    write_file(&out.join("keys.bin"), &files::encode_keys(&keys))?;
+    files::write_keys(&out.join("keys.bin"), &keys)?;
     // The reference: fibkit's `radix`, the reference trie, untimed.
     let reference = build("radix", rib).map_err(|e| e.to_string())?;
     let mut expected = vec![None; keys.len()];
@@ -227,7 +272,7 @@ fn time_runs(
 
 /// Families the Rust peers handle: the prefix-trie key type and the
 /// treebitmap address type.
-trait PeerFamily: EngineFamily + KeyFormat
+trait PeerFamily: EngineFamily
 where
     (Self, u8): prefix_trie::Prefix,
 {
@@ -303,7 +348,7 @@ fn run_family<A: PeerFamily>(rib: &Rib<A>, dir: &Path, settings: &RunSettings) -
 where
     (A, u8): prefix_trie::Prefix,
 {
-    let keys: Vec<A> = files::decode_keys(&read_file(&dir.join("keys.bin"))?)?;
+    let keys: Vec<A> = files::read_keys(&dir.join("keys.bin"))?;
     let mut out = vec![None; keys.len()];
     let timing = |kind: &str, engine: String, build: Duration, runs_mlps| Timing {
         kind: kind.into(),
@@ -437,21 +482,22 @@ fn cpu_model() -> String {
 fn compare_dir(dir: &Path) -> Result<(bool, serde_json::Value)> {
     let info = files::read_info(dir)?;
     let family = info.get("family").cloned().unwrap_or_default();
-    let keys_bytes = read_file(&dir.join("keys.bin"))?;
-    let show_key = |index: usize| -> String {
-        if family == "6" {
-            let keys: Vec<u128> =
-                files::decode_keys(&keys_bytes[index * 16..index * 16 + 16]).unwrap_or_default();
-            keys.first()
+    // Keys in text form, for the disagreement report.
+    let keys_path = dir.join("keys.bin");
+    let show_key: Box<dyn Fn(usize) -> String> = if family == "6" {
+        let keys = files::read_keys::<u128>(&keys_path)?;
+        Box::new(move |i| {
+            keys.get(i)
                 .map(|k| k.display().to_string())
                 .unwrap_or_default()
-        } else {
-            let keys: Vec<u32> =
-                files::decode_keys(&keys_bytes[index * 4..index * 4 + 4]).unwrap_or_default();
-            keys.first()
+        })
+    } else {
+        let keys = files::read_keys::<u32>(&keys_path)?;
+        Box::new(move |i| {
+            keys.get(i)
                 .map(|k| k.display().to_string())
                 .unwrap_or_default()
-        }
+        })
     };
     let results = dir.join("results");
     let expected = files::decode_results(&read_file(&results.join("expected.res"))?)?;
