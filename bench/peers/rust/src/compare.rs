@@ -74,7 +74,12 @@ pub fn table(rows: &[Row]) -> String {
             row.timing.kind.clone(),
             format!("{median:.1} ({min:.1}-{max:.1})"),
             format!("{:.2}", row.timing.build_seconds),
-            if row.agrees { "yes" } else { "NO" }.to_string(),
+            match (row.timing.kind.as_str(), row.agrees) {
+                ("ceiling", _) => "-",
+                (_, true) => "yes",
+                (_, false) => "NO",
+            }
+            .to_string(),
         ];
         line.extend(peers.iter().map(|p| {
             let peer_median = p.timing.summary().0;

@@ -7,8 +7,8 @@
 //! - `results/NAME.res`: one little-endian `u32` label per key, in key order,
 //!   `u32::MAX` for no match.
 //! - `results/NAME.timing`: one tab-separated line
-//!   `kind engine keys build_seconds mlps,mlps,...` where kind is `fibkit`
-//!   or `peer`.
+//!   `kind engine keys build_seconds mlps,mlps,...` where kind is `fibkit`,
+//!   `peer` or `ceiling` (timed, but its results are no lookups: not compared).
 //! - `info.txt`: `key value` lines written by `prep` (family, pattern, ...).
 
 use std::collections::BTreeMap;
@@ -62,7 +62,7 @@ pub fn decode_results(bytes: &[u8]) -> Result<Vec<Option<u32>>, String> {
 /// One engine's timing line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Timing {
-    /// `fibkit` or `peer`.
+    /// `fibkit`, `peer` or `ceiling`.
     pub kind: String,
     /// Engine name as reported.
     pub engine: String,
@@ -96,8 +96,10 @@ impl Timing {
                 "expected 5 tab-separated fields (kind engine keys build_seconds runs), got `{line}`"
             ));
         };
-        if *kind != "fibkit" && *kind != "peer" {
-            return Err(format!("kind `{kind}` is neither `fibkit` nor `peer`"));
+        if !["fibkit", "peer", "ceiling"].contains(kind) {
+            return Err(format!(
+                "kind `{kind}` is none of `fibkit`, `peer`, `ceiling`"
+            ));
         }
         let number = |text: &str| {
             text.trim()
