@@ -89,6 +89,9 @@ for fam in $families; do
         patterns=announced # uniform IPv6 keys almost never match a prefix
     fi
     engines="${PEERS_ENGINES:-$("$peers" engines --family "$fam")}"
+    modes=plain,batch
+    # radix alone (no other engine for the family) is slow: its plain loop only.
+    [ "$engines" = radix ] && modes=plain
     for pattern in ${patterns//,/ }; do
         dir="$out/run/v$fam-${pattern//[^a-z0-9-]/_}"
         rm -rf "$dir"
@@ -96,7 +99,7 @@ for fam in $families; do
         echo "== IPv$fam, $pattern keys"
         "$peers" prep "$table" --family "$fam" --pattern "$pattern" --keys "$keys" \
             --seed "$seed" --out "$dir"
-        "${pin[@]}" "$peers" run "$dir" --engines "$engines" \
+        "${pin[@]}" "$peers" run "$dir" --engines "$engines" --modes "$modes" \
             --min-seconds "$min_seconds" --runs "$runs"
         "$out/dpdk/peers-dpdk" --no-huge --no-pci --no-shconf --no-telemetry -l "$core" \
             -m "$eal_mem" --log-level=lib.eal:error --force-max-simd-bitwidth=512 \
