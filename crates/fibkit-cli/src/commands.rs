@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use fibkit::bench::{self, Measurement, Mode, Pattern, Settings};
-use fibkit::load::{self, AnyChange, LoadOptions, LoadedTable};
+use fibkit::load::{self, LoadOptions, LoadedTable};
 use fibkit::{Addr, BuildError, Change, EngineFamily, Fib, Rib};
 
 use crate::TableArgs;
@@ -285,40 +285,21 @@ pub fn verify(
                 ..LoadOptions::default()
             };
             let loaded = load::load_updates(path, &options, table.nexthops.clone())?;
-            Some(loaded.updates)
+            for note in &loaded.notes {
+                eprintln!("fibkit: {note}");
+            }
+            Some(loaded.changes_by_family())
         }
         None => None,
     };
     let (mut passed, mut failed) = (0u64, 0u64);
     for spec in engines {
-        let changes4: Vec<Change<u32>> = updates
-            .iter()
-            .flatten()
-            .filter_map(|u| {
-                if let AnyChange::V4(c) = u.change {
-                    Some(c)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        let changes6: Vec<Change<u128>> = updates
-            .iter()
-            .flatten()
-            .filter_map(|u| {
-                if let AnyChange::V6(c) = u.change {
-                    Some(c)
-                } else {
-                    None
-                }
-            })
-            .collect();
         let (p, f) = verify_family(
             spec,
             &table.v4,
             random,
             seed,
-            updates.is_some().then_some(&changes4[..]),
+            updates.as_ref().map(|(v4, _)| &v4[..]),
             check_every,
         )?;
         passed += p;
@@ -328,7 +309,7 @@ pub fn verify(
             &table.v6,
             random,
             seed,
-            updates.is_some().then_some(&changes6[..]),
+            updates.as_ref().map(|(_, v6)| &v6[..]),
             check_every,
         )?;
         passed += p;

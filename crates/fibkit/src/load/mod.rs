@@ -246,6 +246,21 @@ pub struct LoadedUpdates {
     pub notes: Vec<String>,
 }
 
+impl LoadedUpdates {
+    /// The changes split by family, each in stream order.
+    pub fn changes_by_family(&self) -> (Vec<Change<u32>>, Vec<Change<u128>>) {
+        let mut v4 = Vec::new();
+        let mut v6 = Vec::new();
+        for update in &self.updates {
+            match update.change {
+                AnyChange::V4(change) => v4.push(change),
+                AnyChange::V6(change) => v6.push(change),
+            }
+        }
+        (v4, v6)
+    }
+}
+
 /// Why a file could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
