@@ -111,7 +111,8 @@ done
 
 # ---- compare and report
 echo
-echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, keys pinned to CPU $core)"
+echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, every harness on CPU $core;" \
+    "$keys keys, $runs runs of >= $min_seconds s, median (min-max) Mlps)"
 status=0
 "$peers" compare "${dirs[@]}" --json "$out/results.json" || status=$?
 exit "$status"
