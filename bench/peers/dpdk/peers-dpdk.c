@@ -437,6 +437,11 @@ static void run_v4(const char *dir, const struct route *routes, size_t n, double
 	struct rte_fib *fib = build_fib(routes, n, &fib_labels, fib_miss, groups, &build_s);
 	uint64_t *nh = xmalloc(nkeys * sizeof *nh);
 	for (int avx512 = 0; avx512 < 2; avx512++) {
+		/* Chosen explicitly: with --force-max-simd-bitwidth=512 DPDK's
+		 * default would already be the AVX-512 lookup. */
+		if (!avx512 &&
+		    rte_fib_select_lookup(fib, RTE_FIB_LOOKUP_DIR24_8_SCALAR_INLINE) != 0)
+			die("rte_fib_select_lookup(SCALAR_INLINE) failed");
 		if (avx512 &&
 		    rte_fib_select_lookup(fib, RTE_FIB_LOOKUP_DIR24_8_VECTOR_AVX512) != 0) {
 			printf("  %-24s skipped: no AVX-512 lookup here (needs the CPU flag and "
@@ -480,6 +485,8 @@ static void run_v6(const char *dir, const struct route *routes, size_t n, double
 	struct rte_fib6 *fib = build_fib6(routes, n, &fib_labels, fib_miss, groups, &build_s);
 	uint64_t *nh = xmalloc(nkeys * sizeof *nh);
 	for (int avx512 = 0; avx512 < 2; avx512++) {
+		if (!avx512 && rte_fib6_select_lookup(fib, RTE_FIB6_LOOKUP_TRIE_SCALAR) != 0)
+			die("rte_fib6_select_lookup(TRIE_SCALAR) failed");
 		if (avx512 &&
 		    rte_fib6_select_lookup(fib, RTE_FIB6_LOOKUP_TRIE_VECTOR_AVX512) != 0) {
 			printf("  %-24s skipped: no AVX-512 lookup here (needs the CPU flag and "
