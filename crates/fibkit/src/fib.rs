@@ -290,6 +290,12 @@ pub const ENGINES: &[EngineInfo] = &[
         ipv6: false,
         about: "DPDK-style 2^24 direct table plus 256-entry groups; the baseline",
     },
+    EngineInfo {
+        name: "lctrie",
+        ipv4: true,
+        ipv6: true,
+        about: "Linux fib_trie dynamic LC-trie; lookup=improved (default) or lookup=classic",
+    },
 ];
 
 /// Address families the registry can build engines for (`u32` and `u128`).
@@ -304,6 +310,7 @@ impl EngineFamily for u32 {
         Ok(match spec.name.as_str() {
             "radix" => Box::new(radix::Radix::build(spec, rib)?),
             "dir24-8" | "dir24_8" => Box::new(dir24_8::Dir24_8::build(spec, rib)?),
+            "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
             _ => return Err(unknown::<Self>(spec)),
         })
     }
@@ -314,6 +321,7 @@ impl EngineFamily for u128 {
         use crate::engines::*;
         Ok(match spec.name.as_str() {
             "radix" => Box::new(radix::Radix::build(spec, rib)?),
+            "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
             _ => return Err(unknown::<Self>(spec)),
         })
     }

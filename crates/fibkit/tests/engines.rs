@@ -6,7 +6,12 @@ use common::*;
 use proptest::prelude::*;
 
 /// Every engine spec under test, with the families it supports.
-const ENGINES: &[(&str, bool, bool)] = &[("radix", true, true), ("dir24-8", true, false)];
+const ENGINES: &[(&str, bool, bool)] = &[
+    ("radix", true, true),
+    ("dir24-8", true, false),
+    ("lctrie", true, true),
+    ("lctrie:lookup=classic", true, true),
+];
 
 #[test]
 fn small_tables() {

@@ -2,4 +2,5 @@
 //! layouts, memory per prefix and memory accesses per lookup.
 
 pub mod dir24_8;
+pub mod lctrie;
 pub mod radix;

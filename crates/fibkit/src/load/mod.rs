@@ -351,31 +351,44 @@ impl Input {
 /// Opens `path`, undoing gzip or bzip2 compression if the content has it.
 pub fn open(path: &Path) -> Result<Input, LoadError> {
     let file = File::open(path).map_err(|e| LoadError::io(path, e))?;
-    let raw_bytes = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let counting = CountingReader {
-        inner: file,
-        count: raw_bytes.clone(),
-    };
-    let mut buffered = BufReader::with_capacity(1 << 16, counting);
-    let magic = buffered.fill_buf().map_err(|e| LoadError::io(path, e))?;
-    let reader: Box<dyn BufRead + Send> = if magic.starts_with(&[0x1f, 0x8b]) {
-        Box::new(BufReader::with_capacity(
-            1 << 16,
-            flate2::bufread::MultiGzDecoder::new(buffered),
-        ))
-    } else if magic.starts_with(b"BZh") {
-        Box::new(BufReader::with_capacity(
-            1 << 16,
-            bzip2::bufread::MultiBzDecoder::new(buffered),
-        ))
-    } else {
-        Box::new(buffered)
-    };
-    Ok(Input {
-        reader,
-        raw_bytes,
-        path: path.to_path_buf(),
-    })
+    Input::new(file, path.to_path_buf())
+}
+
+impl Input {
+    /// Wraps any byte source (`name` is used in messages), undoing gzip or
+    /// bzip2 compression if the content has it.
+    pub fn new(source: impl Read + Send + 'static, name: PathBuf) -> Result<Input, LoadError> {
+        let raw_bytes = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counting = CountingReader {
+            inner: source,
+            count: raw_bytes.clone(),
+        };
+        let mut buffered = BufReader::with_capacity(1 << 16, counting);
+        let magic = buffered.fill_buf().map_err(|e| LoadError::io(&name, e))?;
+        let reader: Box<dyn BufRead + Send> = if magic.starts_with(&[0x1f, 0x8b]) {
+            Box::new(BufReader::with_capacity(
+                1 << 16,
+                flate2::bufread::MultiGzDecoder::new(buffered),
+            ))
+        } else if magic.starts_with(b"BZh") {
+            Box::new(BufReader::with_capacity(
+                1 << 16,
+                bzip2::bufread::MultiBzDecoder::new(buffered),
+            ))
+        } else {
+            Box::new(buffered)
+        };
+        Ok(Input {
+            reader,
+            raw_bytes,
+            path: name,
+        })
+    }
+
+    /// An input over bytes in memory (`name` is used in messages).
+    pub fn from_bytes(bytes: Vec<u8>, name: &str) -> Result<Input, LoadError> {
+        Input::new(std::io::Cursor::new(bytes), PathBuf::from(name))
+    }
 }
 
 /// Guesses the format from the start of the decompressed content.
@@ -432,7 +445,12 @@ pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
 
 /// Loads a table from `path` (text or MRT RIB dump).
 pub fn load_table(path: &Path, options: &LoadOptions) -> Result<LoadedTable, LoadError> {
-    let mut input = open(path)?;
+    read_table(open(path)?, options)
+}
+
+/// Reads a table (text or MRT RIB dump) from an opened input.
+pub fn read_table(mut input: Input, options: &LoadOptions) -> Result<LoadedTable, LoadError> {
+    let path = input.path.clone();
     let format = match options.format {
         Some(format) => format,
         None => detect(&mut input)?,
@@ -442,14 +460,14 @@ pub fn load_table(path: &Path, options: &LoadOptions) -> Result<LoadedTable, Loa
         Format::Mrt => mrt::read_rib(input, options)?,
         Format::Updates => {
             return Err(LoadError::file(
-                path,
+                &path,
                 "this is an update stream, not a table (use it where updates are expected)",
             ))
         }
     };
     table.format = Some(format);
     if table.v4.is_empty() && table.v6.is_empty() && table.stats.skipped == 0 {
-        return Err(LoadError::file(path, "no prefixes found"));
+        return Err(LoadError::file(&path, "no prefixes found"));
     }
     Ok(table)
 }
@@ -461,7 +479,16 @@ pub fn load_updates(
     options: &LoadOptions,
     nexthops: NextHopTable,
 ) -> Result<LoadedUpdates, LoadError> {
-    let mut input = open(path)?;
+    read_updates(open(path)?, options, nexthops)
+}
+
+/// Reads an update stream (`updates` text or MRT BGP4MP) from an opened input.
+pub fn read_updates(
+    mut input: Input,
+    options: &LoadOptions,
+    nexthops: NextHopTable,
+) -> Result<LoadedUpdates, LoadError> {
+    let path = input.path.clone();
     let format = match options.format {
         Some(format) => format,
         None => detect(&mut input)?,
@@ -470,7 +497,7 @@ pub fn load_updates(
         Format::Updates => text::read_updates(input, options, nexthops),
         Format::Mrt => mrt::read_updates(input, options, nexthops),
         Format::Table | Format::NextHop => Err(LoadError::file(
-            path,
+            &path,
             format!("this is a `{format}` table, not an update stream"),
         )),
     }
