@@ -24,7 +24,10 @@ fn check<A: EngineFamily>(data: &[u8], width: usize, ipv6: bool) {
         .into_iter()
         .map(|(prefix, label)| if label % 3 == 0 { Change::Withdraw(prefix) } else { Change::Announce(prefix, label) })
         .collect();
-    for info in ENGINES.iter().filter(|info| if ipv6 { info.ipv6 } else { info.ipv4 }) {
+    // dir24-8 fills 64 MiB per build (about 20 builds a second): fuzzing it
+    // here would starve the others; the property tests cover it.
+    let engines = ENGINES.iter().filter(|info| info.name != "dir24-8");
+    for info in engines.filter(|info| if ipv6 { info.ipv6 } else { info.ipv4 }) {
         let mut engine = build(info.name, &rib).unwrap_or_else(|e| panic!("{}: {e}", info.name));
         let report = verify(engine.as_ref(), &rib, 64, 1);
         assert!(report.ok(), "{}: {:?}", info.name, report.mismatches);

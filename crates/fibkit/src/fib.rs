@@ -291,6 +291,12 @@ pub const ENGINES: &[EngineInfo] = &[
         about: "DPDK-style 2^24 direct table plus 256-entry groups; the baseline",
     },
     EngineInfo {
+        name: "dxr",
+        ipv4: true,
+        ipv6: false,
+        about: "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X",
+    },
+    EngineInfo {
         name: "lctrie",
         ipv4: true,
         ipv6: true,
@@ -310,6 +316,7 @@ impl EngineFamily for u32 {
         Ok(match spec.name.as_str() {
             "radix" => Box::new(radix::Radix::build(spec, rib)?),
             "dir24-8" | "dir24_8" => Box::new(dir24_8::Dir24_8::build(spec, rib)?),
+            "dxr" => Box::new(dxr::Dxr::build(spec, rib)?),
             "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
             _ => return Err(unknown::<Self>(spec)),
         })

@@ -9,6 +9,10 @@ use proptest::prelude::*;
 const ENGINES: &[(&str, bool, bool)] = &[
     ("radix", true, true),
     ("dir24-8", true, false),
+    ("dxr", true, false),
+    ("dxr:k=16", true, false),
+    ("dxr:k=24", true, false),
+    ("dxr:d=12,x=8", true, false),
     ("lctrie", true, true),
     ("lctrie:lookup=classic", true, true),
 ];

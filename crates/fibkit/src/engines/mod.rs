@@ -2,5 +2,6 @@
 //! layouts, memory per prefix and memory accesses per lookup.
 
 pub mod dir24_8;
+pub mod dxr;
 pub mod lctrie;
 pub mod radix;

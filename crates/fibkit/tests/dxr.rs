@@ -1,0 +1,253 @@
+//! DXR-specific tests: every layout on the full tables, labels beyond 16
+//! bits, updates (random sequences and the LINX update stream).
+
+mod common;
+
+use std::time::Instant;
+
+use common::*;
+use fibkit::engines::dxr::Dxr;
+use fibkit::load::{load_updates, AnyChange, LoadOptions};
+use fibkit::verify::check_addresses;
+use fibkit::{apply_changes, build, verify, Change, EngineSpec, Label, Prefix, Rib};
+use proptest::prelude::*;
+
+/// Every layout the issue asks for: D{K}R for K = 16..24 and D{D}X{X}R for
+/// D in {12, 14, 16}, K = 18..24.
+fn all_layouts() -> Vec<String> {
+    let mut specs: Vec<String> = (16..=24).map(|k| format!("dxr:k={k}")).collect();
+    for d in [12, 14, 16] {
+        for k in 18..=24 {
+            specs.push(format!("dxr:d={d},x={}", k - d));
+        }
+    }
+    specs
+}
+
+/// Checks every layout on one table; the reference answers are computed once
+/// (every range boundary and its neighbours, plus 200,000 random addresses).
+fn check_all_layouts(name: &'static str) {
+    let rib = &shared_table(name).v4;
+    let addrs = check_addresses(rib, 200_000, 0x5eed);
+    let want: Vec<Option<Label>> = addrs.iter().map(|&a| rib.lookup(a)).collect();
+    let mut batch = vec![None; addrs.len()];
+    for spec in all_layouts() {
+        let engine = build(&spec, rib).unwrap_or_else(|e| panic!("{name} {spec}: {e}"));
+        engine.lookup_batch(&addrs, &mut batch);
+        let mut failed = 0;
+        for (i, &addr) in addrs.iter().enumerate() {
+            let got = engine.lookup(addr);
+            if got != want[i] || batch[i] != want[i] {
+                failed += 1;
+                if failed <= 5 {
+                    eprintln!(
+                        "{name} {spec}: {addr:#010x}: want {:?} got {got:?} batch {:?}",
+                        want[i], batch[i]
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            failed,
+            0,
+            "{name} {spec}: {failed} of {} failed",
+            addrs.len()
+        );
+    }
+}
+
+#[test]
+fn all_layouts_dfz_v4_nh() {
+    check_all_layouts("dfz-v4-nh.txt.gz");
+}
+
+#[test]
+fn all_layouts_dfz_v4_asn() {
+    check_all_layouts("dfz-v4-asn.txt.gz");
+}
+
+#[test]
+fn asn_table_uses_wide_chunks() {
+    let rib = &shared_table("dfz-v4-asn.txt.gz").v4;
+    let engine = Dxr::build(&EngineSpec::parse("dxr:k=16").unwrap(), rib).unwrap();
+    let stats = engine.dxr_stats();
+    assert!(stats.labels > 65_536, "{}", stats.labels);
+    assert!(stats.chunks[2] > 0, "no wide chunks: {stats:?}");
+}
+
+/// More than 2^16 labels, chunks of more than 254 ranges (size escape),
+/// and a chunk of 65,536 ranges (the largest possible at K = 16).
+#[test]
+fn many_labels_and_big_chunks() {
+    let mut rib = Rib::<u32>::new();
+    for i in 0..70_000u32 {
+        let prefix = Prefix::new_masked(0x0a00_0000 + (i << 8), 24);
+        rib.insert(prefix, i.wrapping_mul(2_654_435_761));
+    }
+    for i in 0..65_536u32 {
+        rib.insert(
+            Prefix::new_masked(0xc0a8_0000 | i, 32),
+            i % 3 + 1_000_000 * (i % 2),
+        );
+    }
+    rib.insert(Prefix::default_route(), u32::MAX);
+    for spec in [
+        "dxr:k=16",
+        "dxr:k=20",
+        "dxr:k=24",
+        "dxr:d=12,x=4",
+        "dxr:d=16,x=8",
+    ] {
+        let engine = build(spec, &rib).unwrap();
+        let report = verify(engine.as_ref(), &rib, 100_000, 7);
+        assert!(
+            report.ok(),
+            "{spec}: {:?}",
+            &report.mismatches[..3.min(report.mismatches.len())]
+        );
+    }
+    let engine = Dxr::build(&EngineSpec::parse("dxr:k=16").unwrap(), &rib).unwrap();
+    let stats = engine.dxr_stats();
+    assert!(stats.chunks[2] > 0 && stats.chunks[1] > 0, "{stats:?}");
+    assert_eq!(stats.steps.len(), 17, "a 65,536-range chunk takes 16 steps");
+}
+
+#[test]
+fn rejects_bad_specs_and_ipv6() {
+    let rib = Rib::<u32>::new();
+    for bad in [
+        "dxr:k=15",
+        "dxr:k=25",
+        "dxr:d=11,x=8",
+        "dxr:d=16",
+        "dxr:y=1",
+    ] {
+        assert!(build(bad, &rib).is_err(), "{bad}");
+    }
+    let err = build("dxr", &Rib::<u128>::new()).err().unwrap().to_string();
+    assert!(err.contains("does not support IPv6"), "{err}");
+    assert_eq!(build("dxr:d=14,k=20", &rib).unwrap().name(), "dxr:d=14,x=6");
+}
+
+/// Applies `changes` in batches through `apply_changes`, checking against the
+/// reference after each batch.
+fn replay_random(spec: &str, rib: &Rib<u32>, batches: &[Vec<Change<u32>>]) {
+    let mut rib = rib.clone();
+    let mut engine = build(spec, &rib).unwrap();
+    for changes in batches {
+        let summary = apply_changes(&mut engine, &mut rib, changes).unwrap();
+        assert!(!summary.rebuilt, "dxr updates in place");
+        let report = verify(engine.as_ref(), &rib, 300, 1);
+        assert!(report.ok(), "{spec}: {}", report.mismatches[0]);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn random_updates(
+        entries in random_table_v4(),
+        batches in prop::collection::vec(
+            prop::collection::vec((any::<bool>(), any::<u32>(), 0u8..=32, 0u32..4), 1..20),
+            1..8,
+        ),
+    ) {
+        let rib = rib_from_triples(&entries);
+        let batches: Vec<Vec<Change<u32>>> = batches
+            .into_iter()
+            .map(|batch| {
+                batch
+                    .into_iter()
+                    .map(|(announce, addr, plen, label)| {
+                        // Same clustering as the tables, so changes hit them.
+                        let addr = (addr & 0x001f_ffff) | 0x0a00_0000;
+                        let prefix = Prefix::new_masked(addr, plen);
+                        if announce { Change::Announce(prefix, label) } else { Change::Withdraw(prefix) }
+                    })
+                    .collect()
+            })
+            .collect();
+        for spec in ["dxr:k=16", "dxr:k=22", "dxr:d=12,x=4", "dxr:d=16,x=6"] {
+            replay_random(spec, &rib, &batches);
+        }
+    }
+}
+
+/// Replays one hour of LINX updates onto the DFZ table, one second of
+/// updates per batch, and checks against the reference along the way.
+#[test]
+fn linx_update_replay() {
+    let table = shared_table("dfz-v4-nh.txt.gz");
+    let updates = load_updates(
+        &data_path("linx-updates-ipv4.20141217.txt.gz"),
+        &LoadOptions::default(),
+        table.nexthops.clone(),
+    )
+    .unwrap();
+    let changes: Vec<(u64, Change<u32>)> = updates
+        .updates
+        .iter()
+        .filter_map(|u| match u.change {
+            AnyChange::V4(change) => Some((u.time, change)),
+            AnyChange::V6(_) => None,
+        })
+        .collect();
+    assert!(changes.len() > 20_000);
+    let batches: Vec<Vec<Change<u32>>> = changes
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|batch| batch.iter().map(|&(_, c)| c).collect())
+        .collect();
+    for spec in ["dxr", "dxr:k=16", "dxr:d=16,x=6"] {
+        let mut rib = table.v4.clone();
+        let mut engine = build(spec, &rib).unwrap();
+        let checkpoints = [batches.len() / 4, batches.len() / 2, 3 * batches.len() / 4];
+        let mut busy = std::time::Duration::ZERO;
+        for (i, batch) in batches.iter().enumerate() {
+            let started = Instant::now();
+            let summary = apply_changes(&mut engine, &mut rib, batch).unwrap();
+            busy += started.elapsed();
+            assert!(!summary.rebuilt);
+            if checkpoints.contains(&i) {
+                // Boundaries of the changed prefixes' neighbourhood would miss
+                // stale chunks elsewhere, so check the whole table.
+                let report = verify(engine.as_ref(), &rib, 10_000, i as u64);
+                assert!(
+                    report.ok(),
+                    "{spec} after batch {i}: {}",
+                    report.mismatches[0]
+                );
+            }
+        }
+        let report = verify(engine.as_ref(), &rib, 100_000, 99);
+        assert!(report.ok(), "{spec} at the end: {}", report.mismatches[0]);
+        // The updated engine must also equal a fresh build, byte for byte in
+        // what it answers and close in size.
+        let fresh = build(spec, &rib).unwrap();
+        eprintln!(
+            "{spec}: {} batches replayed in {:.3} s (reference + engine); {} bytes vs {} fresh",
+            batches.len(),
+            busy.as_secs_f64(),
+            engine.memory_bytes(),
+            fresh.memory_bytes()
+        );
+    }
+}
+
+/// A table whose range table cannot fit the 22-bit chunk base fails to build
+/// with a `Limit` error that says why and what would work.
+#[test]
+fn range_table_overflow_is_a_limit_error() {
+    // 800,000 host routes with distinct labels, one address apart: 1.6M
+    // ranges in wide chunks, about 4.8M words at any K (> 2^22).
+    let rib =
+        Rib::from_pairs((0..800_000u32).map(|i| (Prefix::new_masked(0x0a00_0000 + 2 * i, 32), i)));
+    for spec in ["dxr:k=16", "dxr:d=16,x=8"] {
+        let err = build(spec, &rib).err().expect("must not build").to_string();
+        assert!(
+            err.contains("2^22") && err.contains("dir24-8"),
+            "{spec}: {err}"
+        );
+        eprintln!("{err}");
+    }
+}
