@@ -236,12 +236,14 @@ impl Fib<u32> for Dxr {
 
 /// Keys per group of [`Dxr::lookup_batch_grouped`], and how many groups
 /// ahead their entries are prefetched (`GROUP * GROUPS_AHEAD` keys).
-// PERF: examples/dxr_ab-style A/B (2^24 random keys, dfz-v4-nh, on-CPU time,
-// median of 7-15 interleaved runs, 2026-11-22): groups of 4 keys 4 groups
-// ahead were the fastest on dxr:d=16,x=5 (317 Mlps; 8x2: 301; 16x2: 263;
-// the former one-key sliding window of 16/32 keys: 266) and within noise of
-// the best on dxr:k=20 (272 vs 259-264); on dxr:k=16 8x2 was a little faster
-// (109 vs 102, old window 87).
+// PERF: A/B by on-CPU time (2^24 random keys, dfz-v4-nh, medians of 7-15
+// interleaved runs, 2026-11-22; docs/BENCHMARKS.md, DXR, "Grouped batch
+// lookup"): groups of 4 keys 4 groups ahead were the fastest on
+// dxr:d=16,x=5 (317 Mlps; 8x2: 301; 16x2: 263; the former one-key sliding
+// window of 16/32 keys: 266) and within noise of the best on dxr:k=20 (272
+// vs 259-264); on dxr:k=16 8x2 was a little faster (109 vs 102, old window
+// 87). The unchecked entry/results reads add ~8% (4x4 checked: 292 on
+// d=16,x=5, 98 on k=16).
 const GROUP: usize = 4;
 /// See [`GROUP`].
 const GROUPS_AHEAD: usize = 4;
