@@ -759,3 +759,21 @@ fn print_trace_stats<A: Addr>(rib: &Rib<A>, trace: &[A], top: usize) -> Result<(
     }
     Ok(())
 }
+
+pub fn strides(
+    args: &TableArgs,
+    levels: std::ops::RangeInclusive<u8>,
+    cap: u8,
+    family: Option<&str>,
+) -> Result<bool> {
+    use fibkit::engines::cpe::stride_report;
+    let (table, _) = load_table(args)?;
+    let want = |name: &str, rib_empty: bool| family.map_or(!rib_empty, |f| f == name);
+    if want("v4", table.v4.is_empty()) {
+        say!("{}", stride_report(&table.v4, levels.clone(), cap));
+    }
+    if want("v6", table.v6.is_empty()) {
+        say!("{}", stride_report(&table.v6, levels, cap));
+    }
+    Ok(true)
+}

@@ -99,6 +99,23 @@ enum Command {
     },
     /// Measure lookup throughput (thesis 003, section 3.6 method).
     Bench(commands::BenchArgs),
+    /// The stride programs of Srinivasan and Varghese (seed 000, Tables 5-8):
+    /// memory in KB per level count for fixed and variable strides, with and
+    /// without leaf pushing and packed nodes, the programs' own run time, and
+    /// the chosen strides.
+    Strides {
+        #[command(flatten)]
+        table: TableArgs,
+        /// Level counts, as FIRST..LAST (e.g. 2..12) or one number.
+        #[arg(long, default_value = "2..12", value_parser = parse_levels)]
+        levels: std::ops::RangeInclusive<u8>,
+        /// Largest stride allowed (the paper uses 17 to bound update time).
+        #[arg(long, default_value_t = fibkit::engines::cpe::MAX_STRIDE)]
+        cap: u8,
+        /// Family: v4 or v6 (default: every family the table has).
+        #[arg(long, value_parser = ["v4", "v6"])]
+        family: Option<String>,
+    },
     /// Generate synthetic traces, or summarise a trace against a table.
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -168,6 +185,20 @@ struct TableArgs {
     label: LabelSource,
 }
 
+fn parse_levels(text: &str) -> Result<std::ops::RangeInclusive<u8>, String> {
+    let bad = || format!("`{text}` is not a level range like 2..12 (levels 1..=128)");
+    let (first, last) = match text.split_once("..") {
+        Some((first, last)) => (first, last.strip_prefix('=').unwrap_or(last)),
+        None => (text, text),
+    };
+    let first: u8 = first.trim().parse().map_err(|_| bad())?;
+    let last: u8 = last.trim().parse().map_err(|_| bad())?;
+    if first == 0 || first > last || last > 128 {
+        return Err(bad());
+    }
+    Ok(first..=last)
+}
+
 fn parse_label_source(text: &str) -> Result<LabelSource, String> {
     match text {
         "nexthop" => Ok(LabelSource::NextHop),
@@ -221,6 +252,12 @@ fn main() {
             nexthops_out,
         } => commands::convert(&table, output.as_deref(), nexthops_out.as_deref()),
         Command::Bench(args) => commands::bench(&args),
+        Command::Strides {
+            table,
+            levels,
+            cap,
+            family,
+        } => commands::strides(&table, levels, cap, family.as_deref()),
         Command::Trace(TraceCommand::Gen {
             table,
             kind,

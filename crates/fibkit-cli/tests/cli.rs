@@ -219,6 +219,38 @@ fn bench_writes_json_with_every_run() {
 }
 
 #[test]
+fn strides_prints_the_four_tables() {
+    let out = fibkit(&[
+        "strides",
+        &data("linx-rib-ipv6.20141225.txt.gz"),
+        "--levels",
+        "3..5",
+        "--cap",
+        "17",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for needle in [
+        "IPv6 table, 20440 prefixes",
+        "T5 fixed",
+        "T6 var",
+        "T7 leafpk",
+        "T8 nppk",
+        "chosen strides",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle}: {stdout}");
+    }
+    let out = fibkit(&[
+        "strides",
+        &data("linx-rib-ipv6.20141225.txt.gz"),
+        "--levels",
+        "5..3",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not a level range"));
+}
+
+#[test]
 fn trace_gen_and_stats() {
     let dir = scratch("trace");
     let trace = dir.join("trace.txt");

@@ -291,6 +291,13 @@ pub const ENGINES: &[EngineInfo] = &[
         about: "DPDK-style 2^24 direct table plus 256-entry groups; the baseline",
     },
     EngineInfo {
+        name: "cpe",
+        ipv4: true,
+        ipv6: true,
+        about: "multibit trie by controlled prefix expansion, DP-chosen strides \
+                (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C)",
+    },
+    EngineInfo {
         name: "dxr",
         ipv4: true,
         ipv6: false,
@@ -316,6 +323,7 @@ impl EngineFamily for u32 {
         Ok(match spec.name.as_str() {
             "radix" => Box::new(radix::Radix::build(spec, rib)?),
             "dir24-8" | "dir24_8" => Box::new(dir24_8::Dir24_8::build(spec, rib)?),
+            "cpe" => cpe::build(spec, rib)?,
             "dxr" => Box::new(dxr::Dxr::build(spec, rib)?),
             "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
             _ => return Err(unknown::<Self>(spec)),
@@ -328,6 +336,7 @@ impl EngineFamily for u128 {
         use crate::engines::*;
         Ok(match spec.name.as_str() {
             "radix" => Box::new(radix::Radix::build(spec, rib)?),
+            "cpe" => cpe::build(spec, rib)?,
             "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
             _ => return Err(unknown::<Self>(spec)),
         })

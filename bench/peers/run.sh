@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Peers side by side: fibkit's engines, DPDK rte_lpm / rte_fib / rte_fib6,
+# Go's bart and the Rust crates prefix-trie and treebitmap on the same table
+# and the same keys; checks that every engine returns the reference's label
+# for every key, then prints one comparison table (and saves it as JSON).
+#
+#   bench/peers/run.sh TABLE [FAMILY]      FAMILY: 4, 6 or all (default: all
+#                                          the families the table has)
+#
+# Environment (defaults in brackets):
+#   PEERS_KEYS         keys per pattern [16777216 = 2^24]
+#   PEERS_PATTERNS     key patterns [rnd for IPv4, announced for IPv6]
+#   PEERS_ENGINES      fibkit engine specs, comma-separated [every registered
+#                      engine of the family but radix, the reference]
+#   PEERS_MIN_SECONDS  each run lasts at least this long [1]
+#   PEERS_RUNS         runs per engine, the median is reported [5]
+#   PEERS_SEED         key generator seed [1]
+#   PEERS_CORE         CPU every harness is pinned to [0]
+#   PEERS_EAL_MEM      MB of (non-huge) memory for DPDK's EAL [4096]
+#   PEERS_OUT          scratch directory [bench/peers/target]
+# A quick check: PEERS_KEYS=1000000 PEERS_MIN_SECONDS=0.2 PEERS_RUNS=3.
+# Exit status: 0 when every engine agrees with the reference on every key,
+# 1 on any disagreement, 2 on any other failure.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+usage="usage: bench/peers/run.sh TABLE [4|6|all]"
+[ $# -ge 1 ] && [ $# -le 2 ] || { echo "$usage" >&2; exit 2; }
+table="$(realpath "$1")"
+family="${2:-all}"
+keys="${PEERS_KEYS:-16777216}"
+min_seconds="${PEERS_MIN_SECONDS:-1}"
+runs="${PEERS_RUNS:-5}"
+seed="${PEERS_SEED:-1}"
+core="${PEERS_CORE:-0}"
+eal_mem="${PEERS_EAL_MEM:-4096}"
+out="${PEERS_OUT:-$here/target}"
+export CARGO_TERM_COLOR=never
+
+fail() { echo "run.sh: $*" >&2; exit 2; }
+
+# ---- install what is missing (DPDK and pkg-config from Debian; Go and Rust
+# are expected on the machine: Debian's Go is too old for bart).
+need_apt=()
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
+if ! pkg-config --exists libdpdk 2>/dev/null; then need_apt+=(dpdk-dev libdpdk-dev); fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "== installing ${need_apt[*]} (apt-get)"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq </dev/null
+    $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" </dev/null >/dev/null
+fi
+pkg-config --exists libdpdk || fail "libdpdk not found by pkg-config after installing dpdk-dev"
+command -v go >/dev/null 2>&1 || fail "go not found (bart needs Go >= 1.24)"
+command -v cargo >/dev/null 2>&1 || fail "cargo not found"
+pin=()
+if command -v taskset >/dev/null 2>&1; then pin=(taskset -c "$core"); fi
+
+# ---- build
+mkdir -p "$out"
+echo "== building the harnesses into $out"
+(cd "$here/rust" && CARGO_TARGET_DIR="$out/rust" cargo build --release --quiet) \
+    || fail "the Rust harness did not build"
+mkdir -p "$out/dpdk" "$out/bart"
+# Debian's libdpdk flags include its own -march baseline (corei7); nothing
+# more is added, as fibkit is built for the default target too.
+cc -O2 -Wall -o "$out/dpdk/peers-dpdk" "$here/dpdk/peers-dpdk.c" \
+    $(pkg-config --cflags --libs libdpdk) || fail "the DPDK harness did not build"
+(cd "$here/bart" && go build -o "$out/bart/peers-bart" .) || fail "the bart harness did not build"
+peers="$out/rust/release/fibkit-peers"
+
+# ---- which families and patterns
+if [ "$family" = all ]; then
+    families="$("$peers" families "$table")" || fail "cannot read $table"
+else
+    case "$family" in 4|6) families="$family" ;; *) echo "$usage" >&2; exit 2 ;; esac
+fi
+
+dirs=()
+for fam in $families; do
+    if [ -n "${PEERS_PATTERNS:-}" ]; then
+        patterns="$PEERS_PATTERNS"
+    elif [ "$fam" = 4 ]; then
+        patterns=rnd
+    else
+        patterns=announced # uniform IPv6 keys almost never match a prefix
+    fi
+    engines="${PEERS_ENGINES:-$("$peers" engines --family "$fam")}"
+    modes=plain,batch
+    # radix alone (no other engine for the family) is slow: its plain loop only.
+    [ "$engines" = radix ] && modes=plain
+    for pattern in ${patterns//,/ }; do
+        dir="$out/run/v$fam-${pattern//[^a-z0-9-]/_}"
+        rm -rf "$dir"
+        echo
+        echo "== IPv$fam, $pattern keys"
+        "$peers" prep "$table" --family "$fam" --pattern "$pattern" --keys "$keys" \
+            --seed "$seed" --out "$dir"
+        "${pin[@]}" "$peers" run "$dir" --engines "$engines" --modes "$modes" \
+            --min-seconds "$min_seconds" --runs "$runs"
+        "$out/dpdk/peers-dpdk" --no-huge --no-pci --no-shconf --no-telemetry -l "$core" \
+            -m "$eal_mem" --log-level=lib.eal:error --force-max-simd-bitwidth=512 \
+            -- "$fam" "$dir" "$min_seconds" "$runs" </dev/null
+        "${pin[@]}" "$out/bart/peers-bart" "$fam" "$dir" "$min_seconds" "$runs"
+        dirs+=("$dir")
+    done
+done
+
+# ---- compare and report
+echo
+echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, every harness on CPU $core;" \
+    "$keys keys, $runs runs of >= $min_seconds s, median (min-max) Mlps)"
+status=0
+"$peers" compare "${dirs[@]}" --json "$out/results.json" || status=$?
+exit "$status"

@@ -1,0 +1,548 @@
+//! Picking strides by dynamic programming (Srinivasan & Varghese, sections
+//! 4.2, 5.2 and 5.3).
+//!
+//! Both programs work on the 1-bit trie of the table, walked implicitly over
+//! the sorted prefix list (a node is the slice of prefixes below it), so no
+//! trie is materialised.
+//!
+//! - Fixed strides (Table 5): with `nodes(m)` the number of 1-bit nodes at
+//!   depth `m` that have a longer prefix below them, covering lengths `0..j`
+//!   with `r` levels costs
+//!   `T[j][r] = min_m T[m][r-1] + nodes(m) * 2^(j-m) * entry_bytes`.
+//! - Variable strides (Figure 5, Tables 6-8): each node `N` that heads a
+//!   multibit node picks the stride `s` minimising
+//!   `Opt(N, r) = cost(N, s) + sum over descendants D at depth s of Opt(D, r-1)`.
+//!   The sums over descendants are carried bottom-up as a vector per node
+//!   (`V[s][r]`, one per stride and level count), so the program is
+//!   `O(nodes * cap * levels)` time and `O(W * cap * levels)` working memory.
+//!
+//! Memory models ([`MemoryModel`]): a leaf-pushed entry is one `u32`, a
+//! non-leaf-pushed entry a pointer plus a label (8 bytes). With packed nodes,
+//! a node whose entries form at most [`MemoryModel::packed_runs`] runs of
+//! equal entries may be stored as one 64-byte cache line instead of `2^s`
+//! entries; the program bounds the runs by the node's pieces (one plus the
+//! number of inner 1-bit nodes it spans), which the builder then packs.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use super::CpeAddr;
+use crate::rib::Rib;
+
+/// Bytes of a packed node: one cache line.
+pub const PACKED_NODE_BYTES: u64 = 64;
+
+const INF: u64 = u64::MAX / 4;
+
+/// How a trie's memory is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryModel {
+    /// Bytes of one array entry.
+    pub entry_bytes: u64,
+    /// With packed nodes: how many runs of equal entries fit a 64-byte node.
+    pub packed_runs: Option<u32>,
+}
+
+impl MemoryModel {
+    /// Leaf-pushed nodes: a `u32` entry holds a pointer or a label.
+    pub const LEAF_PUSHED: Self = MemoryModel {
+        entry_bytes: 4,
+        packed_runs: None,
+    };
+    /// Non-leaf-pushed nodes: a pointer and a label per entry.
+    pub const NOT_PUSHED: Self = MemoryModel {
+        entry_bytes: 8,
+        packed_runs: None,
+    };
+    /// Leaf-pushed, sparse nodes packed into a cache line of 7 runs.
+    pub const LEAF_PUSHED_PACKED: Self = MemoryModel {
+        entry_bytes: 4,
+        packed_runs: Some(7),
+    };
+    /// Non-leaf-pushed, sparse nodes packed into a cache line of 5 runs.
+    pub const NOT_PUSHED_PACKED: Self = MemoryModel {
+        entry_bytes: 8,
+        packed_runs: Some(5),
+    };
+
+    /// Bytes of a node of stride `stride` spanning `pieces` pieces, and
+    /// whether it is packed.
+    #[inline]
+    fn node_cost(&self, stride: u32, pieces: u32) -> (u64, bool) {
+        let full = (1u64 << stride) * self.entry_bytes;
+        match self.packed_runs {
+            Some(runs) if pieces <= runs && PACKED_NODE_BYTES < full => (PACKED_NODE_BYTES, true),
+            _ => (full, false),
+        }
+    }
+}
+
+/// The table as the programs see it: `(addr, plen)` sorted by address, then
+/// length (so a prefix comes before every prefix it contains).
+pub(crate) fn sorted_prefixes<A: CpeAddr>(rib: &Rib<A>) -> Vec<(A, u8)> {
+    let mut prefixes: Vec<(A, u8)> = rib.iter().map(|(p, _)| (p.addr(), p.plen())).collect();
+    prefixes.sort_unstable();
+    prefixes
+}
+
+/// Strides for a fixed-stride trie.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FixedPlan {
+    /// Stride of each level, root first.
+    pub strides: Vec<u8>,
+    /// Bytes the trie takes under the model.
+    pub bytes: u64,
+}
+
+/// Number of 1-bit nodes at each depth that have a longer prefix below them
+/// (`counts[0]` is 1: the root always exists), and the longest prefix length.
+fn inner_node_counts<A: CpeAddr>(prefixes: &[(A, u8)]) -> (Vec<u64>, u8) {
+    let bits = A::BITS as usize;
+    let mut counts = vec![0u64; bits + 1];
+    let mut last: Vec<Option<A>> = vec![None; bits + 1];
+    let mut max_len = 0u8;
+    for &(addr, plen) in prefixes {
+        max_len = max_len.max(plen);
+        for depth in 0..plen as usize {
+            let node = addr.masked(depth as u8);
+            if last[depth] != Some(node) {
+                last[depth] = Some(node);
+                counts[depth] += 1;
+            }
+        }
+    }
+    counts[0] = 1;
+    (counts, max_len)
+}
+
+/// The `levels` fixed strides (each at most `cap`) that minimise memory for
+/// `prefixes` under `model` (packing ignored); `Err` says why none exist.
+pub(crate) fn fixed_plan<A: CpeAddr>(
+    prefixes: &[(A, u8)],
+    levels: u8,
+    cap: u8,
+    model: MemoryModel,
+) -> Result<FixedPlan, String> {
+    let (counts, max_len) = inner_node_counts(prefixes);
+    let k = levels as usize;
+    let cap = cap as usize;
+    // Cover at least one bit per level, and every prefix.
+    let target = (max_len as usize).max(k);
+    if target > A::BITS as usize || target > k * cap {
+        return Err(format!(
+            "{levels} levels of at most {cap} bits cannot cover prefixes of length {max_len} \
+             (use at least {} levels or a larger cap)",
+            (max_len as usize).div_ceil(cap).max(1)
+        ));
+    }
+    let width = target + 1;
+    let mut cost = vec![INF; width * (k + 1)];
+    let mut from = vec![0usize; width * (k + 1)];
+    cost[0] = 0;
+    for r in 1..=k {
+        for j in 1..=target {
+            let mut best = INF;
+            let mut arg = 0;
+            for m in j.saturating_sub(cap)..j {
+                let before = cost[m * (k + 1) + r - 1];
+                if before >= INF {
+                    continue;
+                }
+                let c = before + counts[m] * (1u64 << (j - m)) * model.entry_bytes;
+                if c < best {
+                    best = c;
+                    arg = m;
+                }
+            }
+            cost[j * (k + 1) + r] = best;
+            from[j * (k + 1) + r] = arg;
+        }
+    }
+    let bytes = cost[target * (k + 1) + k];
+    if bytes >= INF {
+        return Err(format!("no {levels}-level fixed-stride trie exists"));
+    }
+    let mut strides = Vec::with_capacity(k);
+    let mut j = target;
+    for r in (1..=k).rev() {
+        let m = from[j * (k + 1) + r];
+        strides.push((j - m) as u8);
+        j = m;
+    }
+    strides.reverse();
+    Ok(FixedPlan { strides, bytes })
+}
+
+/// The result of the variable-stride program for one level count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VariablePlan {
+    /// `(stride, packed)` of every multibit node in depth-first order (a node,
+    /// then its children by index), as the builder consumes them.
+    pub nodes: Vec<(u8, bool)>,
+    /// Bytes the trie takes under the model.
+    pub bytes: u64,
+}
+
+/// The variable-stride program's state: one bottom-up walk of the implicit
+/// 1-bit trie.
+struct VariableDp<'a, A> {
+    prefixes: &'a [(A, u8)],
+    k: usize,
+    cap: usize,
+    model: MemoryModel,
+    /// Per depth: `V[s * (k+1) + r]`, the summed optimum over descendants at
+    /// relative depth `s` with `r` levels (`r = 0` is infinite for inner nodes).
+    sums: Vec<Vec<u64>>,
+    /// Per depth: number of inner 1-bit nodes at relative depth `< s`.
+    inner: Vec<Vec<u32>>,
+    /// With `record`: `best[id * (k+1) + r]` = stride | packed << 7.
+    best: Vec<u8>,
+    record: bool,
+    next_id: usize,
+}
+
+impl<A: CpeAddr> VariableDp<'_, A> {
+    /// Skips the prefix ending at `depth` (if any) in `lo..hi`.
+    fn below(&self, depth: usize, lo: usize) -> usize {
+        if lo < self.prefixes.len() && self.prefixes[lo].1 as usize == depth {
+            lo + 1
+        } else {
+            lo
+        }
+    }
+
+    /// Fills `sums[depth]`, `inner[depth]` for the node whose prefixes are
+    /// `lo..hi`; returns false (and fills nothing) if it has nothing below.
+    fn visit(&mut self, depth: usize, lo: usize, hi: usize) -> bool {
+        let start = self.below(depth, lo);
+        if start >= hi {
+            return false;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let k1 = self.k + 1;
+        let cap = self.cap;
+        self.sums[depth].fill(0);
+        self.inner[depth].fill(0);
+        let mid =
+            start + self.prefixes[start..hi].partition_point(|&(addr, _)| !addr.bit(depth as u8));
+        for (clo, chi) in [(start, mid), (mid, hi)] {
+            if clo < chi && self.visit(depth + 1, clo, chi) {
+                let (upper, lower) = self.sums.split_at_mut(depth + 1);
+                let (mine, child) = (&mut upper[depth], &lower[0]);
+                for s in 1..=cap {
+                    let dst = &mut mine[s * k1..(s + 1) * k1];
+                    let src = &child[(s - 1) * k1..s * k1];
+                    for (d, c) in dst.iter_mut().zip(src) {
+                        *d = (*d + *c).min(INF);
+                    }
+                }
+                let (upper, lower) = self.inner.split_at_mut(depth + 1);
+                for s in 1..=cap {
+                    upper[depth][s] += lower[0][s - 1];
+                }
+            }
+        }
+        for s in 1..=cap {
+            self.inner[depth][s] += 1;
+        }
+        let max_stride = cap.min(A::BITS as usize - depth);
+        let mine = &mut self.sums[depth];
+        mine[0] = INF;
+        for r in 1..=self.k {
+            let mut best = INF;
+            let mut arg = 0u8;
+            for s in 1..=max_stride {
+                let below = mine[s * k1 + r - 1];
+                if below >= INF {
+                    continue;
+                }
+                let (cost, packed) = self.model.node_cost(s as u32, 1 + self.inner[depth][s]);
+                let total = cost + below;
+                if total < best {
+                    best = total;
+                    arg = s as u8 | (packed as u8) << 7;
+                }
+            }
+            mine[r] = best;
+            if self.record {
+                self.best[id * k1 + r] = arg;
+            }
+        }
+        true
+    }
+
+    /// Replays the walk in the same order, emitting the chosen nodes.
+    fn emit(
+        &mut self,
+        depth: usize,
+        lo: usize,
+        hi: usize,
+        boundary: usize,
+        r: usize,
+        out: &mut Vec<(u8, bool)>,
+    ) {
+        let start = self.below(depth, lo);
+        if start >= hi {
+            return;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let (boundary, r) = if depth == boundary {
+            let choice = self.best[id * (self.k + 1) + r];
+            let stride = choice & 0x7f;
+            out.push((stride, choice & 0x80 != 0));
+            (depth + stride as usize, r - 1)
+        } else {
+            (boundary, r)
+        };
+        let mid =
+            start + self.prefixes[start..hi].partition_point(|&(addr, _)| !addr.bit(depth as u8));
+        for (clo, chi) in [(start, mid), (mid, hi)] {
+            if clo < chi {
+                self.emit(depth + 1, clo, chi, boundary, r, out);
+            }
+        }
+    }
+}
+
+/// Runs the variable-stride program on `prefixes` for 1..=`levels` levels
+/// and strides up to `cap`; returns `Opt(root, r)` in bytes for each `r`
+/// (index 0 unused), and with `plan` the node list for `levels`.
+fn variable_dp<A: CpeAddr>(
+    prefixes: &[(A, u8)],
+    levels: u8,
+    cap: u8,
+    model: MemoryModel,
+    plan: bool,
+) -> (Vec<u64>, Option<Vec<(u8, bool)>>) {
+    let k = levels as usize;
+    let cap = (cap as usize).min(A::BITS as usize);
+    let depths = A::BITS as usize + 2;
+    let mut dp = VariableDp {
+        prefixes,
+        k,
+        cap,
+        model,
+        sums: vec![vec![0; (cap + 1) * (k + 1)]; depths],
+        inner: vec![vec![0; cap + 1]; depths],
+        best: Vec::new(),
+        record: plan,
+        next_id: 0,
+    };
+    if plan {
+        // One byte per inner node and level count: count the nodes first.
+        let (counts, _) = inner_node_counts(prefixes);
+        let nodes: u64 = counts.iter().sum();
+        dp.best = vec![0; nodes as usize * (k + 1) + k + 1];
+    }
+    let root_has_below = dp.visit(0, 0, prefixes.len());
+    if !root_has_below {
+        // Nothing below the root: a 1-bit root holds the default route.
+        let bytes = model.node_cost(1, 1).0;
+        let mut costs = vec![bytes; k + 1];
+        costs[0] = INF;
+        return (costs, plan.then(|| vec![(1, false)]));
+    }
+    let costs: Vec<u64> = (0..=k).map(|r| dp.sums[0][r]).collect();
+    let nodes = if plan && costs[k] < INF {
+        dp.next_id = 0;
+        let mut out = Vec::new();
+        dp.emit(0, 0, prefixes.len(), 0, k, &mut out);
+        Some(out)
+    } else {
+        None
+    };
+    (costs, nodes)
+}
+
+/// The `levels`-level variable-stride plan of least memory under `model`
+/// with strides at most `cap`; `Err` says why none exists.
+pub(crate) fn variable_plan<A: CpeAddr>(
+    prefixes: &[(A, u8)],
+    levels: u8,
+    cap: u8,
+    model: MemoryModel,
+) -> Result<VariablePlan, String> {
+    let (costs, nodes) = variable_dp(prefixes, levels, cap, model, true);
+    match nodes {
+        Some(nodes) => Ok(VariablePlan {
+            nodes,
+            bytes: costs[levels as usize],
+        }),
+        None => {
+            let max_len = prefixes.iter().map(|p| p.1).max().unwrap_or(0);
+            Err(format!(
+                "{levels} levels of at most {cap} bits cannot reach prefixes of length {max_len} \
+                 (use at least {} levels, or cap up to {})",
+                (max_len as usize).div_ceil(cap as usize),
+                super::MAX_STRIDE
+            ))
+        }
+    }
+}
+
+/// Least memory of a fixed-stride trie for `rib` with `levels` levels.
+pub fn fixed_strides<A: CpeAddr>(
+    rib: &Rib<A>,
+    levels: u8,
+    cap: u8,
+    model: MemoryModel,
+) -> Result<FixedPlan, String> {
+    fixed_plan(&sorted_prefixes(rib), levels, cap, model)
+}
+
+/// Least memory of a variable-stride trie for `rib` with `levels` levels.
+pub fn variable_strides<A: CpeAddr>(
+    rib: &Rib<A>,
+    levels: u8,
+    cap: u8,
+    model: MemoryModel,
+) -> Result<VariablePlan, String> {
+    variable_plan(&sorted_prefixes(rib), levels, cap, model)
+}
+
+/// One level count's row of the paper's Tables 5-8.
+#[derive(Clone, Debug)]
+pub struct StrideRow {
+    /// Number of levels.
+    pub levels: u8,
+    /// Table 5: fixed strides, leaf-pushed (bytes, strides; `None` if impossible).
+    pub fixed: Option<FixedPlan>,
+    /// Time the fixed-stride program took.
+    pub fixed_time: Duration,
+    /// Table 6: variable strides, leaf-pushed (non-leaf-pushed is twice this).
+    pub variable_bytes: Option<u64>,
+    /// Root stride of the Table 6 trie, and its number of multibit nodes.
+    pub variable_root: Option<(u8, usize)>,
+    /// Time the variable-stride program took for this level count alone.
+    pub variable_time: Duration,
+    /// Table 7: variable strides, leaf-pushed, packed nodes allowed.
+    pub leaf_packed_bytes: Option<u64>,
+    /// Table 8: variable strides, non-leaf-pushed, packed nodes allowed.
+    pub nopush_packed_bytes: Option<u64>,
+}
+
+/// The paper's Tables 5-8 for one table: memory per level count under each
+/// model, the programs' run times and the chosen strides. `Display` prints it.
+#[derive(Clone, Debug)]
+pub struct StrideReport {
+    /// Address family and prefix count, for the heading.
+    pub title: String,
+    /// The stride cap the programs used.
+    pub cap: u8,
+    /// One row per level count.
+    pub rows: Vec<StrideRow>,
+    /// Time of one packed-model program covering every level count at once.
+    pub packed_time: Duration,
+}
+
+/// Runs every stride program on `rib` for each level count in `levels`
+/// (e.g. `2..=12`) with strides at most `cap` (1..=[`super::MAX_STRIDE`]).
+pub fn stride_report<A: CpeAddr>(
+    rib: &Rib<A>,
+    levels: std::ops::RangeInclusive<u8>,
+    cap: u8,
+) -> StrideReport {
+    let prefixes = sorted_prefixes(rib);
+    let cap = cap.clamp(1, super::MAX_STRIDE);
+    let max_k = (*levels.end()).max(1);
+    let started = Instant::now();
+    let (leaf_packed, _) = variable_dp(
+        &prefixes,
+        max_k,
+        cap,
+        MemoryModel::LEAF_PUSHED_PACKED,
+        false,
+    );
+    let (nopush_packed, _) =
+        variable_dp(&prefixes, max_k, cap, MemoryModel::NOT_PUSHED_PACKED, false);
+    let packed_time = started.elapsed() / 2;
+    let finite = |bytes: u64| (bytes < INF).then_some(bytes);
+    let mut rows = Vec::new();
+    for k in levels.filter(|&k| k >= 1) {
+        let started = Instant::now();
+        let fixed = fixed_plan(&prefixes, k, cap, MemoryModel::LEAF_PUSHED).ok();
+        let fixed_time = started.elapsed();
+        let started = Instant::now();
+        let plan = variable_plan(&prefixes, k, cap, MemoryModel::LEAF_PUSHED).ok();
+        let variable_time = started.elapsed();
+        rows.push(StrideRow {
+            levels: k,
+            fixed,
+            fixed_time,
+            variable_bytes: plan.as_ref().map(|p| p.bytes),
+            variable_root: plan.as_ref().map(|p| (p.nodes[0].0, p.nodes.len())),
+            variable_time,
+            leaf_packed_bytes: finite(leaf_packed[k as usize]),
+            nopush_packed_bytes: finite(nopush_packed[k as usize]),
+        });
+    }
+    StrideReport {
+        title: format!("{} table, {} prefixes", A::FAMILY, prefixes.len()),
+        cap,
+        rows,
+        packed_time,
+    }
+}
+
+impl fmt::Display for StrideReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kb = |bytes: Option<u64>| match bytes {
+            Some(b) => format!("{}", b.div_ceil(1024)),
+            None => "-".to_string(),
+        };
+        let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1e3);
+        writeln!(f, "{}, strides at most {} bits", self.title, self.cap)?;
+        writeln!(
+            f,
+            "memory in KB (1 KB = 1024 bytes); leaf-pushed entries 4 bytes, non-leaf-pushed 8, packed nodes 64"
+        )?;
+        writeln!(
+            f,
+            "{:>6} | {:>9} {:>7} | {:>9} {:>9} {:>9} | {:>9} {:>9}",
+            "levels", "T5 fixed", "ms", "T6 var", "nopush", "ms", "T7 leafpk", "T8 nppk"
+        )?;
+        for row in &self.rows {
+            writeln!(
+                f,
+                "{:>6} | {:>9} {:>7} | {:>9} {:>9} {:>9} | {:>9} {:>9}",
+                row.levels,
+                kb(row.fixed.as_ref().map(|p| p.bytes)),
+                ms(row.fixed_time),
+                kb(row.variable_bytes),
+                kb(row.variable_bytes.map(|b| b * 2)),
+                ms(row.variable_time),
+                kb(row.leaf_packed_bytes),
+                kb(row.nopush_packed_bytes),
+            )?;
+        }
+        writeln!(
+            f,
+            "packed-model programs (T7, T8; every level count in one pass): {} ms each",
+            ms(self.packed_time)
+        )?;
+        writeln!(f, "chosen strides:")?;
+        for row in &self.rows {
+            let fixed = match &row.fixed {
+                Some(plan) => plan
+                    .strides
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join("+"),
+                None => "-".to_string(),
+            };
+            let variable = match row.variable_root {
+                Some((root, nodes)) => format!("root {root}, {nodes} nodes"),
+                None => "-".to_string(),
+            };
+            writeln!(
+                f,
+                "{:>6} | fixed {:<28} | variable {}",
+                row.levels, fixed, variable
+            )?;
+        }
+        Ok(())
+    }
+}

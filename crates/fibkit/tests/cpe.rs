@@ -1,0 +1,372 @@
+//! `cpe` engine tests: the full variant matrix on the shared tables, the
+//! stride programs against brute force, and update replay.
+
+mod common;
+
+use std::time::Instant;
+
+use common::*;
+use fibkit::{build, verify, EngineFamily, Rib};
+
+/// Builds `spec` and verifies it; `Err` carries the build error text.
+fn check<A: EngineFamily>(spec: &str, rib: &Rib<A>, random: usize) -> Result<usize, String> {
+    let started = Instant::now();
+    let engine = build(spec, rib).map_err(|e| e.to_string())?;
+    let built = started.elapsed();
+    let report = verify(engine.as_ref(), rib, random, 0x5eed);
+    eprintln!(
+        "{spec}: {} KB, build {:.2?}, verify {:.2?}, {} checked",
+        engine.memory_bytes() / 1024,
+        built,
+        started.elapsed() - built,
+        report.checked
+    );
+    assert!(
+        report.ok(),
+        "{spec}: {} failed: {:?}",
+        report.failed,
+        report
+            .mismatches
+            .iter()
+            .map(|m| m.to_string())
+            .collect::<Vec<_>>()
+    );
+    Ok(engine.memory_bytes())
+}
+
+const VARIANTS: &[&str] = &["", ",fixed", ",nopush", ",packed"];
+
+#[test]
+fn dfz_v4_nh_matrix() {
+    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
+    for levels in [2, 3, 4, 6] {
+        for variant in VARIANTS {
+            check(&format!("cpe:levels={levels}{variant}"), rib, 20_000).unwrap();
+        }
+    }
+}
+
+#[test]
+fn dfz_v4_asn_matrix() {
+    let rib = &shared_table("dfz-v4-asn.txt.gz").v4;
+    for levels in [2, 3, 4, 6] {
+        for variant in VARIANTS {
+            check(&format!("cpe:levels={levels}{variant}"), rib, 20_000).unwrap();
+        }
+    }
+}
+
+/// dfz-v6 has /128 prefixes: with strides capped at 24, fewer than 6 levels
+/// cannot reach them, and 6 (variable) or 8 (fixed) levels need more than
+/// 2^26 entries; both fail with a `Limit` error naming the problem. From 9
+/// levels on every variant builds.
+#[test]
+fn dfz_v6_nh_matrix() {
+    let rib = &shared_table("dfz-v6-nh.txt.gz").v6;
+    for levels in [2, 3, 4, 6] {
+        for variant in VARIANTS {
+            let spec = format!("cpe:levels={levels}{variant}");
+            let err = check(&spec, rib, 20_000).unwrap_err();
+            assert!(
+                err.contains("cannot encode this table") && err.contains("levels"),
+                "{spec}: {err}"
+            );
+        }
+    }
+    for variant in VARIANTS {
+        check(&format!("cpe:levels=9{variant}"), rib, 20_000).unwrap();
+    }
+}
+
+/// linx-rib-ipv6 ends at /48: 2 levels of at most 24 bits would need a
+/// 2^24-entry node below every /24 with longer prefixes (over 2^26 entries);
+/// 3, 4 and 6 levels build.
+#[test]
+fn linx_rib_ipv6_matrix() {
+    let rib = &shared_table("linx-rib-ipv6.20141225.txt.gz").v6;
+    for variant in VARIANTS {
+        let spec = format!("cpe:levels=2{variant}");
+        let err = check(&spec, rib, 20_000).unwrap_err();
+        assert!(err.contains("cannot encode this table"), "{spec}: {err}");
+        for levels in [3, 4, 6] {
+            check(&format!("cpe:levels={levels}{variant}"), rib, 20_000).unwrap();
+        }
+    }
+}
+
+#[test]
+fn spec_errors_are_clear() {
+    let rib4 = Rib::<u32>::new();
+    let rib6 = Rib::<u128>::new();
+    let err = build("cpe:strides=16+8+8", &rib6)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("sum to 32 bits but IPv6 addresses have 128"),
+        "{err}"
+    );
+    let err = build("cpe:strides=16+8", &rib4).err().unwrap().to_string();
+    assert!(err.contains("sum to 24 bits"), "{err}");
+    let err = build("cpe:strides=16+x", &rib4).err().unwrap().to_string();
+    assert!(err.contains("not a list"), "{err}");
+    let err = build("cpe:strides=32", &rib4).err().unwrap().to_string();
+    assert!(err.contains("1..=24"), "{err}");
+    let err = build("cpe:levels=3,nopush,packed", &rib4)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("packed nodes are built"), "{err}");
+    let err = build("cpe:levels=3,cap=25", &rib4)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("cap=25"), "{err}");
+    let err = build("cpe:levels=3,strides=16+16", &rib4)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("takes no"), "{err}");
+    assert!(build("cpe:strides=16+8+8,nopush", &rib4).is_ok());
+    assert!(build("cpe", &rib4).is_ok());
+    assert!(build("cpe", &rib6).is_ok());
+}
+
+// ---- The stride programs against brute force -------------------------------
+
+use std::collections::HashSet;
+
+use fibkit::engines::cpe::{fixed_strides, variable_strides, MemoryModel};
+use fibkit::{Addr, Prefix};
+use proptest::prelude::*;
+
+/// Small tables in the first 12 bits of the address space, so brute force
+/// over every stride choice stays cheap.
+fn small_table() -> impl Strategy<Value = Vec<(u32, u8)>> {
+    prop::collection::vec((any::<u32>(), 0u8..=12), 0..40)
+}
+
+/// 1-bit trie nodes at `depth` with a longer prefix below them.
+fn inner_nodes(prefixes: &HashSet<(u32, u8)>, depth: u8) -> HashSet<u32> {
+    prefixes
+        .iter()
+        .filter(|&&(_, plen)| plen > depth)
+        .map(|&(addr, _)| addr.masked(depth))
+        .collect()
+}
+
+/// Every way of writing `total` as `parts` strides in 1..=cap.
+fn compositions(total: u32, parts: u32, cap: u32, prefix: &mut Vec<u32>, out: &mut Vec<Vec<u32>>) {
+    if parts == 0 {
+        if total == 0 {
+            out.push(prefix.clone());
+        }
+        return;
+    }
+    for s in 1..=cap.min(total) {
+        prefix.push(s);
+        compositions(total - s, parts - 1, cap, prefix, out);
+        prefix.pop();
+    }
+}
+
+fn brute_fixed(prefixes: &HashSet<(u32, u8)>, levels: u32, cap: u32) -> Option<u64> {
+    let max_len = prefixes.iter().map(|p| p.1 as u32).max().unwrap_or(0);
+    let target = max_len.max(levels);
+    let mut all = Vec::new();
+    compositions(target, levels, cap, &mut Vec::new(), &mut all);
+    all.iter()
+        .map(|strides| {
+            let mut depth = 0u32;
+            let mut bytes = 0u64;
+            for &s in strides {
+                let nodes = if depth == 0 {
+                    1
+                } else {
+                    inner_nodes(prefixes, depth as u8).len() as u64
+                };
+                bytes += nodes * (1u64 << s) * 4;
+                depth += s;
+            }
+            bytes
+        })
+        .min()
+}
+
+/// Figure 5's recursion, evaluated naively: the node `addr/depth` with `r` levels.
+fn brute_variable(
+    prefixes: &HashSet<(u32, u8)>,
+    addr: u32,
+    depth: u8,
+    r: u32,
+    cap: u8,
+) -> Option<u64> {
+    if r == 0 {
+        return None;
+    }
+    let mut best: Option<u64> = None;
+    for s in 1..=cap.min(32 - depth) {
+        let end = depth + s;
+        let below: HashSet<u32> = prefixes
+            .iter()
+            .filter(|&&(a, plen)| plen > end && a.masked(depth) == addr)
+            .map(|&(a, _)| a.masked(end))
+            .collect();
+        let mut total = Some((1u64 << s) * 4);
+        for child in below {
+            total = match (total, brute_variable(prefixes, child, end, r - 1, cap)) {
+                (Some(t), Some(c)) => Some(t + c),
+                _ => None,
+            };
+        }
+        if let Some(t) = total {
+            best = Some(best.map_or(t, |b| b.min(t)));
+        }
+    }
+    best
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn stride_programs_match_brute_force(entries in small_table(), levels in 1u8..=4, cap in 3u8..=6) {
+        let rib = Rib::from_pairs(entries.iter().map(|&(a, l)| (Prefix::new_masked(a, l), 1)));
+        let set: HashSet<(u32, u8)> = rib.iter().map(|(p, _)| (p.addr(), p.plen())).collect();
+        let fixed = fixed_strides(&rib, levels, cap, MemoryModel::LEAF_PUSHED).ok().map(|p| p.bytes);
+        prop_assert_eq!(fixed, brute_fixed(&set, levels as u32, cap as u32));
+        let has_below = set.iter().any(|p| p.1 > 0);
+        let want = if has_below {
+            brute_variable(&set, 0, 0, levels as u32, cap)
+        } else {
+            Some(8) // a 1-bit root holding the default route
+        };
+        let got = variable_strides(&rib, levels, cap, MemoryModel::LEAF_PUSHED).ok();
+        prop_assert_eq!(got.as_ref().map(|p| p.bytes), want);
+        // The engines are exactly as big as the programs say (plus labels).
+        let labels = if rib.is_empty() { 8 } else { 16 };
+        if let Some(plan) = got {
+            let spec = format!("cpe:levels={levels},cap={cap}");
+            let engine = build(&spec, &rib).unwrap();
+            prop_assert_eq!(engine.memory_bytes() as u64, plan.bytes + labels);
+            let nopush = build(&format!("{spec},nopush"), &rib).unwrap();
+            prop_assert_eq!(nopush.memory_bytes() as u64, plan.bytes * 2 + labels);
+            assert_engine_matches(&spec, &rib, 200);
+            assert_engine_matches(&format!("{spec},packed"), &rib, 200);
+        }
+        if let Some(bytes) = fixed {
+            let engine = build(&format!("cpe:levels={levels},cap={cap},fixed"), &rib).unwrap();
+            prop_assert_eq!(engine.memory_bytes() as u64, bytes + labels);
+        }
+    }
+}
+
+// ---- Update replay -----------------------------------------------------------
+
+use fibkit::apply_changes;
+use fibkit::load::{load_updates, AnyChange};
+
+/// Replays the LINX update stream onto dfz-v4-nh; the non-leaf-pushed trie
+/// is patched in place, the leaf-pushed one rebuilds the affected subtrees
+/// (neither is rebuilt whole), and both agree with the reference table at
+/// several points and at the end.
+#[test]
+fn nopush_update_replay() {
+    let table = shared_table("dfz-v4-nh.txt.gz");
+    let updates = load_updates(
+        &data_path("linx-updates-ipv4.20141217.txt.gz"),
+        &Default::default(),
+        table.nexthops.clone(),
+    )
+    .unwrap();
+    let changes: Vec<_> = updates
+        .updates
+        .iter()
+        .filter_map(|u| match u.change {
+            AnyChange::V4(change) => Some(change),
+            AnyChange::V6(_) => None,
+        })
+        .collect();
+    assert!(changes.len() > 20_000);
+    for spec in [
+        "cpe:levels=4,nopush",
+        "cpe:levels=3,fixed,nopush,cap=24",
+        "cpe:levels=3",
+    ] {
+        let mut rib = table.v4.clone();
+        let mut engine = build(spec, &rib).unwrap();
+        let checkpoints = [changes.len() / 4, changes.len() / 2, changes.len()];
+        let mut done = 0;
+        for checkpoint in checkpoints {
+            for change in &changes[done..checkpoint] {
+                let summary =
+                    apply_changes(&mut engine, &mut rib, std::slice::from_ref(change)).unwrap();
+                assert!(!summary.rebuilt, "{spec} was rebuilt");
+            }
+            done = checkpoint;
+            let report = verify(engine.as_ref(), &rib, 20_000, 7);
+            assert!(
+                report.ok(),
+                "{spec} after {done} updates: {} failed: {:?}",
+                report.failed,
+                report
+                    .mismatches
+                    .iter()
+                    .map(|m| m.to_string())
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+}
+
+/// Random insert/delete/relabel sequences on small tables keep the
+/// non-leaf-pushed and leaf-pushed tries equal to the reference, including nodes added
+/// below the built trie and nodes freed again.
+mod random_updates {
+    use super::*;
+    use fibkit::rib::Change;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn tries_follow_random_updates(
+            entries in random_table_v4(),
+            ops in prop::collection::vec((any::<u32>(), 0u8..=32, 0u32..4, any::<bool>()), 0..120),
+        ) {
+            let mut rib = rib_from_triples(&entries);
+            let mut engine = build("cpe:levels=4,nopush,cap=8", &rib).unwrap();
+            let mut leaf = build("cpe:levels=4,cap=8", &rib).unwrap();
+            let mut leaf_rib = rib.clone();
+            for (i, &(addr, plen, label, withdraw)) in ops.iter().enumerate() {
+                // Mostly near existing prefixes, so updates hit built nodes.
+                let addr = if i % 2 == 0 { (addr & 0x000f_ffff) | 0x0a00_0000 } else { addr };
+                let prefix = Prefix::new_masked(addr, plen);
+                let change = if withdraw {
+                    Change::Withdraw(prefix)
+                } else {
+                    Change::Announce(prefix, label)
+                };
+                let summary = apply_changes(&mut engine, &mut rib, &[change]).unwrap();
+                prop_assert!(!summary.rebuilt);
+                let summary = apply_changes(&mut leaf, &mut leaf_rib, &[change]).unwrap();
+                prop_assert!(!summary.rebuilt);
+            }
+            assert_engine_matches_engine(engine.as_ref(), &rib);
+            assert_engine_matches_engine(leaf.as_ref(), &leaf_rib);
+        }
+    }
+
+    fn assert_engine_matches_engine(engine: &dyn fibkit::Fib<u32>, rib: &Rib<u32>) {
+        let report = verify(engine, rib, 500, 3);
+        assert!(
+            report.ok(),
+            "{:?}",
+            report
+                .mismatches
+                .iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+        );
+    }
+}
