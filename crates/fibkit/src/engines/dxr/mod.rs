@@ -104,10 +104,13 @@ pub const MAX_K: u32 = 24;
 pub const MIN_D: u32 = 12;
 /// See [`MIN_D`].
 pub const MAX_D: u32 = 16;
-/// The default layout, chosen by measurement (docs/BENCHMARKS.md, "DXR").
+/// The default layout, chosen by measurement (docs/BENCHMARKS.md, "DXR"):
+/// with the grouped batch lookup D16X5R was the fastest on random keys (batch
+/// and plain), is smaller than D20R (2.9 vs 4.9 MB on dfz-v4-nh) and no
+/// slower on serialized keys.
 pub const DEFAULT_LAYOUT: Layout = Layout {
-    d_bits: 0,
-    k_bits: 20,
+    d_bits: 16,
+    k_bits: 21,
 };
 
 const _: () = assert!(2 + SIZE_BITS + BASE_BITS == 32);
@@ -219,7 +222,7 @@ impl Fib<u32> for Dxr {
 
     fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<Label>]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        self.lookup_batch_prefetch(addrs, &mut out[..addrs.len()]);
+        self.lookup_batch_grouped::<GROUP, GROUPS_AHEAD, true>(addrs, &mut out[..addrs.len()]);
     }
 
     fn update(&mut self, rib: &Rib<u32>, changed: &[Prefix<u32>]) -> Result<(), BuildError> {
@@ -231,11 +234,19 @@ impl Fib<u32> for Dxr {
     }
 }
 
-/// Prefetch window of [`Dxr::lookup_batch_prefetch`], in keys.
-// PERF: examples/dxr_bench.rs: windows of 8, 16 and 32 keys differed by less
-// than the run-to-run noise of the shared test machine; 16 keys (32 in flight)
-// covers DRAM latency at the measured rates.
-const WINDOW: usize = 16;
+/// Keys per group of [`Dxr::lookup_batch_grouped`], and how many groups
+/// ahead their entries are prefetched (`GROUP * GROUPS_AHEAD` keys).
+// PERF: A/B by on-CPU time (2^24 random keys, dfz-v4-nh, medians of 7-15
+// interleaved runs, 2026-11-22; docs/BENCHMARKS.md, DXR, "Grouped batch
+// lookup"): groups of 4 keys 4 groups ahead were the fastest on
+// dxr:d=16,x=5 (317 Mlps; 8x2: 301; 16x2: 263; the former one-key sliding
+// window of 16/32 keys: 266) and within noise of the best on dxr:k=20 (272
+// vs 259-264); on dxr:k=16 8x2 was a little faster (109 vs 102, old window
+// 87). The unchecked entry/results reads add ~8% (4x4 checked: 292 on
+// d=16,x=5, 98 on k=16).
+const GROUP: usize = 4;
+/// See [`GROUP`].
+const GROUPS_AHEAD: usize = 4;
 
 impl Dxr {
     /// The layout.
@@ -283,40 +294,158 @@ impl Dxr {
         }
     }
 
-    /// Batch lookup keeping many lookups in flight (thesis 4.2): the entry of
-    /// key `i + 2W` is prefetched, the entry of key `i + W` is read and the
-    /// middle of its chunk prefetched, and key `i` is resolved.
-    fn lookup_batch_prefetch(&self, addrs: &[u32], out: &mut [Option<Label>]) {
-        let mut entries = [0u32; WINDOW];
-        let n = addrs.len();
-        for &addr in addrs.iter().take(2 * WINDOW) {
-            prefetch(self.ext.as_ptr().wrapping_add(self.entry_index(addr)));
+    /// Batch lookup in groups of `G` keys, software-pipelined (thesis 4.2;
+    /// "group prefetching"): the entries of group `g + AHEAD` are prefetched
+    /// (and their indices kept, so the direct table is read once per key),
+    /// then group `g` is resolved: its entries are read, keys resolved by
+    /// their entry get their result at once (branch-free), and the others
+    /// are gathered and binary-searched in lock-step, one step for all of
+    /// them per round, so their dependent range-table loads overlap instead
+    /// of serializing. The tail (fewer than `G` keys) uses [`Fib::lookup`].
+    ///
+    /// `UNCHECKED` reads the entry and results tables without bounds checks
+    /// on the path every key takes; `false` is its safe twin (the tests
+    /// compare them).
+    fn lookup_batch_grouped<const G: usize, const AHEAD: usize, const UNCHECKED: bool>(
+        &self,
+        addrs: &[u32],
+        out: &mut [Option<Label>],
+    ) {
+        let groups = addrs.len() / G;
+        let mut ahead = [[0u32; G]; AHEAD];
+        for (g, slot) in ahead.iter_mut().enumerate().take(groups) {
+            self.prefetch_group(&addrs[g * G..][..G], slot);
         }
-        for (i, &addr) in addrs.iter().enumerate().take(WINDOW) {
-            entries[i] = self.read_entry_prefetch_chunk(addr);
+        for g in 0..groups {
+            let indices = ahead[g % AHEAD];
+            if g + AHEAD < groups {
+                self.prefetch_group(&addrs[(g + AHEAD) * G..][..G], &mut ahead[g % AHEAD]);
+            }
+            self.resolve_group::<G, UNCHECKED>(
+                &addrs[g * G..][..G],
+                &indices,
+                &mut out[g * G..][..G],
+            );
         }
-        for i in 0..n {
-            if let Some(&ahead) = addrs.get(i + 2 * WINDOW) {
-                prefetch(self.ext.as_ptr().wrapping_add(self.entry_index(ahead)));
-            }
-            let entry = entries[i % WINDOW];
-            if let Some(&next) = addrs.get(i + WINDOW) {
-                entries[i % WINDOW] = self.read_entry_prefetch_chunk(next);
-            }
-            out[i] = self.results[self.resolve(entry, addrs[i]) as usize];
+        let done = groups * G;
+        for (addr, result) in addrs[done..].iter().zip(&mut out[done..]) {
+            *result = self.lookup(*addr);
         }
     }
 
+    /// Keeps the entry index of each of `addrs` in `indices` and prefetches
+    /// the entry.
     #[inline(always)]
-    fn read_entry_prefetch_chunk(&self, addr: u32) -> u32 {
-        let entry = self.ext[self.entry_index(addr)];
-        if entry >> FORMAT_SHIFT != FORMAT_LABEL {
-            // The first probe of the search lands in the middle of the chunk.
-            let base = (entry & BASE_MASK) as usize;
-            let n = ((entry >> SIZE_SHIFT) & SIZE_MASK) as usize;
-            prefetch(self.ranges.as_ptr().wrapping_add(base + n / 2));
+    fn prefetch_group<const G: usize>(&self, addrs: &[u32], indices: &mut [u32; G]) {
+        for (slot, &addr) in indices.iter_mut().zip(addrs) {
+            let at = self.entry_index(addr);
+            prefetch(self.ext.as_ptr().wrapping_add(at));
+            // `ext` has at most 2^24 entries (K <= 24), so indices fit u32.
+            *slot = at as u32;
         }
-        entry
+    }
+
+    /// Resolves one group: `indices` are the keys' entry indices.
+    #[inline(always)]
+    fn resolve_group<const G: usize, const UNCHECKED: bool>(
+        &self,
+        addrs: &[u32],
+        indices: &[u32; G],
+        out: &mut [Option<Label>],
+    ) {
+        let mut entries = [0u32; G];
+        // Positions (in the group) of the keys that need a search.
+        let mut todo = [0u8; G];
+        let mut searches = 0;
+        for j in 0..G {
+            let at = indices[j] as usize;
+            debug_assert!(at < self.ext.len());
+            let entry = if UNCHECKED {
+                // SAFETY: `at` comes from `entry_index`, which is always in
+                // bounds: D{K}R indexes by the top K bits and `ext` has 2^K
+                // entries; the extended layout's direct table holds only
+                // numbers of blocks present in `ext` (build and update keep
+                // it so). The debug_assert above checks it in tests.
+                unsafe { *self.ext.get_unchecked(at) }
+            } else {
+                self.ext[at]
+            };
+            entries[j] = entry;
+            let direct = entry >> FORMAT_SHIFT == FORMAT_LABEL;
+            // Keys still to search get index 0's result for now.
+            let label = if direct { entry & LABEL_MASK } else { 0 } as usize;
+            debug_assert!(label < self.results.len());
+            out[j] = if UNCHECKED {
+                // SAFETY: label entries hold indices into `results` (build
+                // and update add a label to `results` before any entry names
+                // it, and never shrink it), and index 0 ("no route") always
+                // exists. The debug_assert above checks it in tests.
+                unsafe { *self.results.get_unchecked(label) }
+            } else {
+                self.results[label]
+            };
+            todo[searches] = j as u8;
+            searches += !direct as usize;
+        }
+        if searches == 0 {
+            return;
+        }
+        // Per search: first word, range count, current low end, probe.
+        let mut base = [0u32; G];
+        let mut len = [0u32; G];
+        let mut count = [0u32; G];
+        let mut low = [0u32; G];
+        let mut probe = [0u16; G];
+        let mut more = false;
+        for k in 0..searches {
+            let j = todo[k] as usize;
+            let entry = entries[j];
+            let mut n = (entry >> SIZE_SHIFT) & SIZE_MASK;
+            let mut first = entry & BASE_MASK;
+            if n == SIZE_ESCAPE {
+                n = self.ranges[first as usize] as u32 + 1;
+                first += 1;
+            }
+            let offset = addrs[j] & self.offset_mask;
+            // Short chunks compare whole words (start8 << 8 | label8) with
+            // key8 << 8 | 0xff; the others compare 16-bit starts.
+            let short = ((offset >> self.short_shift) << 8) | 0xff;
+            probe[k] = if entry >> FORMAT_SHIFT == FORMAT_SHORT {
+                short
+            } else {
+                offset
+            } as u16;
+            base[k] = first;
+            len[k] = n;
+            count[k] = n;
+            more |= n > 1;
+        }
+        // The same steps as [`search`], one per key per round; a finished
+        // search (len 1) steps by 0, rereading its own word.
+        while more {
+            more = false;
+            for k in 0..searches {
+                let half = len[k] / 2;
+                if self.ranges[(base[k] + low[k] + half) as usize] <= probe[k] {
+                    low[k] += half;
+                }
+                len[k] -= half;
+                more |= len[k] > 1;
+            }
+        }
+        for k in 0..searches {
+            let j = todo[k] as usize;
+            let (first, n, i) = (base[k] as usize, count[k] as usize, low[k] as usize);
+            let label = match entries[j] >> FORMAT_SHIFT {
+                FORMAT_SHORT => (self.ranges[first + i] & 0xff) as u32,
+                FORMAT_LONG => self.ranges[first + n + i] as u32,
+                _ => {
+                    let at = first + n + 2 * i;
+                    self.ranges[at] as u32 | (self.ranges[at + 1] as u32) << 16
+                }
+            };
+            out[j] = self.results[label as usize];
+        }
     }
 }
 
@@ -403,6 +532,57 @@ mod tests {
         assert_eq!(search_steps(2), 1);
         assert_eq!(search_steps(5), 3);
         assert_eq!(search_steps(256), 8);
+    }
+
+    /// The grouped batch lookup, unchecked and its checked twin, agrees with
+    /// the plain lookup in every format (short, long, wide, escaped sizes),
+    /// for group sizes that leave a tail.
+    #[test]
+    fn grouped_batch_matches_lookup_checked_and_unchecked() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut rib = Rib::new();
+        rib.insert(Prefix::new_masked(0, 0), 1);
+        for _ in 0..4000 {
+            let plen = rng.random_range(8..=32u8);
+            rib.insert(
+                Prefix::new_masked(rng.random(), plen),
+                rng.random_range(0..50),
+            );
+        }
+        // More than 2^16 distinct labels, one range each: wide chunks.
+        for i in 0..70_000u32 {
+            rib.insert(Prefix::new_masked(0x2000_0000 + i * 5, 32), 1000 + i);
+        }
+        // 300 /32s in one /16: a chunk bigger than the size field (escape).
+        for i in 0..300u32 {
+            rib.insert(Prefix::new_masked(0x0a0b_0000 | (i * 7), 32), i % 3 + 2);
+        }
+        let mut addrs: Vec<u32> = (0..20_001).map(|_| rng.random()).collect();
+        addrs.extend(rib.ranges().iter().map(|r| r.first));
+        addrs.extend((0..3000u32).map(|i| 0x0a0b_0000 | i));
+        for layout in [(0, 16), (0, 20), (16, 20), (12, 18)] {
+            let layout = Layout {
+                d_bits: layout.0,
+                k_bits: layout.1,
+            };
+            let dxr = Dxr::with_layout(layout, &rib).unwrap();
+            let stats = dxr.dxr_stats();
+            assert!(
+                stats.chunks[1] > 0 && stats.chunks[2] > 0,
+                "{layout:?} {stats:?}"
+            );
+            let want: Vec<_> = addrs.iter().map(|&a| dxr.lookup(a)).collect();
+            let mut checked = vec![None; addrs.len()];
+            let mut unchecked = vec![None; addrs.len()];
+            dxr.lookup_batch_grouped::<4, 4, false>(&addrs, &mut checked);
+            dxr.lookup_batch_grouped::<GROUP, GROUPS_AHEAD, true>(&addrs, &mut unchecked);
+            assert_eq!(checked, want, "{layout:?} checked");
+            assert_eq!(unchecked, want, "{layout:?} unchecked");
+            dxr.lookup_batch_grouped::<7, 3, true>(&addrs, &mut unchecked);
+            assert_eq!(unchecked, want, "{layout:?} 7x3");
+        }
     }
 
     #[test]
