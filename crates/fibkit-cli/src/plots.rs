@@ -232,9 +232,13 @@ fn dxr_versus_k(
     let k_min = dxr.iter().map(|(k, _)| *k).min().unwrap_or(16) as f64 - 0.5;
     let k_max = dxr.iter().map(|(k, _)| *k).max().unwrap_or(24) as f64 + 0.5;
     // Upper panel: RND throughput per series, by K.
+    // One thread count (the smallest) and DXR rows only, so each K has one
+    // point per mode.
+    let min_threads = measurements.iter().map(|m| m.threads).min().unwrap_or(1);
     let rnd: Vec<&Measurement> = measurements
         .iter()
-        .filter(|m| m.pattern.starts_with("rnd"))
+        .filter(|m| m.pattern.starts_with("rnd") && m.threads == min_threads)
+        .filter(|m| dxr.iter().any(|(_, f)| f.engine == m.engine))
         .collect();
     let max = rnd.iter().map(|m| m.median_mlps).fold(0.0, f64::max) * 1.1 + 1e-9;
     let mut chart = ChartBuilder::on(&upper)
