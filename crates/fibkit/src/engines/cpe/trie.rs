@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::{child_ptr, CpeAddr, BASE_MASK, CHILD, MAX_ENTRIES, NEW_NODE_STRIDE, STRIDE_SHIFT};
+use crate::engines::prefetch;
 use crate::fib::{BuildError, Fib, LabelTable};
 use crate::prefix::{Label, Prefix};
 use crate::rib::{Range, Rib};
@@ -45,21 +46,6 @@ impl PackedLine {
 // A branch-free root step (always prefetch, select the second-level read by
 // a conditional move) ran 124 against 154 Mlps for `cpe:levels=2`: dropped.
 const WINDOW: usize = 64;
-
-/// Asks the CPU to start loading the cache line holding `ptr`.
-#[inline(always)]
-fn prefetch<T>(ptr: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults, whatever the
-    // address (callers pass `wrapping_add` pointers that may be past the end
-    // of the entries), and it changes no state the program can observe. SSE
-    // is part of the x86_64 baseline, so the target feature is present.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(ptr.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = ptr;
-}
 
 /// Stride choices, consumed in depth-first node order by the builders.
 pub(crate) enum Strides {

@@ -69,6 +69,7 @@ mod stats;
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::engines::prefetch;
 use crate::fib::{BuildError, EngineSpec, Fib};
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
@@ -479,21 +480,6 @@ fn search_steps(n: usize) -> usize {
         steps += 1;
     }
     steps
-}
-
-/// Asks the CPU to start loading the cache line holding `ptr`.
-#[inline(always)]
-fn prefetch<T>(ptr: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults, whatever the
-    // address (callers pass `wrapping_add` pointers that may be past the end
-    // of a table), and it changes no state the program can observe. SSE is
-    // part of the x86_64 baseline, so the target feature is always present.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(ptr.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = ptr;
 }
 
 /// Build-time bookkeeping kept for updates (not part of the lookup
