@@ -63,18 +63,7 @@ impl Fib<u32> for Dir24_8 {
     }
 
     fn update(&mut self, rib: &Rib<u32>, changed: &[Prefix<u32>]) -> Result<(), BuildError> {
-        let mut windows: Vec<(u32, u32)> = changed
-            .iter()
-            .map(|p| (p.first() >> 8, p.last() >> 8))
-            .collect();
-        windows.sort_unstable();
-        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(windows.len());
-        for (lo, hi) in windows {
-            match merged.last_mut() {
-                Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
-                _ => merged.push((lo, hi)),
-            }
-        }
+        let merged = super::touched_blocks(changed, 8);
         let mut ranges = Vec::new();
         for (first_block, last_block) in merged {
             ranges.clear();

@@ -385,18 +385,7 @@ impl Dxr {
         changed: &[Prefix<u32>],
     ) -> Result<(), BuildError> {
         let shift = self.chunk_shift;
-        let mut windows: Vec<(u32, u32)> = changed
-            .iter()
-            .map(|p| (p.first() >> shift, p.last() >> shift))
-            .collect();
-        windows.sort_unstable();
-        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(windows.len());
-        for (lo, hi) in windows {
-            match merged.last_mut() {
-                Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
-                _ => merged.push((lo, hi)),
-            }
-        }
+        let merged = crate::engines::touched_blocks(changed, shift);
         let mut ranges = Vec::new();
         let mut pieces = Vec::new();
         let mut fresh: Vec<(u32, u32)> = Vec::new(); // (chunk, entry)
