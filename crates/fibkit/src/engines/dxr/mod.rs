@@ -44,8 +44,11 @@
 //! (thesis 4.1). The extended lookup always reads both levels (thesis 4.2).
 //!
 //! Memory accesses per lookup: D{K}R: one direct entry, then (if the chunk
-//! has `n >= 2` ranges) `ceil(log2 n)` range words plus one label word for
-//! long chunks, then the results table (small: one entry per label).
+//! has `n >= 2` ranges) the range words: the thesis' binary search reads
+//! `ceil(log2 n)` of them one after the other; fibkit halves only down to
+//! 16 words and then compares all 16 at once (one cache line or two, see
+//! `search_window`), plus one label word for long chunks; then the results
+//! table (small: one entry per label).
 //! D{D}X{X}R: one more, to the direct table (`2^D x 2` bytes, cache resident).
 //!
 //! Limits (checked at build, reported as [`BuildError::Limit`]):
@@ -223,7 +226,12 @@ impl Fib<u32> for Dxr {
 
     fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<Label>]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        self.lookup_batch_grouped::<GROUP, GROUPS_AHEAD, true>(addrs, &mut out[..addrs.len()]);
+        let out = &mut out[..addrs.len()];
+        if self.layout.d_bits == 0 {
+            self.lookup_batch_masked::<false, true>(addrs, out);
+        } else {
+            self.lookup_batch_masked::<true, true>(addrs, out);
+        }
     }
 
     fn update(&mut self, rib: &Rib<u32>, changed: &[Prefix<u32>]) -> Result<(), BuildError> {
@@ -235,19 +243,19 @@ impl Fib<u32> for Dxr {
     }
 }
 
-/// Keys per group of [`Dxr::lookup_batch_grouped`], and how many groups
-/// ahead their entries are prefetched (`GROUP * GROUPS_AHEAD` keys).
-// PERF: A/B by on-CPU time (2^24 random keys, dfz-v4-nh, medians of 7-15
-// interleaved runs, 2026-11-22; docs/BENCHMARKS.md, DXR, "Grouped batch
-// lookup"): groups of 4 keys 4 groups ahead were the fastest on
-// dxr:d=16,x=5 (317 Mlps; 8x2: 301; 16x2: 263; the former one-key sliding
-// window of 16/32 keys: 266) and within noise of the best on dxr:k=20 (272
-// vs 259-264); on dxr:k=16 8x2 was a little faster (109 vs 102, old window
-// 87). The unchecked entry/results reads add ~8% (4x4 checked: 292 on
-// d=16,x=5, 98 on k=16).
-const GROUP: usize = 4;
-/// See [`GROUP`].
-const GROUPS_AHEAD: usize = 4;
+/// Keys per group of [`Dxr::lookup_batch_masked`]: the width of the mask
+/// that marks the keys needing a search.
+const GROUP: usize = 64;
+/// How many keys ahead the batch lookup prefetches chunk entries (and, in
+/// the extended layout, twice as far ahead, direct-table entries).
+// PERF: A/B with `fibkit bench ... --patterns rnd --modes batch --runs 3`
+// (dfz-v4-nh, 2026-11-22 03:20-03:35 UTC; docs/BENCHMARKS.md, DXR, "Masked
+// batch lookup"): 32 and 16 keys were within noise (dxr:k=21 476 vs 473,
+// dxr 406 vs 396 Mlps), 48 no better; prefetching direct entries 2x ahead
+// added ~5% on dxr:d=16,x=5 (414-423 vs 386-406). Rejected: prefetching
+// the range-table word of every key (300 vs 390 on dxr, 338 vs 444 on
+// dxr:k=20) and of the marked keys a group early (no gain).
+const PREFETCH_DISTANCE: usize = 32;
 
 impl Dxr {
     /// The layout.
@@ -281,12 +289,11 @@ impl Dxr {
             base += 1;
         }
         let offset = addr & self.offset_mask;
-        let starts = &self.ranges[base..base + n];
         if format == FORMAT_SHORT {
             let probe = (((offset >> self.short_shift) << 8) | 0xff) as u16;
-            return (starts[search(starts, probe)] & 0xff) as u32;
+            return (self.ranges[base + search_window(&self.ranges, base, n, probe)] & 0xff) as u32;
         }
-        let i = search(starts, offset as u16);
+        let i = search_window(&self.ranges, base, n, offset as u16);
         if format == FORMAT_LONG {
             self.ranges[base + n + i] as u32
         } else {
@@ -295,157 +302,159 @@ impl Dxr {
         }
     }
 
-    /// Batch lookup in groups of `G` keys, software-pipelined (thesis 4.2;
-    /// "group prefetching"): the entries of group `g + AHEAD` are prefetched
-    /// (and their indices kept, so the direct table is read once per key),
-    /// then group `g` is resolved: its entries are read, keys resolved by
-    /// their entry get their result at once (branch-free), and the others
-    /// are gathered and binary-searched in lock-step, one step for all of
-    /// them per round, so their dependent range-table loads overlap instead
-    /// of serializing. The tail (fewer than `G` keys) uses [`Fib::lookup`].
+    /// [`Dxr::entry_index`] for a layout known at compile time, so the
+    /// batch loop has no layout branch. `UNCHECKED` reads the direct table
+    /// without a bounds check.
+    #[inline(always)]
+    fn entry_index_in<const EXTENDED: bool, const UNCHECKED: bool>(&self, addr: u32) -> usize {
+        if !EXTENDED {
+            return (addr >> self.chunk_shift) as usize;
+        }
+        let at = (addr >> self.direct_shift) as usize;
+        let block = if UNCHECKED {
+            debug_assert!(at < self.direct.len());
+            // SAFETY: the extended layout's direct table has 2^D entries
+            // (`install` builds one per D-bit prefix and updates never
+            // resize it) and `at` is an address shifted right by 32 - D.
+            unsafe { *self.direct.get_unchecked(at) }
+        } else {
+            self.direct[at]
+        } as usize;
+        (block << self.x_bits) | ((addr >> self.chunk_shift) & self.x_mask) as usize
+    }
+
+    /// The batch lookup (thesis 4.2, "keep many lookups in flight"), in two
+    /// passes per group of [`GROUP`] keys.
     ///
-    /// `UNCHECKED` reads the entry and results tables without bounds checks
-    /// on the path every key takes; `false` is its safe twin (the tests
-    /// compare them).
-    fn lookup_batch_grouped<const G: usize, const AHEAD: usize, const UNCHECKED: bool>(
+    /// Pass one is branch-free and does the same few steps for every key:
+    /// read the chunk entry (prefetched [`PREFETCH_DISTANCE`] keys ahead,
+    /// its direct-table entry twice as far), store the result of a label
+    /// entry, or the "no route" result as a placeholder, and set the key's
+    /// bit in a mask when the entry points to ranges instead. Pass two runs
+    /// one group later, when those entries have long arrived, and resolves
+    /// only the marked keys (5-8% on dfz-v4-nh) with [`Dxr::resolve`].
+    ///
+    /// Why this shape: on random keys the entry loads miss L1 and L2, and
+    /// what limits throughput is how many of them the core keeps in flight.
+    /// A branch on a freshly loaded entry (the plain loop's "label or
+    /// search?") mispredicts on the rare search keys and throws away every
+    /// load issued after it; extra stores per key (a list of keys to
+    /// search) fill the store queue while they wait for the load. The mask
+    /// is kept in a register and its loop runs a group late, so its
+    /// branches depend on loads that have completed.
+    ///
+    /// `UNCHECKED` drops the bounds checks on the reads every key makes;
+    /// `false` is its safe twin (the tests compare them).
+    fn lookup_batch_masked<const EXTENDED: bool, const UNCHECKED: bool>(
         &self,
         addrs: &[u32],
         out: &mut [Option<Label>],
     ) {
-        let groups = addrs.len() / G;
-        let mut ahead = [[0u32; G]; AHEAD];
-        for (g, slot) in ahead.iter_mut().enumerate().take(groups) {
-            self.prefetch_group(&addrs[g * G..][..G], slot);
-        }
-        for g in 0..groups {
-            let indices = ahead[g % AHEAD];
-            if g + AHEAD < groups {
-                self.prefetch_group(&addrs[(g + AHEAD) * G..][..G], &mut ahead[g % AHEAD]);
+        debug_assert_eq!(addrs.len(), out.len());
+        let groups = addrs.len() / GROUP;
+        // Groups whose prefetch window (2 x distance, for the direct table)
+        // lies inside `addrs`; the last few groups skip the prefetch.
+        let prefetched = addrs.len().saturating_sub(2 * PREFETCH_DISTANCE) / GROUP;
+        // Keys of the previous group still to resolve.
+        let mut pending = 0u64;
+        for group in 0..groups {
+            let start = group * GROUP;
+            let results: &mut [Option<Label>; GROUP] = (&mut out[start..start + GROUP])
+                .try_into()
+                .expect("a slice of GROUP results");
+            let marked = if group < prefetched {
+                self.first_pass::<EXTENDED, UNCHECKED, true>(addrs, start, results)
+            } else {
+                self.first_pass::<EXTENDED, UNCHECKED, false>(addrs, start, results)
+            };
+            if group > 0 {
+                self.resolve_marked(addrs, out, start - GROUP, pending);
             }
-            self.resolve_group::<G, UNCHECKED>(
-                &addrs[g * G..][..G],
-                &indices,
-                &mut out[g * G..][..G],
-            );
+            pending = marked;
         }
-        let done = groups * G;
+        if groups > 0 {
+            self.resolve_marked(addrs, out, (groups - 1) * GROUP, pending);
+        }
+        let done = groups * GROUP;
         for (addr, result) in addrs[done..].iter().zip(&mut out[done..]) {
             *result = self.lookup(*addr);
         }
     }
 
-    /// Keeps the entry index of each of `addrs` in `indices` and prefetches
-    /// the entry.
+    /// Pass one of [`Dxr::lookup_batch_masked`] over the group at `start`:
+    /// stores every result a label entry gives and returns the mask of the
+    /// keys that need a search. With `PREFETCH`, `addrs` must hold
+    /// `2 * PREFETCH_DISTANCE` keys past the group.
     #[inline(always)]
-    fn prefetch_group<const G: usize>(&self, addrs: &[u32], indices: &mut [u32; G]) {
-        for (slot, &addr) in indices.iter_mut().zip(addrs) {
-            let at = self.entry_index(addr);
-            prefetch(self.ext.as_ptr().wrapping_add(at));
-            // `ext` has at most 2^24 entries (K <= 24), so indices fit u32.
-            *slot = at as u32;
-        }
-    }
-
-    /// Resolves one group: `indices` are the keys' entry indices.
-    #[inline(always)]
-    fn resolve_group<const G: usize, const UNCHECKED: bool>(
+    fn first_pass<const EXTENDED: bool, const UNCHECKED: bool, const PREFETCH: bool>(
         &self,
         addrs: &[u32],
-        indices: &[u32; G],
-        out: &mut [Option<Label>],
-    ) {
-        let mut entries = [0u32; G];
-        // Positions (in the group) of the keys that need a search.
-        let mut todo = [0u8; G];
-        let mut searches = 0;
-        for j in 0..G {
-            let at = indices[j] as usize;
-            debug_assert!(at < self.ext.len());
+        start: usize,
+        out: &mut [Option<Label>; GROUP],
+    ) -> u64 {
+        let keys: &[u32; GROUP] = addrs[start..start + GROUP]
+            .try_into()
+            .expect("a slice of GROUP keys");
+        if PREFETCH {
+            // One check for the whole group instead of one per key.
+            assert!(start + GROUP + 2 * PREFETCH_DISTANCE <= addrs.len());
+        }
+        let mut marked = 0u64;
+        for (j, (&addr, result)) in keys.iter().zip(out.iter_mut()).enumerate() {
+            if PREFETCH {
+                let ahead = start + j + PREFETCH_DISTANCE;
+                // The assert above lets the compiler drop the bounds checks.
+                if EXTENDED {
+                    let far = addrs[ahead + PREFETCH_DISTANCE];
+                    prefetch(
+                        self.direct
+                            .as_ptr()
+                            .wrapping_add((far >> self.direct_shift) as usize),
+                    );
+                }
+                let near = addrs[ahead];
+                let at = self.entry_index_in::<EXTENDED, UNCHECKED>(near);
+                prefetch(self.ext.as_ptr().wrapping_add(at));
+            }
+            let at = self.entry_index_in::<EXTENDED, UNCHECKED>(addr);
             let entry = if UNCHECKED {
-                // SAFETY: `at` comes from `entry_index`, which is always in
-                // bounds: D{K}R indexes by the top K bits and `ext` has 2^K
+                debug_assert!(at < self.ext.len());
+                // SAFETY: D{K}R indexes by the top K bits and `ext` has 2^K
                 // entries; the extended layout's direct table holds only
                 // numbers of blocks present in `ext` (build and update keep
-                // it so). The debug_assert above checks it in tests.
+                // it so). The debug_assert checks it in tests.
                 unsafe { *self.ext.get_unchecked(at) }
             } else {
                 self.ext[at]
             };
-            entries[j] = entry;
-            let direct = entry >> FORMAT_SHIFT == FORMAT_LABEL;
-            // Keys still to search get index 0's result for now.
-            let label = if direct { entry & LABEL_MASK } else { 0 } as usize;
-            debug_assert!(label < self.results.len());
-            out[j] = if UNCHECKED {
+            let is_label = entry >> FORMAT_SHIFT == FORMAT_LABEL;
+            // Keys to search get index 0's result for now (a select, not a
+            // branch).
+            let label = if is_label { entry & LABEL_MASK } else { 0 } as usize;
+            *result = if UNCHECKED {
+                debug_assert!(label < self.results.len());
                 // SAFETY: label entries hold indices into `results` (build
-                // and update add a label to `results` before any entry names
-                // it, and never shrink it), and index 0 ("no route") always
-                // exists. The debug_assert above checks it in tests.
+                // and update add a label to `results` before any entry
+                // names it, and never shrink it), and index 0 ("no route")
+                // always exists. The debug_assert checks it in tests.
                 unsafe { *self.results.get_unchecked(label) }
             } else {
                 self.results[label]
             };
-            todo[searches] = j as u8;
-            searches += !direct as usize;
+            marked |= (!is_label as u64) << j;
         }
-        if searches == 0 {
-            return;
-        }
-        // Per search: first word, range count, current low end, probe.
-        let mut base = [0u32; G];
-        let mut len = [0u32; G];
-        let mut count = [0u32; G];
-        let mut low = [0u32; G];
-        let mut probe = [0u16; G];
-        let mut more = false;
-        for k in 0..searches {
-            let j = todo[k] as usize;
-            let entry = entries[j];
-            let mut n = (entry >> SIZE_SHIFT) & SIZE_MASK;
-            let mut first = entry & BASE_MASK;
-            if n == SIZE_ESCAPE {
-                n = self.ranges[first as usize] as u32 + 1;
-                first += 1;
-            }
-            let offset = addrs[j] & self.offset_mask;
-            // Short chunks compare whole words (start8 << 8 | label8) with
-            // key8 << 8 | 0xff; the others compare 16-bit starts.
-            let short = ((offset >> self.short_shift) << 8) | 0xff;
-            probe[k] = if entry >> FORMAT_SHIFT == FORMAT_SHORT {
-                short
-            } else {
-                offset
-            } as u16;
-            base[k] = first;
-            len[k] = n;
-            count[k] = n;
-            more |= n > 1;
-        }
-        // The same steps as [`search`], one per key per round; a finished
-        // search (len 1) steps by 0, rereading its own word.
-        while more {
-            more = false;
-            for k in 0..searches {
-                let half = len[k] / 2;
-                if self.ranges[(base[k] + low[k] + half) as usize] <= probe[k] {
-                    low[k] += half;
-                }
-                len[k] -= half;
-                more |= len[k] > 1;
-            }
-        }
-        for k in 0..searches {
-            let j = todo[k] as usize;
-            let (first, n, i) = (base[k] as usize, count[k] as usize, low[k] as usize);
-            let label = match entries[j] >> FORMAT_SHIFT {
-                FORMAT_SHORT => (self.ranges[first + i] & 0xff) as u32,
-                FORMAT_LONG => self.ranges[first + n + i] as u32,
-                _ => {
-                    let at = first + n + 2 * i;
-                    self.ranges[at] as u32 | (self.ranges[at + 1] as u32) << 16
-                }
-            };
-            out[j] = self.results[label as usize];
+        marked
+    }
+
+    /// Pass two: resolves the keys of the group at `start` whose bits are
+    /// set in `marked`.
+    #[inline(always)]
+    fn resolve_marked(&self, addrs: &[u32], out: &mut [Option<Label>], start: usize, marked: u64) {
+        let mut marked = marked;
+        while marked != 0 {
+            let at = start + marked.trailing_zeros() as usize;
+            marked &= marked - 1;
+            out[at] = self.lookup(addrs[at]);
         }
     }
 }
@@ -453,8 +462,10 @@ impl Dxr {
 /// The index of the last of `starts` that is `<= probe`. `starts[0]` is the
 /// chunk's first range, at offset 0, so it always qualifies.
 ///
-/// Branch-free: the loop runs `ceil(log2 n)` times for every key, which is
-/// the step count [`DxrStats`] reports.
+/// The thesis' binary search (section 3.4). Branch-free: the loop runs
+/// `ceil(log2 n)` times for every key, the step count [`DxrStats`] reports
+/// (Table 3.1). Lookups use [`search_window`], which ends in a count; this
+/// one serves the last chunks of the table, where no full window exists.
 #[inline(always)]
 fn search(starts: &[u16], probe: u16) -> usize {
     let mut low = 0;
@@ -469,6 +480,44 @@ fn search(starts: &[u16], probe: u16) -> usize {
         len -= half;
     }
     low
+}
+
+/// Words [`search_window`] compares at once.
+const WINDOW: usize = 16;
+
+/// The index (from `base`) of the last of the `n` words at `ranges[base..]`
+/// that is `<= probe`; the first always qualifies. Halves the run until it
+/// fits [`WINDOW`] words, then counts the qualifying words of the window
+/// branch-free (the compiler turns the count into vector compares), so a
+/// chunk of up to 16 ranges costs one dependent load instead of up to four.
+/// The window may read words past the chunk (other chunks' words, masked
+/// out by `i < len`); near the end of the table, where it cannot, it falls
+/// back to [`search`].
+// PERF: dxr:k=20 batch 300 -> 431 Mlps, dxr:d=16,x=5 273 -> 326 with the
+// masked batch lookup (fibkit bench, rnd, 2026-11-22 03:22 UTC); the plain
+// loop moved within noise.
+#[inline(always)]
+fn search_window(ranges: &[u16], base: usize, n: usize, probe: u16) -> usize {
+    let mut low = base;
+    let mut len = n;
+    while len > WINDOW {
+        let half = len / 2;
+        if ranges[low + half] <= probe {
+            low += half;
+        }
+        len -= half;
+    }
+    match ranges.get(low..low + WINDOW) {
+        Some(window) => {
+            let mut count = 0;
+            for (i, &word) in window.iter().enumerate() {
+                count += ((word <= probe) & (i < len)) as usize;
+            }
+            low - base + count - 1
+        }
+        // The last chunks of the table: no full window to read.
+        None => low - base + search(&ranges[low..low + len], probe),
+    }
 }
 
 /// Steps [`search`] takes on a chunk of `n` ranges.
@@ -520,11 +569,45 @@ mod tests {
         assert_eq!(search_steps(256), 8);
     }
 
-    /// The grouped batch lookup, unchecked and its checked twin, agrees with
-    /// the plain lookup in every format (short, long, wide, escaped sizes),
-    /// for group sizes that leave a tail.
     #[test]
-    fn grouped_batch_matches_lookup_checked_and_unchecked() {
+    fn search_window_agrees_with_binary_search() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(11);
+        for n in (1..40).chain([63, 64, 65, 100, 255, 256, 300, 1000]) {
+            // A chunk with 0 to 20 words of other data on each side (so
+            // some windows run off the table's end).
+            let before = rng.random_range(0..20);
+            let after = rng.random_range(0..20);
+            let mut starts: Vec<u16> = (0..n).map(|_| rng.random_range(1..u16::MAX)).collect();
+            starts[0] = 0;
+            starts.sort_unstable();
+            let mut table: Vec<u16> = (0..before).map(|_| rng.random()).collect();
+            table.extend(&starts);
+            table.extend((0..after).map(|_| rng.random::<u16>()));
+            let mut probes: Vec<u16> = starts
+                .iter()
+                .flat_map(|&s| [s, s.saturating_sub(1), s.saturating_add(1)])
+                .collect();
+            probes.extend((0..200).map(|_| rng.random::<u16>()));
+            probes.extend([0, u16::MAX]);
+            for probe in probes {
+                let want = search(&starts, probe);
+                assert_eq!(starts.iter().rposition(|&s| s <= probe), Some(want));
+                assert_eq!(
+                    search_window(&table, before, n, probe),
+                    want,
+                    "n {n}, {before} words before, {after} after, probe {probe}"
+                );
+            }
+        }
+    }
+
+    /// The masked batch lookup, unchecked and its checked twin, agrees with
+    /// the plain lookup in every format (short, long, wide, escaped sizes),
+    /// for lengths that leave tails.
+    #[test]
+    fn masked_batch_matches_lookup_checked_and_unchecked() {
         use rand::rngs::SmallRng;
         use rand::{Rng, SeedableRng};
         let mut rng = SmallRng::seed_from_u64(7);
@@ -560,14 +643,25 @@ mod tests {
                 "{layout:?} {stats:?}"
             );
             let want: Vec<_> = addrs.iter().map(|&a| dxr.lookup(a)).collect();
-            let mut checked = vec![None; addrs.len()];
-            let mut unchecked = vec![None; addrs.len()];
-            dxr.lookup_batch_grouped::<4, 4, false>(&addrs, &mut checked);
-            dxr.lookup_batch_grouped::<GROUP, GROUPS_AHEAD, true>(&addrs, &mut unchecked);
-            assert_eq!(checked, want, "{layout:?} checked");
-            assert_eq!(unchecked, want, "{layout:?} unchecked");
-            dxr.lookup_batch_grouped::<7, 3, true>(&addrs, &mut unchecked);
-            assert_eq!(unchecked, want, "{layout:?} 7x3");
+            // Lengths with no full group, groups without prefetch only,
+            // and tails of every kind.
+            for len in [0, 1, 63, 64, 65, 127, 128, 129, 191, 200, 1000, addrs.len()] {
+                let (addrs, want) = (&addrs[..len], &want[..len]);
+                let mut checked = vec![None; len];
+                let mut unchecked = vec![None; len];
+                let mut via_trait = vec![None; len];
+                if layout.d_bits == 0 {
+                    dxr.lookup_batch_masked::<false, false>(addrs, &mut checked);
+                    dxr.lookup_batch_masked::<false, true>(addrs, &mut unchecked);
+                } else {
+                    dxr.lookup_batch_masked::<true, false>(addrs, &mut checked);
+                    dxr.lookup_batch_masked::<true, true>(addrs, &mut unchecked);
+                }
+                dxr.lookup_batch(addrs, &mut via_trait);
+                assert_eq!(checked, want, "{layout:?} checked, {len} keys");
+                assert_eq!(unchecked, want, "{layout:?} unchecked, {len} keys");
+                assert_eq!(via_trait, want, "{layout:?} lookup_batch, {len} keys");
+            }
         }
     }
 
