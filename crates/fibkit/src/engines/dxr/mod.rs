@@ -368,12 +368,12 @@ impl Dxr {
                 self.first_pass::<EXTENDED, UNCHECKED, false>(addrs, start, results)
             };
             if group > 0 {
-                self.resolve_marked(addrs, out, start - GROUP, pending);
+                self.resolve_marked::<EXTENDED>(addrs, out, start - GROUP, pending);
             }
             pending = marked;
         }
         if groups > 0 {
-            self.resolve_marked(addrs, out, (groups - 1) * GROUP, pending);
+            self.resolve_marked::<EXTENDED>(addrs, out, (groups - 1) * GROUP, pending);
         }
         let done = groups * GROUP;
         for (addr, result) in addrs[done..].iter().zip(&mut out[done..]) {
@@ -449,12 +449,20 @@ impl Dxr {
     /// Pass two: resolves the keys of the group at `start` whose bits are
     /// set in `marked`.
     #[inline(always)]
-    fn resolve_marked(&self, addrs: &[u32], out: &mut [Option<Label>], start: usize, marked: u64) {
+    fn resolve_marked<const EXTENDED: bool>(
+        &self,
+        addrs: &[u32],
+        out: &mut [Option<Label>],
+        start: usize,
+        marked: u64,
+    ) {
         let mut marked = marked;
         while marked != 0 {
             let at = start + marked.trailing_zeros() as usize;
             marked &= marked - 1;
-            out[at] = self.lookup(addrs[at]);
+            let addr = addrs[at];
+            let entry = self.ext[self.entry_index_in::<EXTENDED, false>(addr)];
+            out[at] = self.results[self.resolve(entry, addr) as usize];
         }
     }
 }
