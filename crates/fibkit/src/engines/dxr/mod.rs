@@ -109,12 +109,15 @@ pub const MIN_D: u32 = 12;
 /// See [`MIN_D`].
 pub const MAX_D: u32 = 16;
 /// The default layout, chosen by measurement (docs/BENCHMARKS.md, "DXR"):
-/// with the grouped batch lookup D16X5R was the fastest on random keys (batch
-/// and plain), is smaller than D20R (2.9 vs 4.9 MB on dfz-v4-nh) and no
-/// slower on serialized keys.
+/// with the masked batch lookup D20R is the fastest layout on random keys
+/// that keeps its speed when other processes share the L3 cache (D21R,
+/// twice its size, is as fast only on a quiet machine), it has the fastest
+/// plain loop, and it stays within the 7 bytes/prefix budget (5.4 on
+/// dfz-v4-nh). For serialized lookups or tight memory prefer `dxr:k=16` or
+/// `dxr:d=16,x=3` (1.2-1.6 bytes/prefix, 2-3x D20R on dependent keys).
 pub const DEFAULT_LAYOUT: Layout = Layout {
-    d_bits: 16,
-    k_bits: 21,
+    d_bits: 0,
+    k_bits: 20,
 };
 
 const _: () = assert!(2 + SIZE_BITS + BASE_BITS == 32);
@@ -517,15 +520,62 @@ fn search_window(ranges: &[u16], base: usize, n: usize, probe: u16) -> usize {
     }
     match ranges.get(low..low + WINDOW) {
         Some(window) => {
-            let mut count = 0;
-            for (i, &word) in window.iter().enumerate() {
-                count += ((word <= probe) & (i < len)) as usize;
-            }
-            low - base + count - 1
+            let window: &[u16; WINDOW] = window.try_into().expect("WINDOW words");
+            // The chunk's words are sorted, so among its `len` words those
+            // `<= probe` come first: their count is the run of trailing
+            // ones of `below & in_chunk`.
+            let in_chunk = (1u32 << len) - 1;
+            low - base + (words_at_most(window, probe) & in_chunk).trailing_ones() as usize - 1
         }
         // The last chunks of the table: no full window to read.
         None => low - base + search(&ranges[low..low + len], probe),
     }
+}
+
+/// Bit `i` set when `window[i] <= probe`: SSE2 compares on x86-64 (part of
+/// the baseline, so always available).
+// PERF: a lane-wise count with an `i < len` mask compiled to ~100
+// instructions (scalar mask building, software popcount), a portable
+// bit-building loop to ~45 mixed scalar/vector ones; this is ~12.
+// dxr:k=20 rnd batch (fibkit bench, dfz-v4-nh, 2026-11-22 03:55-04:12 UTC):
+// 380-420 Mlps with the lane count, 476-491 with the bit loop, 490-526
+// with this (docs/BENCHMARKS.md, DXR, "Masked batch lookup").
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn words_at_most(window: &[u16; WINDOW], probe: u16) -> u32 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpgt_epi16, _mm_loadu_si128, _mm_movemask_epi8, _mm_packs_epi16,
+        _mm_set1_epi16, _mm_xor_si128,
+    };
+    const _: () = assert!(WINDOW == 16, "two 8-lane halves");
+    let ptr = window.as_ptr() as *const __m128i;
+    // SAFETY: SSE2 is part of the x86-64 baseline, so every x86-64 CPU
+    // runs these intrinsics; `window` is 16 u16 = 32 readable bytes, so
+    // both unaligned 16-byte loads stay inside it (`_mm_loadu_si128` needs
+    // no alignment). Exercised by `search_window_agrees_with_binary_search`.
+    let above = unsafe {
+        let (low_half, high_half) = (_mm_loadu_si128(ptr), _mm_loadu_si128(ptr.add(1)));
+        // SSE2 compares signed words; flipping the sign bit of both sides
+        // turns it into the unsigned compare.
+        let flip = _mm_set1_epi16(i16::MIN);
+        let probe = _mm_xor_si128(_mm_set1_epi16(probe as i16), flip);
+        let above_low = _mm_cmpgt_epi16(_mm_xor_si128(low_half, flip), probe);
+        let above_high = _mm_cmpgt_epi16(_mm_xor_si128(high_half, flip), probe);
+        // Words to bytes (0 and -1 saturate to themselves), one bit each.
+        _mm_movemask_epi8(_mm_packs_epi16(above_low, above_high)) as u32
+    };
+    !above & 0xffff
+}
+
+/// Bit `i` set when `window[i] <= probe` (portable version).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn words_at_most(window: &[u16; WINDOW], probe: u16) -> u32 {
+    let mut below = 0u32;
+    for (i, &word) in window.iter().enumerate() {
+        below |= ((word <= probe) as u32) << i;
+    }
+    below
 }
 
 /// Steps [`search`] takes on a chunk of `n` ranges.
