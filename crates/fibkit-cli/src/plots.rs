@@ -4,12 +4,14 @@
 //! - `threads.svg`: aggregate Mlps versus thread count (when several counts
 //!   were measured);
 //! - `dxr.svg`: for DXR configurations, RND throughput and bytes per prefix
-//!   versus K (the direct table's bits; D + X for the extended layout).
+//!   versus K (the direct table's bits; D + X for the extended layout), one
+//!   line per layout family (D{K}R, and D{D}X{X}R for each D).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use fibkit::bench::{Measurement, Mode};
+use fibkit::engines::dxr::Layout;
 use plotters::prelude::*;
 
 /// One engine's build facts, as `fibkit bench` reports them.
@@ -58,9 +60,9 @@ pub fn write_plots(
         threads_lines(&path, measurements, &thread_counts)?;
         written.push(path);
     }
-    let dxr: Vec<(u32, &EngineFacts)> = engines
+    let dxr: Vec<(Layout, &EngineFacts)> = engines
         .iter()
-        .filter_map(|facts| dxr_bits(&facts.engine).map(|k| (k, facts)))
+        .filter_map(|facts| dxr_layout(&facts.engine).map(|layout| (layout, facts)))
         .collect();
     if dxr.len() > 1 {
         let path = dir.join("dxr.svg");
@@ -70,18 +72,23 @@ pub fn write_plots(
     Ok(written)
 }
 
-/// K of a DXR spec: `dxr:k=20` → 20, `dxr:d=16,x=4` → 20.
-fn dxr_bits(engine: &str) -> Option<u32> {
+/// The layout of a DXR spec (`dxr`, `dxr:k=20`, `dxr:d=16,x=4`).
+fn dxr_layout(engine: &str) -> Option<Layout> {
     let spec = fibkit::EngineSpec::parse(engine).ok()?;
     if spec.name != "dxr" {
         return None;
     }
-    if let Ok(Some(k)) = spec.number("k", 0..=32) {
-        return Some(k);
-    }
-    match (spec.number("d", 0..=32), spec.number("x", 0..=32)) {
-        (Ok(Some(d)), Ok(Some(x))) => Some(d + x),
-        _ => None,
+    Layout::from_spec(&spec).ok()
+}
+
+/// The layout family a DXR point is drawn with: `D{K}R`, or `D{D}X{X}R`
+/// for each D (so the extended layouts, which pay a second dependent read,
+/// are not mixed up with the single-level ones at the same K).
+fn dxr_family(layout: Layout) -> String {
+    if layout.d_bits == 0 {
+        "D{K}R".to_string()
+    } else {
+        format!("D{}X{{X}}R", layout.d_bits)
     }
 }
 
@@ -223,24 +230,31 @@ fn threads_lines(path: &Path, measurements: &[Measurement], thread_counts: &[usi
 
 fn dxr_versus_k(
     path: &Path,
-    dxr: &[(u32, &EngineFacts)],
+    dxr: &[(Layout, &EngineFacts)],
     measurements: &[Measurement],
 ) -> Result<()> {
     let root = SVGBackend::new(path, (900, 760)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_error(path))?;
     let (upper, lower) = root.split_vertically(380);
-    let k_min = dxr.iter().map(|(k, _)| *k).min().unwrap_or(16) as f64 - 0.5;
-    let k_max = dxr.iter().map(|(k, _)| *k).max().unwrap_or(24) as f64 + 0.5;
-    // Upper panel: RND throughput per series, by K.
-    // One thread count (the smallest) and DXR rows only, so each K has one
-    // point per mode.
+    let k_of = |layout: &Layout| layout.k_bits as f64;
+    let k_min = dxr.iter().map(|(l, _)| k_of(l)).fold(f64::MAX, f64::min) - 0.5;
+    let k_max = dxr.iter().map(|(l, _)| k_of(l)).fold(f64::MIN, f64::max) + 0.5;
+    let mut families: Vec<String> = dxr.iter().map(|(l, _)| dxr_family(*l)).collect();
+    families.sort();
+    families.dedup();
+    // Upper panel: RND throughput by K, one line per family and mode. One
+    // thread count (the smallest) and DXR rows only.
     let min_threads = measurements.iter().map(|m| m.threads).min().unwrap_or(1);
-    let rnd: Vec<&Measurement> = measurements
+    let rnd: Vec<(&Measurement, Layout)> = measurements
         .iter()
         .filter(|m| m.pattern.starts_with("rnd") && m.threads == min_threads)
-        .filter(|m| dxr.iter().any(|(_, f)| f.engine == m.engine))
+        .filter_map(|m| {
+            dxr.iter()
+                .find(|(_, f)| f.engine == m.engine)
+                .map(|(layout, _)| (m, *layout))
+        })
         .collect();
-    let max = rnd.iter().map(|m| m.median_mlps).fold(0.0, f64::max) * 1.1 + 1e-9;
+    let max = rnd.iter().map(|(m, _)| m.median_mlps).fold(0.0, f64::max) * 1.1 + 1e-9;
     let mut chart = ChartBuilder::on(&upper)
         .caption("DXR: throughput versus K", ("sans-serif", 20))
         .margin(12)
@@ -250,30 +264,34 @@ fn dxr_versus_k(
         .map_err(plot_error(path))?;
     chart
         .configure_mesh()
-        .x_desc("K (direct-table bits)")
+        .x_desc("K (direct-table bits; D + X for D{D}X{X}R)")
         .y_desc("Mlps")
         .draw()
         .map_err(plot_error(path))?;
-    let mut series: Vec<String> = rnd.iter().map(|m| series_name(m)).collect();
+    let mut series: Vec<(String, String)> = rnd
+        .iter()
+        .map(|(m, layout)| (dxr_family(*layout), series_name(m)))
+        .collect();
     series.sort();
     series.dedup();
-    for (index, name) in series.iter().enumerate() {
+    for (index, (family, name)) in series.iter().enumerate() {
         let color = Palette99::pick(index).to_rgba();
         let mut points: Vec<(f64, f64)> = rnd
             .iter()
-            .filter(|m| &series_name(m) == name)
-            .filter_map(|m| {
-                dxr.iter()
-                    .find(|(_, f)| f.engine == m.engine)
-                    .map(|(k, _)| (*k as f64, m.median_mlps))
-            })
+            .filter(|(m, layout)| &dxr_family(*layout) == family && &series_name(m) == name)
+            .map(|(m, layout)| (k_of(layout), m.median_mlps))
             .collect();
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
         chart
-            .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
             .map_err(plot_error(path))?
-            .label(name.clone())
-            .legend(move |(x, y)| Circle::new((x + 5, y), 4, color.filled()));
+            .label(format!("{family} {name}"))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
+            .map_err(plot_error(path))?;
     }
     chart
         .configure_series_labels()
@@ -281,7 +299,7 @@ fn dxr_versus_k(
         .border_style(BLACK)
         .draw()
         .map_err(plot_error(path))?;
-    // Lower panel: footprint.
+    // Lower panel: footprint, one line per family.
     let max_bytes = dxr
         .iter()
         .map(|(_, f)| f.bytes_per_prefix)
@@ -297,15 +315,35 @@ fn dxr_versus_k(
         .map_err(plot_error(path))?;
     chart
         .configure_mesh()
-        .x_desc("K (direct-table bits)")
+        .x_desc("K (direct-table bits; D + X for D{D}X{X}R)")
         .y_desc("bytes per prefix")
         .draw()
         .map_err(plot_error(path))?;
+    for (index, family) in families.iter().enumerate() {
+        let color = Palette99::pick(index).to_rgba();
+        let mut points: Vec<(f64, f64)> = dxr
+            .iter()
+            .filter(|(layout, _)| &dxr_family(*layout) == family)
+            .map(|(layout, f)| (k_of(layout), f.bytes_per_prefix))
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+            .map_err(plot_error(path))?
+            .label(family.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
+            .map_err(plot_error(path))?;
+    }
     chart
-        .draw_series(
-            dxr.iter()
-                .map(|(k, f)| Circle::new((*k as f64, f.bytes_per_prefix), 4, BLUE.filled())),
-        )
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
         .map_err(plot_error(path))?;
     root.present().map_err(plot_error(path))?;
     Ok(())
@@ -316,10 +354,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dxr_bits_from_specs() {
-        assert_eq!(dxr_bits("dxr:k=20"), Some(20));
-        assert_eq!(dxr_bits("dxr:d=16,x=4"), Some(20));
-        assert_eq!(dxr_bits("dxr"), None);
-        assert_eq!(dxr_bits("dir24-8"), None);
+    fn dxr_layouts_and_families_from_specs() {
+        let layout = |d_bits, k_bits| Some(Layout { d_bits, k_bits });
+        assert_eq!(dxr_layout("dxr:k=20"), layout(0, 20));
+        assert_eq!(dxr_layout("dxr:d=16,x=4"), layout(16, 20));
+        assert_eq!(
+            dxr_layout("dxr"),
+            Some(fibkit::engines::dxr::DEFAULT_LAYOUT)
+        );
+        assert_eq!(dxr_layout("dir24-8"), None);
+        assert_eq!(dxr_layout("dxr:k=99"), None);
+        assert_eq!(
+            dxr_family(Layout {
+                d_bits: 0,
+                k_bits: 18
+            }),
+            "D{K}R"
+        );
+        assert_eq!(
+            dxr_family(Layout {
+                d_bits: 14,
+                k_bits: 18
+            }),
+            "D14X{X}R"
+        );
     }
 }
