@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use fibkit::bench::{Measurement, Mode};
 use fibkit::engines::dxr::Layout;
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 /// One engine's build facts, as `fibkit bench` reports them.
@@ -30,6 +32,73 @@ fn series_name(m: &Measurement) -> String {
 
 fn plot_error<E: std::fmt::Debug>(path: &Path) -> impl FnOnce(E) -> anyhow::Error + '_ {
     move |e| anyhow::anyhow!("drawing {}: {e:?}", path.display())
+}
+
+/// A chart over `x` and `0..y_max` with a caption and described axes: the
+/// frame every plot here draws in.
+fn xy_chart<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    path: &Path,
+    caption: &str,
+    x: std::ops::Range<f64>,
+    y_max: f64,
+    (x_desc, y_desc): (&str, &str),
+) -> Result<XyChart<'a, 'b>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x, 0f64..y_max)
+        .map_err(plot_error(path))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()
+        .map_err(plot_error(path))?;
+    Ok(chart)
+}
+
+type XyChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// One labelled line through `points`, with a dot on each point.
+fn line_with_points(
+    chart: &mut XyChart<'_, '_>,
+    path: &Path,
+    points: Vec<(f64, f64)>,
+    color: RGBAColor,
+    label: String,
+) -> Result<()> {
+    chart
+        .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+        .map_err(plot_error(path))?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color.stroke_width(2)));
+    chart
+        .draw_series(
+            points
+                .into_iter()
+                .map(|p| Circle::new(p, 4, color.filled())),
+        )
+        .map_err(plot_error(path))?;
+    Ok(())
+}
+
+/// The legend box, at `position`.
+fn legend<'a, 'b: 'a>(
+    chart: &mut XyChart<'a, 'b>,
+    path: &Path,
+    position: SeriesLabelPosition,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_error(path))
 }
 
 /// Writes the plots into `dir` (created if missing); returns the files written.
@@ -176,19 +245,14 @@ fn threads_lines(path: &Path, measurements: &[Measurement], thread_counts: &[usi
     let max_threads = *thread_counts.last().unwrap_or(&1) as f64;
     let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_error(path))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption("Aggregate throughput versus threads", ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.5f64..max_threads + 0.5, 0f64..max)
-        .map_err(plot_error(path))?;
-    chart
-        .configure_mesh()
-        .x_desc("threads")
-        .y_desc("million lookups per second")
-        .draw()
-        .map_err(plot_error(path))?;
+    let mut chart = xy_chart(
+        &root,
+        path,
+        "Aggregate throughput versus threads",
+        0.5..max_threads + 0.5,
+        max,
+        ("threads", "million lookups per second"),
+    )?;
     let mut keys: Vec<(String, String)> = Vec::new();
     for m in measurements.iter().filter(|m| m.engine != "ceiling") {
         let key = (m.engine.clone(), series_name(m));
@@ -197,33 +261,21 @@ fn threads_lines(path: &Path, measurements: &[Measurement], thread_counts: &[usi
         }
     }
     for (index, (engine, series)) in keys.iter().enumerate() {
-        let color = Palette99::pick(index).to_rgba();
         let points: Vec<(f64, f64)> = measurements
             .iter()
             .filter(|m| &m.engine == engine && &series_name(m) == series)
             .map(|m| (m.threads as f64, m.median_mlps))
             .collect();
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(plot_error(path))?
-            .label(format!("{engine} {series}"))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 15, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(
-                points
-                    .into_iter()
-                    .map(|p| Circle::new(p, 3, color.filled())),
-            )
-            .map_err(plot_error(path))?;
+        let color = Palette99::pick(index).to_rgba();
+        line_with_points(
+            &mut chart,
+            path,
+            points,
+            color,
+            format!("{engine} {series}"),
+        )?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(plot_error(path))?;
+    legend(&mut chart, path, SeriesLabelPosition::MiddleRight)?;
     root.present().map_err(plot_error(path))?;
     Ok(())
 }
@@ -255,19 +307,15 @@ fn dxr_versus_k(
         })
         .collect();
     let max = rnd.iter().map(|(m, _)| m.median_mlps).fold(0.0, f64::max) * 1.1 + 1e-9;
-    let mut chart = ChartBuilder::on(&upper)
-        .caption("DXR: throughput versus K", ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(35)
-        .y_label_area_size(60)
-        .build_cartesian_2d(k_min..k_max, 0f64..max)
-        .map_err(plot_error(path))?;
-    chart
-        .configure_mesh()
-        .x_desc("K (direct-table bits; D + X for D{D}X{X}R)")
-        .y_desc("Mlps")
-        .draw()
-        .map_err(plot_error(path))?;
+    let k_desc = ("K (direct-table bits; D + X for D{D}X{X}R)", "Mlps");
+    let mut chart = xy_chart(
+        &upper,
+        path,
+        "DXR: throughput versus K",
+        k_min..k_max,
+        max,
+        k_desc,
+    )?;
     let mut series: Vec<(String, String)> = rnd
         .iter()
         .map(|(m, layout)| (dxr_family(*layout), series_name(m)))
@@ -275,30 +323,16 @@ fn dxr_versus_k(
     series.sort();
     series.dedup();
     for (index, (family, name)) in series.iter().enumerate() {
-        let color = Palette99::pick(index).to_rgba();
         let mut points: Vec<(f64, f64)> = rnd
             .iter()
             .filter(|(m, layout)| &dxr_family(*layout) == family && &series_name(m) == name)
             .map(|(m, layout)| (k_of(layout), m.median_mlps))
             .collect();
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(plot_error(path))?
-            .label(format!("{family} {name}"))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
-            .map_err(plot_error(path))?;
+        let color = Palette99::pick(index).to_rgba();
+        line_with_points(&mut chart, path, points, color, format!("{family} {name}"))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(plot_error(path))?;
+    legend(&mut chart, path, SeriesLabelPosition::MiddleRight)?;
     // Lower panel: footprint, one line per family.
     let max_bytes = dxr
         .iter()
@@ -306,45 +340,23 @@ fn dxr_versus_k(
         .fold(0.0, f64::max)
         * 1.1
         + 1e-9;
-    let mut chart = ChartBuilder::on(&lower)
-        .caption("DXR: footprint versus K", ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(35)
-        .y_label_area_size(60)
-        .build_cartesian_2d(k_min..k_max, 0f64..max_bytes)
-        .map_err(plot_error(path))?;
-    chart
-        .configure_mesh()
-        .x_desc("K (direct-table bits; D + X for D{D}X{X}R)")
-        .y_desc("bytes per prefix")
-        .draw()
-        .map_err(plot_error(path))?;
+    let b_desc = (
+        "K (direct-table bits; D + X for D{D}X{X}R)",
+        "bytes per prefix",
+    );
+    let caption = "DXR: footprint versus K";
+    let mut chart = xy_chart(&lower, path, caption, k_min..k_max, max_bytes, b_desc)?;
     for (index, family) in families.iter().enumerate() {
-        let color = Palette99::pick(index).to_rgba();
         let mut points: Vec<(f64, f64)> = dxr
             .iter()
             .filter(|(layout, _)| &dxr_family(*layout) == family)
             .map(|(layout, f)| (k_of(layout), f.bytes_per_prefix))
             .collect();
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(plot_error(path))?
-            .label(family.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))
-            .map_err(plot_error(path))?;
+        let color = Palette99::pick(index).to_rgba();
+        line_with_points(&mut chart, path, points, color, family.clone())?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(plot_error(path))?;
+    legend(&mut chart, path, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(plot_error(path))?;
     Ok(())
 }

@@ -271,10 +271,9 @@ impl Dxr {
     #[inline(always)]
     fn entry_index(&self, addr: u32) -> usize {
         if self.layout.d_bits == 0 {
-            (addr >> self.chunk_shift) as usize
+            self.entry_index_in::<false, false>(addr)
         } else {
-            let block = self.direct[(addr >> self.direct_shift) as usize] as usize;
-            (block << self.x_bits) | ((addr >> self.chunk_shift) & self.x_mask) as usize
+            self.entry_index_in::<true, false>(addr)
         }
     }
 
@@ -306,7 +305,7 @@ impl Dxr {
     }
 
     /// [`Dxr::entry_index`] for a layout known at compile time, so the
-    /// batch loop has no layout branch. `UNCHECKED` reads the direct table
+    /// batch loop has no layout branch (`entry_index` picks one at run time). `UNCHECKED` reads the direct table
     /// without a bounds check.
     #[inline(always)]
     fn entry_index_in<const EXTENDED: bool, const UNCHECKED: bool>(&self, addr: u32) -> usize {
