@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use fibkit::engines::dir24_8::Dir24_8;
 use fibkit::engines::dxr::Dxr;
-use fibkit::load::{load_table, load_updates, AnyChange, LoadOptions};
-use fibkit::{apply_changes, build, Change, EngineSpec, Fib, Label, Rib};
+use fibkit::load::{load_table, load_updates, LoadOptions};
+use fibkit::{apply_changes, build, EngineSpec, Fib, Label, Rib};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -244,18 +244,7 @@ fn measure_replay(
         &LoadOptions::default(),
         table.nexthops.clone(),
     )?;
-    let changes: Vec<(u64, Change<u32>)> = updates
-        .updates
-        .iter()
-        .filter_map(|u| match u.change {
-            AnyChange::V4(change) => Some((u.time, change)),
-            AnyChange::V6(_) => None,
-        })
-        .collect();
-    let batches: Vec<Vec<Change<u32>>> = changes
-        .chunk_by(|a, b| a.0 == b.0)
-        .map(|batch| batch.iter().map(|&(_, c)| c).collect())
-        .collect();
+    let batches = updates.v4_batches_by_time();
     let rib_only = {
         let mut copy: Rib<u32> = rib.clone();
         let started = cpu_ns();
@@ -268,7 +257,7 @@ fn measure_replay(
     };
     println!(
         "\nLINX replay: {} changes in {} one-second batches; reference table alone: {:.1} ms CPU\n",
-        changes.len(),
+        batches.iter().map(Vec::len).sum::<usize>(),
         batches.len(),
         rib_only.unwrap_or(0) as f64 / 1e6
     );

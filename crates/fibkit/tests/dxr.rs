@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use common::*;
 use fibkit::engines::dxr::Dxr;
-use fibkit::load::{load_updates, AnyChange, LoadOptions};
+use fibkit::load::{load_updates, LoadOptions};
 use fibkit::verify::check_addresses;
 use fibkit::{apply_changes, build, verify, Change, EngineSpec, Label, Prefix, Rib};
 use proptest::prelude::*;
@@ -185,19 +185,8 @@ fn linx_update_replay() {
         table.nexthops.clone(),
     )
     .unwrap();
-    let changes: Vec<(u64, Change<u32>)> = updates
-        .updates
-        .iter()
-        .filter_map(|u| match u.change {
-            AnyChange::V4(change) => Some((u.time, change)),
-            AnyChange::V6(_) => None,
-        })
-        .collect();
-    assert!(changes.len() > 20_000);
-    let batches: Vec<Vec<Change<u32>>> = changes
-        .chunk_by(|a, b| a.0 == b.0)
-        .map(|batch| batch.iter().map(|&(_, c)| c).collect())
-        .collect();
+    let batches = updates.v4_batches_by_time();
+    assert!(batches.iter().map(Vec::len).sum::<usize>() > 20_000);
     for spec in ["dxr", "dxr:k=16", "dxr:d=16,x=6"] {
         let mut rib = table.v4.clone();
         let mut engine = build(spec, &rib).unwrap();

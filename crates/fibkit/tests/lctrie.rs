@@ -201,25 +201,12 @@ fn linx_replay_matches_reference() {
     for spec in SPECS {
         let mut rib = table.v4.clone();
         let mut engine = build(spec, &rib).unwrap();
-        let mut batch = Vec::new();
-        let mut time = None;
         let mut rebuilt = false;
-        for update in &updates.updates {
-            let AnyChange::V4(change) = update.change else {
-                continue;
-            };
-            if time != Some(update.time) && !batch.is_empty() {
-                rebuilt |= apply_changes(&mut engine, &mut rib, &batch)
-                    .unwrap()
-                    .rebuilt;
-                batch.clear();
-            }
-            time = Some(update.time);
-            batch.push(change);
+        for batch in updates.v4_batches_by_time() {
+            rebuilt |= apply_changes(&mut engine, &mut rib, &batch)
+                .unwrap()
+                .rebuilt;
         }
-        rebuilt |= apply_changes(&mut engine, &mut rib, &batch)
-            .unwrap()
-            .rebuilt;
         assert!(!rebuilt, "lctrie must update in place");
         assert_verified(engine.as_ref(), &rib, 100_000);
     }

@@ -259,6 +259,25 @@ impl LoadedUpdates {
         }
         (v4, v6)
     }
+
+    /// The IPv4 changes in stream order, one batch per run of updates with
+    /// the same timestamp (one batch per second of a text stream): how a
+    /// router coalesces updates before touching its forwarding table.
+    pub fn v4_batches_by_time(&self) -> Vec<Vec<Change<u32>>> {
+        let mut batches: Vec<Vec<Change<u32>>> = Vec::new();
+        let mut time = None;
+        for update in &self.updates {
+            let AnyChange::V4(change) = update.change else {
+                continue;
+            };
+            match batches.last_mut() {
+                Some(batch) if time == Some(update.time) => batch.push(change),
+                _ => batches.push(vec![change]),
+            }
+            time = Some(update.time);
+        }
+        batches
+    }
 }
 
 /// Why a file could not be loaded.
@@ -500,5 +519,31 @@ pub fn read_updates(
             &path,
             format!("this is a `{format}` table, not an update stream"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prefix::Prefix;
+
+    #[test]
+    fn v4_batches_follow_runs_of_equal_time_and_skip_ipv6() {
+        let v4 = |n: u32| AnyChange::V4(Change::Withdraw(Prefix::new_masked(n << 24, 8)));
+        let v6 = AnyChange::V6(Change::Withdraw(Prefix::new_masked(1u128 << 120, 8)));
+        let updates = LoadedUpdates {
+            updates: [(5, v4(1)), (5, v6), (5, v4(2)), (6, v6), (7, v4(3)), (5, v4(4))]
+                .into_iter()
+                .map(|(time, change)| Update { time, change })
+                .collect(),
+            ..LoadedUpdates::default()
+        };
+        let batches = updates.v4_batches_by_time();
+        let firsts: Vec<Vec<u32>> = batches
+            .iter()
+            .map(|batch| batch.iter().map(|c| c.prefix().first() >> 24).collect())
+            .collect();
+        assert_eq!(firsts, vec![vec![1, 2], vec![3], vec![4]]);
+        assert!(LoadedUpdates::default().v4_batches_by_time().is_empty());
     }
 }
