@@ -532,10 +532,17 @@ mod tests {
         let v4 = |n: u32| AnyChange::V4(Change::Withdraw(Prefix::new_masked(n << 24, 8)));
         let v6 = AnyChange::V6(Change::Withdraw(Prefix::new_masked(1u128 << 120, 8)));
         let updates = LoadedUpdates {
-            updates: [(5, v4(1)), (5, v6), (5, v4(2)), (6, v6), (7, v4(3)), (5, v4(4))]
-                .into_iter()
-                .map(|(time, change)| Update { time, change })
-                .collect(),
+            updates: [
+                (5, v4(1)),
+                (5, v6),
+                (5, v4(2)),
+                (6, v6),
+                (7, v4(3)),
+                (5, v4(4)),
+            ]
+            .into_iter()
+            .map(|(time, change)| Update { time, change })
+            .collect(),
             ..LoadedUpdates::default()
         };
         let batches = updates.v4_batches_by_time();
