@@ -7,10 +7,31 @@
 use std::fmt::{Debug, Display};
 use std::hash::Hash;
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::ops::{BitAnd, BitOr, BitXor, Not, Shl, Shr};
 
 /// An IP address as an unsigned integer of `BITS` bits (network order: the
 /// integer's most significant bit is the address's first bit).
-pub trait Addr: Copy + Ord + Eq + Hash + Debug + Default + Send + Sync + 'static {
+///
+/// The integer operators (`&`, `|`, `^`, `!`, `<<`, `>>` by a `u32`) and the
+/// bit-field methods below are the native ones of `u32` and `u128`, so
+/// engines written once for both families compile to plain integer code.
+pub trait Addr:
+    Copy
+    + Ord
+    + Eq
+    + Hash
+    + Debug
+    + Default
+    + Send
+    + Sync
+    + 'static
+    + BitAnd<Output = Self>
+    + BitOr<Output = Self>
+    + BitXor<Output = Self>
+    + Not<Output = Self>
+    + Shl<u32, Output = Self>
+    + Shr<u32, Output = Self>
+{
     /// Address width in bits: 32 for IPv4, 128 for IPv6.
     const BITS: u8;
     /// The all-zeros address.
@@ -84,6 +105,27 @@ pub trait Addr: Copy + Ord + Eq + Hash + Debug + Default + Send + Sync + 'static
         leading.min(Self::BITS)
     }
 
+    /// `count` address bits starting at bit `from` (bit 0 is the most
+    /// significant), as an integer: the index a multibit trie node or a
+    /// direct table takes. Needs `1 <= count <= 32` and
+    /// `from + count <= BITS`.
+    fn bits(self, from: u32, count: u32) -> u32;
+
+    /// The low 64 bits (all of an IPv4 address).
+    fn low_u64(self) -> u64;
+
+    /// `value` widened to an address.
+    fn from_u64(value: u64) -> Self;
+
+    /// Two's complement negation (`0 - self`, wrapping).
+    fn wrapping_neg(self) -> Self;
+
+    /// Leading zero bits of the integer (`BITS` for zero).
+    fn leading_zeros(self) -> u32;
+
+    /// Trailing zero bits of the integer (`BITS` for zero).
+    fn trailing_zeros(self) -> u32;
+
     /// Parses the textual form (`192.0.2.1`, `2001:db8::1`).
     fn parse_addr(text: &str) -> Option<Self>;
 
@@ -149,6 +191,31 @@ impl Addr for u32 {
         debug_assert!(plen <= 32);
         u32::MAX.checked_shl(32 - plen as u32).unwrap_or(0)
     }
+    #[inline(always)]
+    fn bits(self, from: u32, count: u32) -> u32 {
+        debug_assert!((1..=32).contains(&count) && from + count <= 32);
+        (self << from) >> (32 - count)
+    }
+    #[inline(always)]
+    fn low_u64(self) -> u64 {
+        self as u64
+    }
+    #[inline(always)]
+    fn from_u64(value: u64) -> Self {
+        value as u32
+    }
+    #[inline(always)]
+    fn wrapping_neg(self) -> Self {
+        u32::wrapping_neg(self)
+    }
+    #[inline(always)]
+    fn leading_zeros(self) -> u32 {
+        u32::leading_zeros(self)
+    }
+    #[inline(always)]
+    fn trailing_zeros(self) -> u32 {
+        u32::trailing_zeros(self)
+    }
     fn parse_addr(text: &str) -> Option<Self> {
         text.parse::<Ipv4Addr>().ok().map(u32::from)
     }
@@ -175,6 +242,31 @@ impl Addr for u128 {
     fn mask(plen: u8) -> Self {
         debug_assert!(plen <= 128);
         u128::MAX.checked_shl(128 - plen as u32).unwrap_or(0)
+    }
+    #[inline(always)]
+    fn bits(self, from: u32, count: u32) -> u32 {
+        debug_assert!((1..=32).contains(&count) && from + count <= 128);
+        ((self << from) >> (128 - count)) as u32
+    }
+    #[inline(always)]
+    fn low_u64(self) -> u64 {
+        self as u64
+    }
+    #[inline(always)]
+    fn from_u64(value: u64) -> Self {
+        value as u128
+    }
+    #[inline(always)]
+    fn wrapping_neg(self) -> Self {
+        u128::wrapping_neg(self)
+    }
+    #[inline(always)]
+    fn leading_zeros(self) -> u32 {
+        u128::leading_zeros(self)
+    }
+    #[inline(always)]
+    fn trailing_zeros(self) -> u32 {
+        u128::trailing_zeros(self)
     }
     fn parse_addr(text: &str) -> Option<Self> {
         text.parse::<Ipv6Addr>().ok().map(u128::from)
@@ -215,6 +307,31 @@ mod tests {
         assert_eq!(0u32.common_prefix_len(0x8000_0000), 0);
         assert_eq!(0u128.common_prefix_len(0), 128);
         assert_eq!(0u128.common_prefix_len(1), 127);
+    }
+
+    #[test]
+    fn bit_fields() {
+        let v4 = 0xc000_0201u32; // 192.0.2.1
+        assert_eq!(v4.bits(0, 8), 192);
+        assert_eq!(v4.bits(0, 32), v4);
+        assert_eq!(v4.bits(24, 8), 1);
+        assert_eq!(v4.bits(0, 1), 1);
+        assert_eq!(v4.bits(31, 1), 1);
+        let v6 = 0x2001_0db8_0000_0000_0000_0000_0000_0001u128;
+        assert_eq!(v6.bits(0, 16), 0x2001);
+        assert_eq!(v6.bits(16, 16), 0x0db8);
+        assert_eq!(v6.bits(96, 32), 1);
+        assert_eq!(v6.bits(120, 8), 1);
+        assert_eq!(Addr::leading_zeros(1u32), 31);
+        assert_eq!(Addr::trailing_zeros(0u128), 128);
+        assert_eq!(Addr::wrapping_neg(1u32), u32::MAX);
+        assert_eq!(<u128 as Addr>::from_u64(7).low_u64(), 7);
+        // The operators through the trait, as generic engine code uses them.
+        fn mixed<A: Addr>(a: A, b: A) -> A {
+            ((a ^ b) & !(b >> 4)) | (a << 1)
+        }
+        assert_eq!(mixed(0xf0u32, 0xffu32), 0x1e0);
+        assert_eq!(mixed(1u128 << 127, 1u128), 1 << 127 | 1);
     }
 
     #[test]
