@@ -3,7 +3,7 @@
 //! stay in agreement after a fuzzer-chosen batch of changes.
 #![no_main]
 
-use fibkit::{apply_changes, build, verify, Addr, Change, EngineFamily, Prefix, Rib, ENGINES};
+use fibkit::{verify, Addr, Change, EngineFamily, LocalFib, Prefix, Rib, ENGINES};
 use libfuzzer_sys::fuzz_target;
 
 /// Reads (address, length, label) records of `width` address bytes + 2.
@@ -28,12 +28,12 @@ fn check<A: EngineFamily>(data: &[u8], width: usize, ipv6: bool) {
     // here would starve the others; the property tests cover it.
     let engines = ENGINES.iter().filter(|info| info.name != "dir24-8");
     for info in engines.filter(|info| if ipv6 { info.ipv6 } else { info.ipv4 }) {
-        let mut engine = build(info.name, &rib).unwrap_or_else(|e| panic!("{}: {e}", info.name));
-        let report = verify(engine.as_ref(), &rib, 64, 1);
+        let mut engine = LocalFib::<A>::new(info.name, rib.clone())
+            .unwrap_or_else(|e| panic!("{}: {e}", info.name));
+        let report = verify(&engine, &rib, 64, 1);
         assert!(report.ok(), "{}: {:?}", info.name, report.mismatches);
-        let mut updated = rib.clone();
-        apply_changes(&mut engine, &mut updated, &changes).unwrap_or_else(|e| panic!("{}: {e}", info.name));
-        let report = verify(engine.as_ref(), &updated, 64, 2);
+        engine.apply(&changes).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+        let report = verify(&engine, engine.rib(), 64, 2);
         assert!(report.ok(), "{} after changes: {:?}", info.name, report.mismatches);
     }
 }

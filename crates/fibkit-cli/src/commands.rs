@@ -10,7 +10,7 @@ use clap::Args;
 
 use fibkit::bench::{self, Measurement, Mode, Pattern, Settings};
 use fibkit::load::{self, LoadOptions, LoadedTable};
-use fibkit::{Addr, BuildError, Change, EngineFamily, Fib, Rib};
+use fibkit::{Addr, BuildError, Change, EngineFamily, EngineStats, Fib, Lookup, Rib, Updater};
 
 use crate::TableArgs;
 
@@ -75,14 +75,26 @@ fn load_table(args: &TableArgs) -> Result<(LoadedTable, f64)> {
     Ok((table, seconds))
 }
 
-/// An engine and its build time in seconds.
-type Built<A> = (Box<dyn Fib<A>>, f64);
+/// An engine built for one family: its updater, its snapshot, its
+/// canonical spec and its build time in seconds.
+struct Built<A: EngineFamily> {
+    updater: A::Engine,
+    snapshot: A::Snapshot,
+    spec: String,
+    seconds: f64,
+}
 
 /// Builds `spec` for one family, timing it.
 fn build_timed<A: EngineFamily>(spec: &str, rib: &Rib<A>) -> Result<Built<A>, BuildError> {
+    let config: A::Config = spec.parse()?;
     let start = Instant::now();
-    let engine = fibkit::build(spec, rib)?;
-    Ok((engine, start.elapsed().as_secs_f64()))
+    let (updater, snapshot) = A::Engine::build(&config, rib)?;
+    Ok(Built {
+        updater,
+        snapshot,
+        spec: config.to_string(),
+        seconds: start.elapsed().as_secs_f64(),
+    })
 }
 
 /// Whether an engine should be built for this family: always when the family
@@ -136,7 +148,7 @@ fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()>
         "\n{}: {} prefixes, {} distinct labels",
         A::FAMILY,
         rib.len(),
-        fibkit::fib::distinct_labels(rib)
+        rib.distinct_labels()
     );
     let mut unmerged = Vec::new();
     rib.ranges_in(A::ZERO, A::MAX, false, &mut unmerged);
@@ -147,7 +159,7 @@ fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()>
     );
     say!("  reference trie: {} bytes", rib.memory_bytes());
     say!("  prefixes per length:");
-    let histogram = fibkit::fib::prefix_length_histogram(rib);
+    let histogram = rib.prefix_length_histogram();
     for (plen, count) in histogram.iter().enumerate().filter(|(_, &c)| c > 0) {
         say!(
             "    /{plen:<3} {count:>9} {:>6.2}%",
@@ -155,7 +167,7 @@ fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()>
         );
     }
     for spec in engines {
-        let (engine, build_seconds) = match build_timed(spec, rib) {
+        let built = match build_timed(spec, rib) {
             Ok(built) => built,
             Err(error @ BuildError::UnsupportedFamily { .. }) => {
                 say!("  engine {spec}: {error}");
@@ -163,15 +175,15 @@ fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()>
             }
             Err(error) => return Err(error.into()),
         };
-        let bytes = engine.memory_bytes();
-        say!("  engine {}:", engine.name());
-        say!("    build time           {:.1} ms", build_seconds * 1e3);
+        let bytes = built.snapshot.memory_bytes();
+        say!("  engine {}:", built.spec);
+        say!("    build time           {:.1} ms", built.seconds * 1e3);
         say!(
             "    footprint            {} bytes ({:.2} bytes/prefix)",
             bytes,
             bytes as f64 / rib.len() as f64
         );
-        for (name, value) in engine.stats() {
+        for (name, value) in built.updater.stats(&built.snapshot).rows() {
             say!("    {name:<20} {value}");
         }
     }
@@ -183,8 +195,8 @@ const LOOKUP_BATCH: usize = 1 << 16;
 
 pub fn lookup(args: &TableArgs, addrs: &[String], spec: &str) -> Result<bool> {
     let (table, _) = load_table(args)?;
-    let engine4 = wanted(spec, &table.v4)?.map(|(e, _)| e);
-    let engine6 = wanted(spec, &table.v6)?.map(|(e, _)| e);
+    let engine4 = wanted(spec, &table.v4)?.map(|built| built.snapshot);
+    let engine6 = wanted(spec, &table.v6)?.map(|built| built.snapshot);
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut all_good = true;
@@ -201,8 +213,8 @@ pub fn lookup(args: &TableArgs, addrs: &[String], spec: &str) -> Result<bool> {
                 all_good = false;
             }
         }
-        let labels4 = batch(engine4.as_deref(), &v4);
-        let labels6 = batch(engine6.as_deref(), &v6);
+        let labels4 = batch(engine4.as_ref(), &v4);
+        let labels6 = batch(engine6.as_ref(), &v6);
         let (mut i4, mut i6) = (0, 0);
         for (_, text) in lines {
             if u32::parse_addr(text).is_some() {
@@ -243,7 +255,7 @@ pub fn lookup(args: &TableArgs, addrs: &[String], spec: &str) -> Result<bool> {
     Ok(all_good)
 }
 
-fn batch<A: Addr>(engine: Option<&dyn Fib<A>>, addrs: &[A]) -> Vec<Option<fibkit::Label>> {
+fn batch<A: Addr>(engine: Option<&impl Lookup<A>>, addrs: &[A]) -> Vec<Option<fibkit::Label>> {
     let mut labels = vec![None; addrs.len()];
     if let Some(engine) = engine {
         engine.lookup_batch(addrs, &mut labels);
@@ -330,14 +342,15 @@ fn verify_family<A: EngineFamily>(
     if rib.is_empty() && changes.is_none_or(|c| c.is_empty()) {
         return Ok((0, 0));
     }
-    let Some((mut engine, build_seconds)) = wanted(spec, rib)? else {
+    let Some(built) = wanted(spec, rib)? else {
         return Ok((0, 0));
     };
-    let check = |engine: &dyn Fib<A>, rib: &Rib<A>, when: &str| -> Result<(u64, u64)> {
+    let name = built.spec.clone();
+    let check = |engine: &A::Snapshot, rib: &Rib<A>, when: &str| -> Result<(u64, u64)> {
         let report = fibkit::verify(engine, rib, random, seed);
         say!(
             "{} {} {}: {} addresses, {} passed, {} failed",
-            engine.name(),
+            name,
             A::FAMILY,
             when,
             report.checked,
@@ -350,12 +363,12 @@ fn verify_family<A: EngineFamily>(
         Ok((report.passed, report.failed))
     };
     let (mut passed, mut failed) = check(
-        engine.as_ref(),
+        &built.snapshot,
         rib,
-        &format!("(built in {:.1} ms)", build_seconds * 1e3),
+        &format!("(built in {:.1} ms)", built.seconds * 1e3),
     )?;
     if let Some(changes) = changes {
-        let mut rib = rib.clone();
+        let fib = Fib::<A>::new(&built.spec, rib.clone())?;
         let step = if check_every == 0 {
             changes.len().max(1)
         } else {
@@ -365,21 +378,23 @@ fn verify_family<A: EngineFamily>(
         let mut rebuilt = 0;
         for (index, chunk) in changes.chunks(step).enumerate() {
             let start = Instant::now();
-            let summary = fibkit::apply_changes(&mut engine, &mut rib, chunk)?;
+            let summary = fib.apply(chunk)?;
             update_seconds += start.elapsed().as_secs_f64();
-            rebuilt += summary.rebuilt as usize;
+            rebuilt += summary.rebuilt.is_some() as usize;
             let done = (index * step + chunk.len()).min(changes.len());
-            let (p, f) = check(
-                engine.as_ref(),
-                &rib,
-                &format!("after {done} of {} updates", changes.len()),
-            )?;
+            let (p, f) = fib.with_rib(|rib| {
+                check(
+                    &fib.snapshot(),
+                    rib,
+                    &format!("after {done} of {} updates", changes.len()),
+                )
+            })?;
             passed += p;
             failed += f;
         }
         say!(
             "{} {}: {} updates applied in {:.1} ms ({:.2} us each{})",
-            engine.name(),
+            name,
             A::FAMILY,
             changes.len(),
             update_seconds * 1e3,
@@ -521,18 +536,18 @@ fn bench_family<A: EngineFamily>(args: &BenchArgs, rib: &Rib<A>) -> Result<bool>
     if args.keys == 0 || args.runs == 0 {
         bail!("--keys and --runs must be at least 1");
     }
-    let mut engines: Vec<Box<dyn Fib<A>>> = Vec::new();
+    let mut engines: Vec<(String, A::Snapshot)> = Vec::new();
     let mut reports = Vec::new();
     for spec in &args.engines {
-        let (engine, seconds) = build_timed(spec, rib)?;
-        let bytes = engine.memory_bytes();
+        let built = build_timed(spec, rib)?;
+        let bytes = built.snapshot.memory_bytes();
         reports.push(EngineReport {
-            engine: engine.name(),
-            build_ms: seconds * 1e3,
+            engine: built.spec.clone(),
+            build_ms: built.seconds * 1e3,
             memory_bytes: bytes,
             bytes_per_prefix: bytes as f64 / rib.len() as f64,
         });
-        engines.push(engine);
+        engines.push((built.spec, built.snapshot));
     }
     say!(
         "{} {} prefixes; {} keys per pattern, {} runs of >= {} s",
@@ -589,14 +604,16 @@ fn bench_family<A: EngineFamily>(args: &BenchArgs, rib: &Rib<A>) -> Result<bool>
             for &mode in &modes {
                 let mut ceiling_mlps = None;
                 if !args.no_ceiling {
-                    let m = bench::measure::<A>(&ceiling, pattern, &keys, mode, &settings);
+                    let m = bench::measure::<A, _>(
+                        "ceiling", &ceiling, pattern, &keys, mode, &settings,
+                    );
                     print_measurement(&m, Some(m.median_mlps))?;
                     ceiling_mlps = Some(m.median_mlps);
                     measurements.push(m);
                 }
                 let mut checksums = Vec::new();
-                for engine in &engines {
-                    let m = bench::measure(engine.as_ref(), pattern, &keys, mode, &settings);
+                for (name, engine) in &engines {
+                    let m = bench::measure(name, engine, pattern, &keys, mode, &settings);
                     print_measurement(&m, ceiling_mlps)?;
                     checksums.push((m.engine.clone(), m.checksum));
                     measurements.push(m);

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use fibkit::bench::{generate_keys, Pattern};
-use fibkit::build;
 use fibkit::load::{load_table, LoadOptions};
+use fibkit::{build, Lookup};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

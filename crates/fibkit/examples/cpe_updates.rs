@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use fibkit::load::{load_table, load_updates, AnyChange, LoadOptions};
 use fibkit::rib::Change;
-use fibkit::{build, verify, BuildError};
+use fibkit::{verify, BuildError, ConfigV4, EngineV4, Updater};
 
 const KINDS: [&str; 3] = ["insert", "delete", "route change"];
 
@@ -45,9 +45,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut kinds: Vec<Option<usize>> = vec![None; changes.len()];
     let mut times: Vec<Vec<u64>> = vec![Vec::with_capacity(repeats); changes.len()];
     let mut rebuilt = false;
+    let config: ConfigV4 = spec.parse()?;
     for _ in 0..repeats {
         let mut rib = table.v4.clone();
-        let mut engine = build(spec, &rib)?;
+        let (mut updater, mut engine) = EngineV4::build(&config, &rib)?;
         for (i, &change) in changes.iter().enumerate() {
             let prefix = change.prefix();
             let before = rib.get(prefix);
@@ -60,17 +61,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 (Some(_), Change::Announce(..)) => 2,
             });
             let started = Instant::now();
-            match engine.update(&rib, &[prefix]) {
+            match updater.update(&mut engine, &rib, &[prefix]) {
                 Ok(()) => {}
                 Err(BuildError::UpdateUnsupported { .. }) => {
                     rebuilt = true;
-                    engine = build(spec, &rib)?;
+                    (updater, engine) = EngineV4::build(&config, &rib)?;
                 }
                 Err(other) => return Err(other.into()),
             }
             times[i].push(started.elapsed().as_nanos() as u64);
         }
-        let report = verify(engine.as_ref(), &rib, 100_000, 1);
+        let report = verify(&engine, &rib, 100_000, 1);
         if !report.ok() {
             return Err(format!("{spec}: {} mismatches after the replay", report.failed).into());
         }

@@ -20,10 +20,9 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use fibkit::engines::dir24_8::Dir24_8;
 use fibkit::engines::dxr::Dxr;
 use fibkit::load::{load_table, load_updates, LoadOptions};
-use fibkit::{apply_changes, build, EngineSpec, Fib, Label, Rib};
+use fibkit::{build, EngineSpec, Fib, Label, Lookup, Rib};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -63,7 +62,7 @@ fn timed(mut pass: impl FnMut()) -> f64 {
     (passes * KEYS) as f64 / elapsed().as_secs_f64()
 }
 
-fn rnd_plain<F: Fib<u32>>(fib: &F, keys: &[u32], out: &mut [Option<Label>]) -> f64 {
+fn rnd_plain<F: Lookup<u32>>(fib: &F, keys: &[u32], out: &mut [Option<Label>]) -> f64 {
     median(|| {
         timed(|| {
             for (key, result) in keys.iter().zip(out.iter_mut()) {
@@ -74,7 +73,7 @@ fn rnd_plain<F: Fib<u32>>(fib: &F, keys: &[u32], out: &mut [Option<Label>]) -> f
     })
 }
 
-fn rnd_batch<F: Fib<u32>>(fib: &F, keys: &[u32], out: &mut [Option<Label>]) -> f64 {
+fn rnd_batch<F: Lookup<u32>>(fib: &F, keys: &[u32], out: &mut [Option<Label>]) -> f64 {
     median(|| {
         timed(|| {
             fib.lookup_batch(keys, out);
@@ -83,7 +82,7 @@ fn rnd_batch<F: Fib<u32>>(fib: &F, keys: &[u32], out: &mut [Option<Label>]) -> f
     })
 }
 
-fn seq_plain<F: Fib<u32>>(fib: &F, keys: &[u32], out: &mut [Option<Label>]) -> f64 {
+fn seq_plain<F: Lookup<u32>>(fib: &F, keys: &[u32], out: &mut [Option<Label>]) -> f64 {
     median(|| {
         timed(|| {
             let mut previous = 0;
@@ -190,7 +189,7 @@ fn measure_throughput(rib: &Rib<u32>, specs: &[String]) -> Result<(), Box<dyn st
     println!("\nThroughput, Mlps per on-CPU second (median of {RUNS}; 2^24 random keys; runs >= 1 s on CPU):\n");
     println!("| engine | bytes | RND plain | RND batch | SEQ plain | RND plain / dir24-8 | SEQ / dir24-8 |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    let dir = Dir24_8::build(&EngineSpec::parse("dir24-8")?, rib)?;
+    let dir = build("dir24-8", rib)?;
     let base = (
         rnd_plain(&dir, &keys, &mut out),
         rnd_batch(&dir, &keys, &mut out),
@@ -205,13 +204,13 @@ fn measure_throughput(rib: &Rib<u32>, specs: &[String]) -> Result<(), Box<dyn st
     );
     drop(dir);
     for spec in specs {
-        let engine = Dxr::build(&EngineSpec::parse(spec)?, rib)?;
+        let engine = build(spec, rib)?;
         let rnd = rnd_plain(&engine, &keys, &mut out);
         let batch = rnd_batch(&engine, &keys, &mut out);
         let seq = seq_plain(&engine, &keys, &mut out);
         println!(
             "| {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} |",
-            engine.name(),
+            spec,
             engine.memory_bytes(),
             rnd,
             batch,
@@ -220,7 +219,7 @@ fn measure_throughput(rib: &Rib<u32>, specs: &[String]) -> Result<(), Box<dyn st
             seq / base.2
         );
     }
-    let dir = Dir24_8::build(&EngineSpec::parse("dir24-8")?, rib)?;
+    let dir = build("dir24-8", rib)?;
     println!(
         "| dir24-8 (last) | {} | {:.1} | {:.1} | {:.1} | | |",
         dir.memory_bytes(),
@@ -264,22 +263,20 @@ fn measure_replay(
     println!("| engine | replay CPU ms (reference + engine) | compactions |");
     println!("|---|---:|---:|");
     for spec in std::iter::once("dxr".to_string()).chain(specs.iter().cloned()) {
-        let mut copy = rib.clone();
-        let mut engine = build(&spec, &copy)?;
+        let fib = Fib::<u32>::new(&spec, rib.clone())?;
         let started = cpu_ns();
         for batch in &batches {
-            apply_changes(&mut engine, &mut copy, batch)?;
+            fib.apply(batch)?;
         }
         let ns = started.and_then(|s| Some(cpu_ns()? - s)).unwrap_or(0);
-        let compactions = engine
-            .stats()
+        let compactions = fibkit::EngineStats::rows(&fib.stats())
             .into_iter()
             .find(|(name, _)| name == "compactions")
             .map(|(_, v)| v)
             .unwrap_or_default();
         println!(
             "| {} | {:.1} | {} |",
-            engine.name(),
+            fib.spec(),
             ns as f64 / 1e6,
             compactions
         );

@@ -15,10 +15,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use fibkit::bench::{self, Mode, Pattern, Settings};
-use fibkit::engines::dir24_8::Dir24_8;
 use fibkit::engines::lctrie::{adversarial_table_v4, LcKey, LcTrie, LookupAlgo};
 use fibkit::load::{load_table, load_updates, AnyChange, LoadOptions};
-use fibkit::{Addr, Change, EngineSpec, Fib, Rib};
+use fibkit::{Addr, Change, ConfigV4, EngineSpec, EngineV4, Lookup, Rib, Updater};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -80,7 +79,7 @@ fn describe<A: LcKey>(name: &str, rib: &Rib<A>, trie: &LcTrie<A>, build_s: f64, 
 fn lookups<A: LcKey>(
     trie: &LcTrie<A>,
     classic: &LcTrie<A>,
-    baseline: Option<&dyn Fib<A>>,
+    baseline: Option<&dyn Lookup<A>>,
     patterns: &[(&str, Vec<A>)],
 ) {
     println!("| engine | keys | Mlookups/s | ns/lookup | ratio to dir24-8 | runs |");
@@ -95,14 +94,14 @@ fn lookups<A: LcKey>(
         } else {
             Pattern::Trace(PathBuf::from(*name))
         };
-        let mut engines: Vec<&dyn Fib<A>> = Vec::new();
-        engines.extend(baseline);
-        engines.push(trie);
-        engines.push(classic);
+        let mut engines: Vec<(String, &dyn Lookup<A>)> = Vec::new();
+        engines.extend(baseline.map(|b| ("dir24-8".to_string(), b)));
+        engines.push((trie.name(), trie));
+        engines.push((classic.name(), classic));
         let mut runs: Vec<Vec<f64>> = vec![Vec::new(); engines.len()];
         for _ in 0..settings().runs {
-            for (engine, runs) in engines.iter().zip(runs.iter_mut()) {
-                let m = bench::measure(*engine, &pattern, keys, Mode::Plain, &one_run);
+            for ((engine_name, engine), runs) in engines.iter().zip(runs.iter_mut()) {
+                let m = bench::measure(engine_name, *engine, &pattern, keys, Mode::Plain, &one_run);
                 runs.push(m.median_mlps);
             }
         }
@@ -112,12 +111,12 @@ fn lookups<A: LcKey>(
             sorted[sorted.len() / 2]
         };
         let base = baseline.map(|_| median(&runs[0]));
-        for (engine, runs) in engines.iter().zip(&runs) {
+        for ((engine_name, _), runs) in engines.iter().zip(&runs) {
             let mlps = median(runs);
             let shown: Vec<String> = runs.iter().map(|r| format!("{r:.1}")).collect();
             println!(
                 "| {} | {} | {:.2} | {:.1} | {} | [{}] |",
-                engine.name(),
+                engine_name,
                 name,
                 mlps,
                 1e3 / mlps,
@@ -143,7 +142,7 @@ fn dfz_v4() {
     let rnd = bench::generate_keys(&Pattern::Rnd, KEYS, 1, rib).expect("keys");
     println!("\n### dfz-v4-nh\n");
     describe("dfz-v4-nh", rib, &trie, seconds, &rnd);
-    let dir = Dir24_8::build(&spec("dir24-8"), rib).expect("dir24-8");
+    let dir = fibkit::build::<u32>("dir24-8", rib).expect("dir24-8");
     println!();
     lookups(
         &trie,
@@ -202,7 +201,7 @@ fn adversarial() {
     if std::env::args().any(|a| a == "adv-counts") {
         return;
     }
-    let dir = Dir24_8::build(&spec("dir24-8"), &rib).expect("dir24-8");
+    let dir = fibkit::build::<u32>("dir24-8", &rib).expect("dir24-8");
     println!();
     lookups(
         &trie,
@@ -232,7 +231,7 @@ fn updates() {
         .collect();
     println!("\n### updates: LINX stream onto dfz-v4-nh\n");
     println!(
-        "{} IPv4 changes in the stream. Time per effective change, `Fib::update` with one \
+        "{} IPv4 changes in the stream. Time per effective change, `Updater::update` with one \
          prefix, timer included; the replay with the median overall time of 5 (all 5 in brackets).\n",
         changes.len()
     );
@@ -243,7 +242,8 @@ fn updates() {
         let mut counts = [0usize; 3];
         for _ in 0..5 {
             let mut rib = table.v4.clone();
-            let mut engine: Box<dyn Fib<u32>> = fibkit::build(engine_spec, &rib).expect("build");
+            let config: ConfigV4 = engine_spec.parse().expect("spec");
+            let (mut updater, mut engine) = EngineV4::build(&config, &rib).expect("build");
             let mut seconds = [0f64; 3];
             counts = [0; 3];
             for &change in &changes {
@@ -258,7 +258,9 @@ fn updates() {
                     (Some(_), Change::Withdraw(_)) => 2,
                 };
                 let start = Instant::now();
-                engine.update(&rib, &[prefix]).expect("update");
+                updater
+                    .update(&mut engine, &rib, &[prefix])
+                    .expect("update");
                 seconds[kind] += start.elapsed().as_secs_f64();
                 counts[kind] += 1;
             }

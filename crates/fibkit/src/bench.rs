@@ -31,7 +31,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::addr::Addr;
-use crate::fib::Fib;
+use crate::engine::Lookup;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 
@@ -352,8 +352,8 @@ fn checksum(results: &[Option<Label>]) -> u64 {
 
 /// One timed pass set on one thread: passes over `keys` until `min` elapsed.
 /// Returns (lookups done, elapsed).
-fn timed_passes<A: Addr>(
-    engine: &dyn Fib<A>,
+fn timed_passes<A: Addr, L: Lookup<A> + ?Sized>(
+    engine: &L,
     keys: &[A],
     out: &mut [Option<Label>],
     chained: bool,
@@ -384,8 +384,9 @@ fn timed_passes<A: Addr>(
 /// Times `engine` on `keys` (generated for `pattern`): `settings.runs` runs of
 /// at least `settings.min_seconds` each, on `settings.threads` threads.
 /// `seq` always runs chained (its mode is reported as plain).
-pub fn measure<A: Addr>(
-    engine: &dyn Fib<A>,
+pub fn measure<A: Addr, L: Lookup<A> + ?Sized>(
+    name: &str,
+    engine: &L,
     pattern: &Pattern,
     keys: &[A],
     mode: Mode,
@@ -432,7 +433,7 @@ pub fn measure<A: Addr>(
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];
     Measurement {
-        engine: engine.name(),
+        engine: name.to_string(),
         pattern: pattern.name(),
         mode,
         threads,
@@ -464,10 +465,7 @@ impl Default for Ceiling {
     }
 }
 
-impl<A: Addr> Fib<A> for Ceiling {
-    fn name(&self) -> String {
-        "ceiling".into()
-    }
+impl<A: Addr> Lookup<A> for Ceiling {
     fn memory_bytes(&self) -> usize {
         self.table.len() * std::mem::size_of::<Option<Label>>()
     }
@@ -535,13 +533,41 @@ mod tests {
             runs: 3,
             threads: 2,
         };
-        let a = measure(radix.as_ref(), &Pattern::Rnd, &keys, Mode::Plain, &settings);
-        let b = measure(dir.as_ref(), &Pattern::Rnd, &keys, Mode::Batch, &settings);
+        let a = measure(
+            "radix",
+            &radix,
+            &Pattern::Rnd,
+            &keys,
+            Mode::Plain,
+            &settings,
+        );
+        let b = measure(
+            "dir24-8",
+            &dir,
+            &Pattern::Rnd,
+            &keys,
+            Mode::Batch,
+            &settings,
+        );
         assert_eq!(a.runs_mlps.len(), 3);
         assert!(a.min_mlps <= a.median_mlps && a.median_mlps <= a.max_mlps);
         assert_eq!(a.checksum, b.checksum);
-        let seq_a = measure(radix.as_ref(), &Pattern::Seq, &keys, Mode::Batch, &settings);
-        let seq_b = measure(dir.as_ref(), &Pattern::Seq, &keys, Mode::Plain, &settings);
+        let seq_a = measure(
+            "radix",
+            &radix,
+            &Pattern::Seq,
+            &keys,
+            Mode::Batch,
+            &settings,
+        );
+        let seq_b = measure(
+            "dir24-8",
+            &dir,
+            &Pattern::Seq,
+            &keys,
+            Mode::Plain,
+            &settings,
+        );
         assert_eq!(seq_a.mode, Mode::Plain);
         assert_eq!(seq_a.checksum, seq_b.checksum);
         let json = serde_json::to_value(&a).unwrap();

@@ -1,531 +1,514 @@
-//! The engine contract, engine specs and the registry.
+//! The `Fib` handle: a forwarding table that many threads read while one
+//! writer changes it.
 //!
-//! An engine is a read-optimised data plane built from a [`Rib`] (the control
-//! plane). Every engine implements [`Fib`]; the command line and library users
-//! pick one at run time with a spec string such as `radix`, `dir24-8` or
-//! `dxr:k=20`, parsed by [`EngineSpec`] and built by [`build`].
+//! A [`Fib`] owns the reference table (the control plane), the engine's
+//! updater and the current snapshot (the data plane). Readers get the
+//! current snapshot without locks: it is published through an atomic
+//! pointer (`arc-swap`), a reader holds an `Arc` of the snapshot it loaded,
+//! and a snapshot is freed (or recycled by the writer) when its last reader
+//! lets go of it, as RCU does in the kernel. A batch of changes is applied
+//! by one writer at a time: to the reference table, then to a private copy
+//! of the current snapshot (or by a rebuild), and the result is published
+//! with one pointer store, so a reader sees a batch entirely or not at all.
 //!
-//! Updates go to the reference table first; the engine is then told which
-//! prefixes changed ([`Fib::update`]) and either patches itself from the
-//! reference table or reports [`BuildError::UpdateUnsupported`], in which case
-//! [`apply_changes`] rebuilds it.
+//! Lookups through the handle do not go through a dynamic call per key:
+//! the snapshot is an enum over the engines ([`crate::SnapshotV4`]) or one
+//! engine's own type (`Fib<u32, DxrUpdater>`), so each engine's lookup is
+//! inlined into the caller's loop.
+//!
+//! ```
+//! use fibkit::{Change, Fib, Lookup, Prefix, Rib};
+//!
+//! let mut rib = Rib::<u32>::new();
+//! rib.insert("10.0.0.0/8".parse::<Prefix<u32>>()?, 1);
+//! let fib = Fib::new("dxr", rib)?;
+//!
+//! // A reader thread: one `Reader` per thread, lookups without locks.
+//! let mut reader = fib.reader();
+//! let worker = std::thread::spawn(move || reader.lookup(0x0a01_0203));
+//!
+//! // The writer: a batch is published at once, entirely.
+//! fib.apply(&[Change::Announce("10.1.0.0/16".parse()?, 2)])?;
+//! assert_eq!(fib.snapshot().lookup(0x0a01_0203), Some(2));
+//! assert!(matches!(worker.join().unwrap(), Some(1) | Some(2)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-use std::collections::HashSet;
-use std::fmt;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::addr::{Addr, Family};
+use arc_swap::{ArcSwap, Cache};
+
+use crate::engine::{BuildError, EngineConfig, Lookup, Updater};
 use crate::prefix::{Label, Prefix};
+use crate::registry::EngineFamily;
 use crate::rib::{Change, Rib};
 
-/// A longest-prefix-match lookup engine for addresses of type `A`.
-pub trait Fib<A: Addr>: Send + Sync {
-    /// The engine's spec string, as [`build`] accepts it (`dxr:k=20`).
-    fn name(&self) -> String;
+/// A snapshot as published by a [`Fib`]: the engine's snapshot and its
+/// version (0 for the first build, one more per published batch).
+#[derive(Clone, Debug)]
+pub struct Published<S> {
+    version: u64,
+    snapshot: S,
+}
 
-    /// Bytes of memory the lookup structures occupy (build-only state excluded).
-    fn memory_bytes(&self) -> usize;
-
-    /// The label of the longest prefix containing `addr`, or `None`.
-    fn lookup(&self, addr: A) -> Option<Label>;
-
-    /// Looks up every address of `addrs` into the same position of `out`.
-    /// Engines override it to keep several lookups in flight (prefetching);
-    /// the default is [`Fib::lookup_each`].
-    ///
-    /// # Panics
-    /// If `out` is shorter than `addrs`.
-    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        self.lookup_each(addrs, out);
+impl<S> Published<S> {
+    /// The version: how many batches the table had received when this
+    /// snapshot was published.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
-    /// The plain loop: one [`Fib::lookup`] per address, in order. Not meant to
-    /// be overridden: as a provided method it is compiled for each engine, so
-    /// a caller holding a `&dyn Fib` pays one dynamic call per slice, not per
-    /// address (the benchmark's "plain" mode).
-    ///
-    /// # Panics
-    /// If `out` is shorter than `addrs`.
-    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        for (addr, result) in addrs.iter().zip(out.iter_mut()) {
-            *result = self.lookup(*addr);
-        }
-    }
-
-    /// Dependent lookups (the thesis' SEQ pattern): address `i` is
-    /// `addrs[i]` XORed with the label found for address `i - 1` (0 for none),
-    /// so each lookup waits for the previous one. `seed` is XORed into the
-    /// first address. Returns the last label (or 0), to chain calls.
-    ///
-    /// # Panics
-    /// If `out` is shorter than `addrs`.
-    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
-        assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        let mut previous = seed;
-        for (addr, result) in addrs.iter().zip(out.iter_mut()) {
-            let label = self.lookup(A::from_u128(addr.to_u128() ^ previous as u128));
-            *result = label;
-            previous = label.unwrap_or(0);
-        }
-        previous
-    }
-
-    /// Brings the engine in line with `rib` after the prefixes in `changed`
-    /// were inserted, removed or relabelled there. Engines that cannot patch
-    /// themselves return [`BuildError::UpdateUnsupported`] (the default).
-    fn update(&mut self, rib: &Rib<A>, changed: &[Prefix<A>]) -> Result<(), BuildError> {
-        let _ = (rib, changed);
-        Err(BuildError::UpdateUnsupported {
-            engine: self.name(),
-        })
-    }
-
-    /// Engine-specific statistics as `(name, value)` rows, for `fibkit stats`.
-    fn stats(&self) -> Vec<(String, String)> {
-        Vec::new()
+    /// The engine's snapshot.
+    pub fn snapshot(&self) -> &S {
+        &self.snapshot
     }
 }
 
-/// Why an engine could not be built or updated.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BuildError {
-    /// The spec names no known engine.
-    #[error("unknown engine `{name}` (known: {known})")]
-    UnknownEngine {
-        /// The name given.
-        name: String,
-        /// Comma-separated names of the registered engines.
-        known: String,
-    },
-    /// The spec string is malformed.
-    #[error("bad engine spec `{spec}`: {why}")]
-    BadSpec {
-        /// The whole spec.
-        spec: String,
-        /// What is wrong.
-        why: String,
-    },
-    /// The engine does not handle this address family.
-    #[error("engine `{engine}` does not support {family} (try `radix`)")]
-    UnsupportedFamily {
-        /// The engine name.
-        engine: String,
-        /// The family asked for.
-        family: Family,
-    },
-    /// The table does not fit the engine's layout.
-    #[error("engine `{engine}` cannot encode this table: {why}")]
-    Limit {
-        /// The engine spec.
-        engine: String,
-        /// Which limit was hit and what would work instead.
-        why: String,
-    },
-    /// The engine cannot apply changes in place; rebuild it instead.
-    #[error("engine `{engine}` has no incremental update")]
-    UpdateUnsupported {
-        /// The engine spec.
-        engine: String,
-    },
-}
-
-/// A parsed engine spec: `name` or `name:key=value,flag,...`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EngineSpec {
-    /// The engine name (`dxr`).
-    pub name: String,
-    /// Parameters in the order given; flags have no value.
-    pub params: Vec<(String, Option<String>)>,
-    text: String,
-}
-
-impl EngineSpec {
-    /// Parses `name[:key=value|flag[,...]]`.
-    pub fn parse(text: &str) -> Result<Self, BuildError> {
-        let bad = |why: &str| BuildError::BadSpec {
-            spec: text.to_string(),
-            why: why.to_string(),
-        };
-        let (name, rest) = match text.split_once(':') {
-            Some((name, rest)) => (name, Some(rest)),
-            None => (text, None),
-        };
-        let name = name.trim();
-        if name.is_empty() {
-            return Err(bad("empty engine name"));
-        }
-        let mut params = Vec::new();
-        if let Some(rest) = rest {
-            for item in rest.split(',') {
-                let item = item.trim();
-                if item.is_empty() {
-                    return Err(bad("empty parameter"));
-                }
-                let (key, value) = match item.split_once('=') {
-                    Some((key, value)) => (key.trim(), Some(value.trim().to_string())),
-                    None => (item, None),
-                };
-                if key.is_empty() {
-                    return Err(bad("parameter without a name"));
-                }
-                if params.iter().any(|(k, _): &(String, _)| k == key) {
-                    return Err(bad(&format!("parameter `{key}` given twice")));
-                }
-                params.push((key.to_string(), value));
-            }
-        }
-        Ok(EngineSpec {
-            name: name.to_string(),
-            params,
-            text: text.to_string(),
-        })
-    }
-
-    /// The spec as written.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    /// Fails unless every parameter is one of `known`.
-    pub fn expect_only(&self, known: &[&str]) -> Result<(), BuildError> {
-        for (key, _) in &self.params {
-            if !known.contains(&key.as_str()) {
-                return Err(self.error(format!(
-                    "unknown parameter `{key}` for `{}` (known: {})",
-                    self.name,
-                    if known.is_empty() {
-                        "none".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// The numeric value of `key`, if given; an error if it is not a number
-    /// in `range`.
-    pub fn number(
-        &self,
-        key: &str,
-        range: std::ops::RangeInclusive<u32>,
-    ) -> Result<Option<u32>, BuildError> {
-        let Some((_, value)) = self.params.iter().find(|(k, _)| k == key) else {
-            return Ok(None);
-        };
-        let value = value
-            .as_deref()
-            .ok_or_else(|| self.error(format!("`{key}` needs a value")))?;
-        match value.parse::<u32>() {
-            Ok(number) if range.contains(&number) => Ok(Some(number)),
-            _ => Err(self.error(format!(
-                "`{key}={value}` is not a number in {}..={}",
-                range.start(),
-                range.end()
-            ))),
-        }
-    }
-
-    /// The comma-free list value of `key` (`strides=16+8+8`), if given.
-    pub fn value(&self, key: &str) -> Option<&str> {
-        self.params
-            .iter()
-            .find(|(k, _)| k == key)
-            .and_then(|(_, v)| v.as_deref())
-    }
-
-    /// Whether the flag `key` is present (with no value, or `=true`/`=1`).
-    pub fn flag(&self, key: &str) -> Result<bool, BuildError> {
-        match self.params.iter().find(|(k, _)| k == key) {
-            None => Ok(false),
-            Some((_, None)) => Ok(true),
-            Some((_, Some(v))) if v == "true" || v == "1" => Ok(true),
-            Some((_, Some(v))) if v == "false" || v == "0" => Ok(false),
-            Some((_, Some(v))) => {
-                Err(self.error(format!("flag `{key}` takes no value, got `{v}`")))
-            }
-        }
-    }
-
-    /// A [`BuildError::BadSpec`] for this spec.
-    pub fn error(&self, why: String) -> BuildError {
-        BuildError::BadSpec {
-            spec: self.text.clone(),
-            why,
-        }
+impl<S> Deref for Published<S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.snapshot
     }
 }
 
-impl fmt::Display for EngineSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-/// A registered engine: its name, families and one-line description.
-#[derive(Clone, Copy, Debug)]
-pub struct EngineInfo {
-    /// The spec name.
-    pub name: &'static str,
-    /// Whether it builds IPv4 tables.
-    pub ipv4: bool,
-    /// Whether it builds IPv6 tables.
-    pub ipv6: bool,
-    /// Parameters and what the engine is.
-    pub about: &'static str,
-}
-
-/// Every engine [`build`] knows, in the order `--help` lists them.
-pub const ENGINES: &[EngineInfo] = &[
-    EngineInfo {
-        name: "radix",
-        ipv4: true,
-        ipv6: true,
-        about: "the reference PATRICIA trie itself (slow, always right)",
-    },
-    EngineInfo {
-        name: "dir24-8",
-        ipv4: true,
-        ipv6: false,
-        about: "DPDK-style 2^24 direct table plus 256-entry groups; the baseline",
-    },
-    EngineInfo {
-        name: "cpe",
-        ipv4: true,
-        ipv6: true,
-        about: "multibit trie by controlled prefix expansion, DP-chosen strides \
-                (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C)",
-    },
-    EngineInfo {
-        name: "dxr",
-        ipv4: true,
-        ipv6: false,
-        about: "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X",
-    },
-    EngineInfo {
-        name: "lctrie",
-        ipv4: true,
-        ipv6: true,
-        about: "Linux fib_trie dynamic LC-trie; lookup=improved (default) or lookup=classic",
-    },
-];
-
-/// Address families the registry can build engines for (`u32` and `u128`).
-pub trait EngineFamily: Addr {
-    /// Builds the engine `spec` for this family from `rib`.
-    fn build_engine(spec: &EngineSpec, rib: &Rib<Self>) -> Result<Box<dyn Fib<Self>>, BuildError>;
-}
-
-impl EngineFamily for u32 {
-    fn build_engine(spec: &EngineSpec, rib: &Rib<u32>) -> Result<Box<dyn Fib<u32>>, BuildError> {
-        use crate::engines::*;
-        Ok(match spec.name.as_str() {
-            "radix" => Box::new(radix::Radix::build(spec, rib)?),
-            "dir24-8" | "dir24_8" => Box::new(dir24_8::Dir24_8::build(spec, rib)?),
-            "cpe" => cpe::build(spec, rib)?,
-            "dxr" => Box::new(dxr::Dxr::build(spec, rib)?),
-            "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
-            _ => return Err(unknown::<Self>(spec)),
-        })
-    }
-}
-
-impl EngineFamily for u128 {
-    fn build_engine(spec: &EngineSpec, rib: &Rib<u128>) -> Result<Box<dyn Fib<u128>>, BuildError> {
-        use crate::engines::*;
-        Ok(match spec.name.as_str() {
-            "radix" => Box::new(radix::Radix::build(spec, rib)?),
-            "cpe" => cpe::build(spec, rib)?,
-            "lctrie" => Box::new(lctrie::LcTrie::build(spec, rib)?),
-            _ => return Err(unknown::<Self>(spec)),
-        })
-    }
-}
-
-fn unknown<A: Addr>(spec: &EngineSpec) -> BuildError {
-    match ENGINES
-        .iter()
-        .find(|info| info.name == spec.name || info.name.replace('-', "_") == spec.name)
-    {
-        Some(info) => BuildError::UnsupportedFamily {
-            engine: info.name.to_string(),
-            family: A::FAMILY,
-        },
-        None => BuildError::UnknownEngine {
-            name: spec.name.clone(),
-            known: ENGINES
-                .iter()
-                .map(|info| info.name)
-                .collect::<Vec<_>>()
-                .join(", "),
-        },
-    }
-}
-
-/// Builds the engine described by `spec` (`"dxr:k=20"`) from `rib`.
-pub fn build<A: EngineFamily>(spec: &str, rib: &Rib<A>) -> Result<Box<dyn Fib<A>>, BuildError> {
-    A::build_engine(&EngineSpec::parse(spec)?, rib)
-}
-
-/// What [`apply_changes`] did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What one applied batch did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UpdateSummary {
     /// Changes that altered the reference table.
     pub effective: usize,
     /// Changes that left it as it was (withdraw of an absent prefix, same label).
     pub no_ops: usize,
-    /// Whether the engine had to be rebuilt rather than patched.
-    pub rebuilt: bool,
+    /// Whether the engine was rebuilt rather than patched, and why (`None`:
+    /// patched, or nothing to do).
+    pub rebuilt: Option<String>,
+    /// The version published (unchanged when every change was a no-op).
+    pub version: u64,
 }
 
-/// Applies `changes` to `rib`, then brings `engine` in line: incrementally if
-/// it can, by a rebuild from the same spec otherwise.
-pub fn apply_changes<A: EngineFamily>(
-    engine: &mut Box<dyn Fib<A>>,
-    rib: &mut Rib<A>,
-    changes: &[Change<A>],
-) -> Result<UpdateSummary, BuildError> {
-    let mut summary = UpdateSummary::default();
-    let mut changed = Vec::with_capacity(changes.len());
-    for change in changes {
-        if rib.apply(*change) {
-            summary.effective += 1;
-            changed.push(change.prefix());
+/// A forwarding table: the reference table, an engine built from it, and
+/// the published snapshot that readers use. Cloning the handle shares the
+/// table (it is an `Arc`).
+///
+/// `U` is the engine: by default every engine of the family, chosen by a
+/// spec string at run time; name one engine's updater
+/// (`Fib<u32, DxrUpdater>`) to fix it at compile time.
+pub struct Fib<A: EngineFamily, U: Updater<A> = <A as EngineFamily>::Engine> {
+    current: Arc<ArcSwap<Published<U::Snapshot>>>,
+    writer: Arc<Mutex<Writer<A, U>>>,
+}
+
+impl<A: EngineFamily, U: Updater<A>> Clone for Fib<A, U> {
+    fn clone(&self) -> Self {
+        Fib {
+            current: Arc::clone(&self.current),
+            writer: Arc::clone(&self.writer),
+        }
+    }
+}
+
+/// What only the writer touches.
+struct Writer<A: EngineFamily, U: Updater<A>> {
+    rib: Rib<A>,
+    updater: U,
+    /// The snapshot published before the current one, kept to be
+    /// overwritten by the next batch instead of allocating a new one.
+    spare: Option<Arc<Published<U::Snapshot>>>,
+    version: u64,
+}
+
+impl<A: EngineFamily> Fib<A> {
+    /// Builds the engine `spec` (`"dxr:k=20"`, any engine of the family)
+    /// from `rib` and takes both.
+    pub fn new(spec: &str, rib: Rib<A>) -> Result<Self, BuildError> {
+        Self::with_config(spec.parse()?, rib)
+    }
+}
+
+impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
+    /// Builds the engine `spec` (its own name, `dxr:k=16` for a `Fib`
+    /// of `DxrUpdater`) from `rib` and takes both.
+    pub fn with_spec(spec: &str, rib: Rib<A>) -> Result<Self, BuildError> {
+        Self::with_config(U::Config::parse(spec)?, rib)
+    }
+
+    /// Builds the engine with `config` from `rib` and takes both.
+    pub fn with_config(config: U::Config, rib: Rib<A>) -> Result<Self, BuildError> {
+        Ok(LocalFib::with_config(config, rib)?.into_shared())
+    }
+
+    /// The current snapshot. Hold it for a burst of lookups, then drop it:
+    /// a held snapshot stays in memory after newer ones are published.
+    pub fn snapshot(&self) -> Arc<Published<U::Snapshot>> {
+        self.current.load_full()
+    }
+
+    /// A reader for one thread: its lookups see the newest snapshot at the
+    /// cost of one atomic load per call.
+    pub fn reader(&self) -> Reader<U::Snapshot> {
+        Reader {
+            cache: Cache::new(Arc::clone(&self.current)),
+        }
+    }
+
+    /// The engine's spec in canonical form (`dxr:k=20`).
+    pub fn spec(&self) -> String {
+        self.lock().updater.config().to_string()
+    }
+
+    /// The engine's statistics with the current snapshot.
+    pub fn stats(&self) -> U::Stats {
+        let writer = self.lock();
+        writer.updater.stats(&self.current.load())
+    }
+
+    /// Runs `f` on the reference table (the writer waits meanwhile).
+    pub fn with_rib<R>(&self, f: impl FnOnce(&Rib<A>) -> R) -> R {
+        f(&self.lock().rib)
+    }
+
+    /// Applies `changes` (in order) to the reference table, brings the
+    /// engine in line and publishes the new snapshot, all or nothing: if
+    /// neither a patch nor a fresh build of the engine can take the new
+    /// table (a layout limit), the reference table is restored, readers
+    /// keep the old answers and the error is returned.
+    ///
+    /// The engine patches a private copy of the current snapshot (readers
+    /// keep reading the published one), so each batch costs a copy of the
+    /// snapshot besides the patch: coalesce changes into batches.
+    pub fn apply(&self, changes: &[Change<A>]) -> Result<UpdateSummary, BuildError> {
+        let mut writer = self.lock();
+        let writer = &mut *writer;
+        let Some(batch) = Batch::record(&mut writer.rib, changes) else {
+            return Ok(UpdateSummary {
+                no_ops: changes.len(),
+                version: writer.version,
+                ..UpdateSummary::default()
+            });
+        };
+        let mut summary = batch.summary(changes.len());
+        let patched = if writer.updater.patches() {
+            let current = self.current.load();
+            // Recycle the snapshot two versions old when no reader holds it
+            // any more (its vectors keep their memory), else copy afresh.
+            let mut copy = match writer.spare.take().map(Arc::try_unwrap) {
+                Some(Ok(mut spare)) => {
+                    spare.snapshot.clone_from(&current.snapshot);
+                    spare.snapshot
+                }
+                _ => current.snapshot.clone(),
+            };
+            drop(current);
+            writer
+                .updater
+                .update(&mut copy, &writer.rib, &batch.changed)
+                .map(|()| copy)
+                .map_err(|error| error.to_string())
         } else {
-            summary.no_ops += 1;
-        }
+            Err(REBUILDS.to_string())
+        };
+        let snapshot = match patched {
+            Ok(snapshot) => snapshot,
+            Err(why) => match rebuild(&mut writer.rib, &mut writer.updater, &batch) {
+                Ok(snapshot) => {
+                    summary.rebuilt = Some(why);
+                    snapshot
+                }
+                Err((error, old)) => {
+                    if let Some(snapshot) = old {
+                        self.publish(writer, snapshot);
+                    }
+                    return Err(error);
+                }
+            },
+        };
+        summary.version = self.publish(writer, snapshot);
+        Ok(summary)
     }
-    if changed.is_empty() {
-        return Ok(summary);
+
+    /// Publishes `snapshot` as the next version; returns it.
+    fn publish(&self, writer: &mut Writer<A, U>, snapshot: U::Snapshot) -> u64 {
+        writer.version += 1;
+        let old = self.current.swap(Arc::new(Published {
+            version: writer.version,
+            snapshot,
+        }));
+        writer.spare = Some(old);
+        writer.version
     }
-    changed.sort_unstable();
-    changed.dedup();
-    match engine.update(rib, &changed) {
-        Ok(()) => {}
-        Err(BuildError::UpdateUnsupported { .. }) => {
-            *engine = build(&engine.name(), rib)?;
-            summary.rebuilt = true;
-        }
-        Err(other) => return Err(other),
+
+    fn lock(&self) -> MutexGuard<'_, Writer<A, U>> {
+        // A panic inside an update leaves the writer's state as the failed
+        // batch left it; readers are unaffected and the next batch rebuilds
+        // what it needs, so the poison flag carries no information here.
+        self.writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-    Ok(summary)
 }
 
-/// Maps labels to small dense indices (and back), in first-seen order.
-/// Engines use it to store label indices in narrow fields.
-#[derive(Clone, Debug, Default)]
-pub struct LabelTable {
-    labels: Vec<Label>,
-    index: std::collections::HashMap<Label, u32>,
+/// Why an engine whose updater does not patch was rebuilt.
+const REBUILDS: &str = "the engine rebuilds on every change";
+
+/// A batch applied to a reference table, with what it takes to undo it.
+struct Batch<A> {
+    /// Each effective change's prefix and what it held before, in order.
+    before: Vec<(Prefix<A>, Option<Label>)>,
+    /// The changed prefixes, sorted and distinct.
+    changed: Vec<Prefix<A>>,
 }
 
-impl LabelTable {
-    /// An empty table.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The index of `label`, adding it if new.
-    pub fn intern(&mut self, label: Label) -> u32 {
-        if let Some(&index) = self.index.get(&label) {
-            return index;
+impl<A: crate::Addr> Batch<A> {
+    /// Applies `changes` to `rib`; `None` when none changed it.
+    fn record(rib: &mut Rib<A>, changes: &[Change<A>]) -> Option<Self> {
+        let mut before = Vec::with_capacity(changes.len());
+        for change in changes {
+            let prefix = change.prefix();
+            let old = rib.get(prefix);
+            if rib.apply(*change) {
+                before.push((prefix, old));
+            }
         }
-        let index = self.labels.len() as u32;
-        self.labels.push(label);
-        self.index.insert(label, index);
-        index
+        if before.is_empty() {
+            return None;
+        }
+        let mut changed: Vec<Prefix<A>> = before.iter().map(|(prefix, _)| *prefix).collect();
+        changed.sort_unstable();
+        changed.dedup();
+        Some(Batch { before, changed })
     }
 
-    /// The label at `index`.
+    /// Restores `rib` to what it was before the batch.
+    fn undo(&self, rib: &mut Rib<A>) {
+        // In reverse order: the first value seen for a prefix is the one it
+        // had before the batch.
+        for &(prefix, old) in self.before.iter().rev() {
+            match old {
+                Some(label) => rib.insert(prefix, label),
+                None => rib.remove(prefix),
+            };
+        }
+    }
+
+    fn summary(&self, changes: usize) -> UpdateSummary {
+        UpdateSummary {
+            effective: self.before.len(),
+            no_ops: changes - self.before.len(),
+            ..UpdateSummary::default()
+        }
+    }
+}
+
+/// Rebuilds the engine for `rib` after `batch`. When the new table does
+/// not fit the engine, undoes the batch and rebuilds for the old table
+/// (the updater's state may describe the failed attempt), returning the
+/// error with that rebuilt snapshot (`None` if even it failed).
+#[allow(clippy::type_complexity)]
+fn rebuild<A: crate::Addr, U: Updater<A>>(
+    rib: &mut Rib<A>,
+    updater: &mut U,
+    batch: &Batch<A>,
+) -> Result<U::Snapshot, (BuildError, Option<U::Snapshot>)> {
+    let config = updater.config();
+    match U::build(&config, rib) {
+        Ok((fresh, snapshot)) => {
+            *updater = fresh;
+            Ok(snapshot)
+        }
+        Err(error) => {
+            batch.undo(rib);
+            match U::build(&config, rib) {
+                Ok((fresh, snapshot)) => {
+                    *updater = fresh;
+                    Err((error, Some(snapshot)))
+                }
+                Err(_) => Err((error, None)),
+            }
+        }
+    }
+}
+
+/// An engine used from one thread: the reference table, the updater and
+/// its snapshot, changed in place. What [`Fib`] does without the readers:
+/// no copy per batch, so single changes cost only their patch.
+pub struct LocalFib<A: EngineFamily, U: Updater<A> = <A as EngineFamily>::Engine> {
+    rib: Rib<A>,
+    updater: U,
+    snapshot: U::Snapshot,
+}
+
+impl<A: EngineFamily> LocalFib<A> {
+    /// Builds the engine `spec` (`"dxr:k=20"`, any engine of the family)
+    /// from `rib` and takes both.
+    pub fn new(spec: &str, rib: Rib<A>) -> Result<Self, BuildError> {
+        Self::with_config(spec.parse()?, rib)
+    }
+}
+
+impl<A: EngineFamily, U: Updater<A>> LocalFib<A, U> {
+    /// Builds the engine `spec` (its own name) from `rib` and takes both.
+    pub fn with_spec(spec: &str, rib: Rib<A>) -> Result<Self, BuildError> {
+        Self::with_config(U::Config::parse(spec)?, rib)
+    }
+
+    /// Builds the engine with `config` from `rib` and takes both.
+    pub fn with_config(config: U::Config, rib: Rib<A>) -> Result<Self, BuildError> {
+        let (updater, snapshot) = U::build(&config, &rib)?;
+        Ok(LocalFib {
+            rib,
+            updater,
+            snapshot,
+        })
+    }
+
+    /// The engine's snapshot.
+    pub fn snapshot(&self) -> &U::Snapshot {
+        &self.snapshot
+    }
+
+    /// The reference table.
+    pub fn rib(&self) -> &Rib<A> {
+        &self.rib
+    }
+
+    /// The engine's updater.
+    pub fn updater(&self) -> &U {
+        &self.updater
+    }
+
+    /// The engine's spec in canonical form (`dxr:k=20`).
+    pub fn spec(&self) -> String {
+        self.updater.config().to_string()
+    }
+
+    /// The engine's statistics.
+    pub fn stats(&self) -> U::Stats {
+        self.updater.stats(&self.snapshot)
+    }
+
+    /// Applies `changes` (in order) to the reference table and patches the
+    /// snapshot in place, or rebuilds it. All or nothing, as
+    /// [`Fib::apply`]: on an error the table answers as before the batch.
+    pub fn apply(&mut self, changes: &[Change<A>]) -> Result<UpdateSummary, BuildError> {
+        let Some(batch) = Batch::record(&mut self.rib, changes) else {
+            return Ok(UpdateSummary {
+                no_ops: changes.len(),
+                ..UpdateSummary::default()
+            });
+        };
+        let mut summary = batch.summary(changes.len());
+        let why = if self.updater.patches() {
+            match self
+                .updater
+                .update(&mut self.snapshot, &self.rib, &batch.changed)
+            {
+                Ok(()) => return Ok(summary),
+                Err(error) => error.to_string(),
+            }
+        } else {
+            REBUILDS.to_string()
+        };
+        match rebuild(&mut self.rib, &mut self.updater, &batch) {
+            Ok(snapshot) => {
+                self.snapshot = snapshot;
+                summary.rebuilt = Some(why);
+                Ok(summary)
+            }
+            Err((error, old)) => {
+                if let Some(snapshot) = old {
+                    self.snapshot = snapshot;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// A shared handle publishing this engine's snapshots to readers.
+    pub fn into_shared(self) -> Fib<A, U> {
+        Fib {
+            current: Arc::new(ArcSwap::from_pointee(Published {
+                version: 0,
+                snapshot: self.snapshot,
+            })),
+            writer: Arc::new(Mutex::new(Writer {
+                rib: self.rib,
+                updater: self.updater,
+                spare: None,
+                version: 0,
+            })),
+        }
+    }
+}
+
+impl<A: EngineFamily, U: Updater<A>> Lookup<A> for LocalFib<A, U> {
+    #[inline(always)]
+    fn lookup(&self, addr: A) -> Option<Label> {
+        self.snapshot.lookup(addr)
+    }
+    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        self.snapshot.lookup_batch(addrs, out)
+    }
+    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        self.snapshot.lookup_each(addrs, out)
+    }
+    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
+        self.snapshot.lookup_chained(addrs, out, seed)
+    }
+    fn memory_bytes(&self) -> usize {
+        self.snapshot.memory_bytes()
+    }
+}
+
+/// A per-thread reader of a [`Fib`]: remembers the snapshot it last saw
+/// and checks with one atomic load per call whether a newer one was
+/// published.
+pub struct Reader<S> {
+    cache: Cache<Arc<ArcSwap<Published<S>>>, Arc<Published<S>>>,
+}
+
+impl<S> Reader<S> {
+    /// The newest published snapshot.
     #[inline]
-    pub fn label(&self, index: u32) -> Label {
-        self.labels[index as usize]
+    pub fn snapshot(&mut self) -> &Arc<Published<S>> {
+        self.cache.load()
     }
 
-    /// All labels by index.
-    pub fn labels(&self) -> &[Label] {
-        &self.labels
+    /// The label of the longest prefix matching `addr` in the newest
+    /// snapshot.
+    #[inline]
+    pub fn lookup<A: crate::Addr>(&mut self, addr: A) -> Option<Label>
+    where
+        S: Lookup<A>,
+    {
+        self.cache.load().snapshot.lookup(addr)
     }
 
-    /// Number of distinct labels.
-    pub fn len(&self) -> usize {
-        self.labels.len()
-    }
-
-    /// Whether no label was interned.
-    pub fn is_empty(&self) -> bool {
-        self.labels.is_empty()
+    /// Looks up `addrs` into `out` in the newest snapshot (one snapshot for
+    /// the whole slice).
+    #[inline]
+    pub fn lookup_batch<A: crate::Addr>(&mut self, addrs: &[A], out: &mut [Option<Label>])
+    where
+        S: Lookup<A>,
+    {
+        self.cache.load().snapshot.lookup_batch(addrs, out)
     }
 }
 
-/// Counts how many prefixes of each length `rib` holds (index = length).
-pub fn prefix_length_histogram<A: Addr>(rib: &Rib<A>) -> Vec<usize> {
-    let mut counts = vec![0; A::BITS as usize + 1];
-    for (prefix, _) in rib.iter() {
-        counts[prefix.plen() as usize] += 1;
+impl<A: crate::Addr, S: Lookup<A>> Lookup<A> for Published<S> {
+    #[inline(always)]
+    fn lookup(&self, addr: A) -> Option<Label> {
+        self.snapshot.lookup(addr)
     }
-    counts
-}
-
-/// Number of distinct labels in `rib`.
-pub fn distinct_labels<A: Addr>(rib: &Rib<A>) -> usize {
-    rib.iter()
-        .map(|(_, label)| label)
-        .collect::<HashSet<_>>()
-        .len()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spec_parsing() {
-        let spec = EngineSpec::parse("dxr:k=20,fixed").unwrap();
-        assert_eq!(spec.name, "dxr");
-        assert_eq!(spec.number("k", 16..=24).unwrap(), Some(20));
-        assert_eq!(spec.number("d", 12..=16).unwrap(), None);
-        assert!(spec.flag("fixed").unwrap());
-        assert!(!spec.flag("nopush").unwrap());
-        assert!(spec.expect_only(&["k", "fixed"]).is_ok());
-        let err = spec.expect_only(&["k"]).unwrap_err().to_string();
-        assert!(err.contains("unknown parameter `fixed`"), "{err}");
-        let err = EngineSpec::parse("dxr:k=99")
-            .unwrap()
-            .number("k", 16..=24)
-            .unwrap_err();
-        assert!(err
-            .to_string()
-            .contains("`k=99` is not a number in 16..=24"));
-        assert!(EngineSpec::parse("").is_err());
-        assert!(EngineSpec::parse("dxr:").is_err());
-        assert!(EngineSpec::parse("dxr:k=1,k=2").is_err());
-        assert!(EngineSpec::parse("dxr:=3").is_err());
+    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        self.snapshot.lookup_batch(addrs, out)
     }
-
-    #[test]
-    fn registry_errors_name_the_problem() {
-        let rib4 = Rib::<u32>::new();
-        let rib6 = Rib::<u128>::new();
-        let err = build("nosuch", &rib4).err().unwrap().to_string();
-        assert!(
-            err.contains("unknown engine `nosuch`") && err.contains("radix"),
-            "{err}"
-        );
-        let err = build("dir24-8", &rib6).err().unwrap().to_string();
-        assert!(err.contains("does not support IPv6"), "{err}");
-        let err = build("radix:k=3", &rib4).err().unwrap().to_string();
-        assert!(err.contains("unknown parameter `k`"), "{err}");
+    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        self.snapshot.lookup_each(addrs, out)
     }
-
-    #[test]
-    fn label_table_interns_in_order() {
-        let mut table = LabelTable::new();
-        assert_eq!(table.intern(700), 0);
-        assert_eq!(table.intern(5), 1);
-        assert_eq!(table.intern(700), 0);
-        assert_eq!(table.label(1), 5);
-        assert_eq!(table.len(), 2);
+    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
+        self.snapshot.lookup_chained(addrs, out, seed)
+    }
+    fn memory_bytes(&self) -> usize {
+        self.snapshot.memory_bytes()
     }
 }

@@ -2,10 +2,12 @@
 //! tables, with the reference table, loaders and verification around them.
 //!
 //! A [`Rib`] is the authoritative table (prefix → label); engines are
-//! read-optimised structures built from it and chosen by a spec string.
+//! read-optimised structures built from it and chosen by a spec string. A
+//! [`Fib`] holds both and publishes engine snapshots to lock-free readers
+//! while changes are applied.
 //!
 //! ```
-//! use fibkit::{build, Prefix, Rib};
+//! use fibkit::{build, Lookup, Prefix, Rib};
 //!
 //! let mut rib = Rib::<u32>::new();
 //! rib.insert("10.0.0.0/8".parse::<Prefix<u32>>()?, 1);
@@ -20,20 +22,31 @@
 
 pub mod addr;
 pub mod bench;
+pub mod engine;
 pub mod engines;
 pub mod fib;
+pub mod labels;
+#[doc(hidden)]
+pub mod legacy;
 pub mod load;
 pub mod prefix;
+pub mod registry;
 pub mod rib;
+pub mod spec;
+pub mod storage;
 pub mod trace;
 pub mod verify;
 
 pub use addr::{Addr, Family};
-pub use fib::{
-    apply_changes, build, BuildError, EngineFamily, EngineSpec, Fib, LabelTable, ENGINES,
-};
+pub use engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
+pub use fib::{Fib, LocalFib, Published, Reader, UpdateSummary};
 pub use prefix::{Label, Prefix, PrefixError};
+pub use registry::{
+    build, ConfigV4, ConfigV6, EngineFamily, EngineInfo, EngineV4, EngineV6, SnapshotV4,
+    SnapshotV6, StatsV4, StatsV6, ENGINES,
+};
 pub use rib::{Change, Range, Rib};
+pub use spec::EngineSpec;
 pub use verify::{verify, VerifyReport};
 
 /// The README's Rust example, compiled and run as a doctest.

@@ -107,6 +107,23 @@ impl<A: Addr> Rib<A> {
         self.len == 0
     }
 
+    /// How many prefixes of each length the table holds (index = length).
+    pub fn prefix_length_histogram(&self) -> Vec<usize> {
+        let mut counts = vec![0; A::BITS as usize + 1];
+        for (prefix, _) in self.iter() {
+            counts[prefix.plen() as usize] += 1;
+        }
+        counts
+    }
+
+    /// Number of distinct labels.
+    pub fn distinct_labels(&self) -> usize {
+        self.iter()
+            .map(|(_, label)| label)
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    }
+
     /// Bytes of heap memory held by the trie.
     pub fn memory_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node<A>>()

@@ -12,7 +12,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::addr::Addr;
-use crate::fib::Fib;
+use crate::engine::Lookup;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 
@@ -105,8 +105,8 @@ pub fn check_addresses<A: Addr>(rib: &Rib<A>, random: usize, seed: u64) -> Vec<A
 }
 
 /// Checks `engine` against `rib` on [`check_addresses`]`(rib, random, seed)`.
-pub fn verify<A: Addr>(
-    engine: &dyn Fib<A>,
+pub fn verify<A: Addr, L: Lookup<A> + ?Sized>(
+    engine: &L,
     rib: &Rib<A>,
     random: usize,
     seed: u64,
@@ -146,10 +146,7 @@ mod tests {
     /// An engine that is wrong on one address, to prove verify can fail.
     struct OffByOne(Rib<u32>);
 
-    impl Fib<u32> for OffByOne {
-        fn name(&self) -> String {
-            "off-by-one".to_string()
-        }
+    impl Lookup<u32> for OffByOne {
         fn memory_bytes(&self) -> usize {
             0
         }

@@ -6,6 +6,7 @@ mod common;
 use std::time::Instant;
 
 use common::*;
+use fibkit::Lookup;
 use fibkit::{build, verify, EngineFamily, Rib};
 
 /// Builds `spec` and verifies it; `Err` carries the build error text.
@@ -13,7 +14,7 @@ fn check<A: EngineFamily>(spec: &str, rib: &Rib<A>, random: usize) -> Result<usi
     let started = Instant::now();
     let engine = build(spec, rib).map_err(|e| e.to_string())?;
     let built = started.elapsed();
-    let report = verify(engine.as_ref(), rib, random, 0x5eed);
+    let report = verify(&engine, rib, random, 0x5eed);
     eprintln!(
         "{spec}: {} KB, build {:.2?}, verify {:.2?}, {} checked",
         engine.memory_bytes() / 1024,
@@ -263,8 +264,8 @@ proptest! {
 
 // ---- Update replay -----------------------------------------------------------
 
-use fibkit::apply_changes;
 use fibkit::load::{load_updates, AnyChange};
+use fibkit::LocalFib;
 
 /// Replays the LINX update stream onto dfz-v4-nh; the non-leaf-pushed trie
 /// is patched in place, the leaf-pushed one rebuilds the affected subtrees
@@ -293,18 +294,16 @@ fn nopush_update_replay() {
         "cpe:levels=3,fixed,nopush,cap=24",
         "cpe:levels=3",
     ] {
-        let mut rib = table.v4.clone();
-        let mut engine = build(spec, &rib).unwrap();
+        let mut engine = LocalFib::<u32>::new(spec, table.v4.clone()).unwrap();
         let checkpoints = [changes.len() / 4, changes.len() / 2, changes.len()];
         let mut done = 0;
         for checkpoint in checkpoints {
             for change in &changes[done..checkpoint] {
-                let summary =
-                    apply_changes(&mut engine, &mut rib, std::slice::from_ref(change)).unwrap();
-                assert!(!summary.rebuilt, "{spec} was rebuilt");
+                let summary = engine.apply(std::slice::from_ref(change)).unwrap();
+                assert!(summary.rebuilt.is_none(), "{spec} was rebuilt");
             }
             done = checkpoint;
-            let report = verify(engine.as_ref(), &rib, 20_000, 7);
+            let report = verify(&engine, engine.rib(), 20_000, 7);
             assert!(
                 report.ok(),
                 "{spec} after {done} updates: {} failed: {:?}",
@@ -334,10 +333,9 @@ mod random_updates {
             entries in random_table_v4(),
             ops in prop::collection::vec((any::<u32>(), 0u8..=32, 0u32..4, any::<bool>()), 0..120),
         ) {
-            let mut rib = rib_from_triples(&entries);
-            let mut engine = build("cpe:levels=4,nopush,cap=8", &rib).unwrap();
-            let mut leaf = build("cpe:levels=4,cap=8", &rib).unwrap();
-            let mut leaf_rib = rib.clone();
+            let rib = rib_from_triples(&entries);
+            let mut engine = LocalFib::<u32>::new("cpe:levels=4,nopush,cap=8", rib.clone()).unwrap();
+            let mut leaf = LocalFib::<u32>::new("cpe:levels=4,cap=8", rib).unwrap();
             for (i, &(addr, plen, label, withdraw)) in ops.iter().enumerate() {
                 // Mostly near existing prefixes, so updates hit built nodes.
                 let addr = if i % 2 == 0 { (addr & 0x000f_ffff) | 0x0a00_0000 } else { addr };
@@ -347,17 +345,17 @@ mod random_updates {
                 } else {
                     Change::Announce(prefix, label)
                 };
-                let summary = apply_changes(&mut engine, &mut rib, &[change]).unwrap();
-                prop_assert!(!summary.rebuilt);
-                let summary = apply_changes(&mut leaf, &mut leaf_rib, &[change]).unwrap();
-                prop_assert!(!summary.rebuilt);
+                let summary = engine.apply(&[change]).unwrap();
+                prop_assert!(summary.rebuilt.is_none());
+                let summary = leaf.apply(&[change]).unwrap();
+                prop_assert!(summary.rebuilt.is_none());
             }
-            assert_engine_matches_engine(engine.as_ref(), &rib);
-            assert_engine_matches_engine(leaf.as_ref(), &leaf_rib);
+            assert_engine_matches_engine(&engine, engine.rib());
+            assert_engine_matches_engine(&leaf, leaf.rib());
         }
     }
 
-    fn assert_engine_matches_engine(engine: &dyn fibkit::Fib<u32>, rib: &Rib<u32>) {
+    fn assert_engine_matches_engine(engine: &impl fibkit::Lookup<u32>, rib: &Rib<u32>) {
         let report = verify(engine, rib, 500, 3);
         assert!(
             report.ok(),

@@ -9,7 +9,7 @@ use common::*;
 use fibkit::engines::dxr::Dxr;
 use fibkit::load::{load_updates, LoadOptions};
 use fibkit::verify::check_addresses;
-use fibkit::{apply_changes, build, verify, Change, EngineSpec, Label, Prefix, Rib};
+use fibkit::{build, verify, Change, EngineSpec, Label, LocalFib, Lookup, Prefix, Rib};
 use proptest::prelude::*;
 
 /// Every layout the issue asks for: D{K}R for K = 16..24 and D{D}X{X}R for
@@ -99,7 +99,7 @@ fn many_labels_and_big_chunks() {
         "dxr:d=16,x=8",
     ] {
         let engine = build(spec, &rib).unwrap();
-        let report = verify(engine.as_ref(), &rib, 100_000, 7);
+        let report = verify(&engine, &rib, 100_000, 7);
         assert!(
             report.ok(),
             "{spec}: {:?}",
@@ -126,18 +126,20 @@ fn rejects_bad_specs_and_ipv6() {
     }
     let err = build("dxr", &Rib::<u128>::new()).err().unwrap().to_string();
     assert!(err.contains("does not support IPv6"), "{err}");
-    assert_eq!(build("dxr:d=14,k=20", &rib).unwrap().name(), "dxr:d=14,x=6");
+    assert_eq!(
+        LocalFib::<u32>::new("dxr:d=14,k=20", rib).unwrap().spec(),
+        "dxr:d=14,x=6"
+    );
 }
 
-/// Applies `changes` in batches through `apply_changes`, checking against the
-/// reference after each batch.
+/// Applies `changes` in batches, checking against the reference after each
+/// batch.
 fn replay_random(spec: &str, rib: &Rib<u32>, batches: &[Vec<Change<u32>>]) {
-    let mut rib = rib.clone();
-    let mut engine = build(spec, &rib).unwrap();
+    let mut engine = LocalFib::<u32>::new(spec, rib.clone()).unwrap();
     for changes in batches {
-        let summary = apply_changes(&mut engine, &mut rib, changes).unwrap();
-        assert!(!summary.rebuilt, "dxr updates in place");
-        let report = verify(engine.as_ref(), &rib, 300, 1);
+        let summary = engine.apply(changes).unwrap();
+        assert!(summary.rebuilt.is_none(), "dxr updates in place");
+        let report = verify(&engine, engine.rib(), 300, 1);
         assert!(report.ok(), "{spec}: {}", report.mismatches[0]);
     }
 }
@@ -188,19 +190,18 @@ fn linx_update_replay() {
     let batches = updates.v4_batches_by_time();
     assert!(batches.iter().map(Vec::len).sum::<usize>() > 20_000);
     for spec in ["dxr", "dxr:k=16", "dxr:d=16,x=6"] {
-        let mut rib = table.v4.clone();
-        let mut engine = build(spec, &rib).unwrap();
+        let mut engine = LocalFib::<u32>::new(spec, table.v4.clone()).unwrap();
         let checkpoints = [batches.len() / 4, batches.len() / 2, 3 * batches.len() / 4];
         let mut busy = std::time::Duration::ZERO;
         for (i, batch) in batches.iter().enumerate() {
             let started = Instant::now();
-            let summary = apply_changes(&mut engine, &mut rib, batch).unwrap();
+            let summary = engine.apply(batch).unwrap();
             busy += started.elapsed();
-            assert!(!summary.rebuilt);
+            assert!(summary.rebuilt.is_none());
             if checkpoints.contains(&i) {
                 // Boundaries of the changed prefixes' neighbourhood would miss
                 // stale chunks elsewhere, so check the whole table.
-                let report = verify(engine.as_ref(), &rib, 10_000, i as u64);
+                let report = verify(&engine, engine.rib(), 10_000, i as u64);
                 assert!(
                     report.ok(),
                     "{spec} after batch {i}: {}",
@@ -208,11 +209,11 @@ fn linx_update_replay() {
                 );
             }
         }
-        let report = verify(engine.as_ref(), &rib, 100_000, 99);
+        let report = verify(&engine, engine.rib(), 100_000, 99);
         assert!(report.ok(), "{spec} at the end: {}", report.mismatches[0]);
         // The updated engine must also equal a fresh build, byte for byte in
         // what it answers and close in size.
-        let fresh = build(spec, &rib).unwrap();
+        let fresh = build(spec, engine.rib()).unwrap();
         eprintln!(
             "{spec}: {} batches replayed in {:.3} s (reference + engine); {} bytes vs {} fresh",
             batches.len(),

@@ -9,21 +9,29 @@ use common::*;
 use fibkit::engines::lctrie::{adversarial_table_v4, LcTrie, LookupAlgo};
 use fibkit::load::{load_updates, AnyChange, LoadOptions};
 use fibkit::{
-    apply_changes, build, verify, Addr, Change, EngineFamily, EngineSpec, Fib, Prefix, Rib,
+    build, verify, Addr, Change, EngineFamily, EngineSpec, LocalFib, Lookup, Prefix, Rib,
 };
 use proptest::prelude::*;
 
 const SPECS: [&str; 2] = ["lctrie", "lctrie:lookup=classic"];
 
-fn assert_verified<A: EngineFamily>(engine: &dyn Fib<A>, rib: &Rib<A>, random: usize) {
+fn assert_verified<A: EngineFamily>(engine: &impl Lookup<A>, rib: &Rib<A>, random: usize) {
     let report = verify(engine, rib, random, 0x5eed);
     assert!(
         report.ok(),
-        "{}: {} failed, first: {:?}",
-        engine.name(),
+        "{} failed, first: {:?}",
         report.failed,
         report.mismatches.first().map(|m| m.to_string())
     );
+}
+
+/// Patches `trie` in place after `changed` changed in `rib`.
+fn patch<A: fibkit::engines::lctrie::LcKey>(
+    trie: &mut LcTrie<A>,
+    rib: &Rib<A>,
+    changed: &[Prefix<A>],
+) {
+    fibkit::legacy::LegacyEngine::update(trie, rib, changed).unwrap();
 }
 
 /// Applies batches of changes to a Rib and an LcTrie (through `update`),
@@ -50,8 +58,8 @@ fn run_batches<A: EngineFamily + fibkit::engines::lctrie::LcKey>(
         }
         changed.sort_unstable();
         changed.dedup();
-        trie.update(&rib, &changed).unwrap();
-        classic.update(&rib, &changed).unwrap();
+        patch(&mut trie, &rib, &changed);
+        patch(&mut classic, &rib, &changed);
         trie.check_invariants().unwrap();
         assert_eq!(trie.prefixes(), rib.iter().collect::<Vec<_>>());
         assert_verified(&trie, &rib, 300);
@@ -169,7 +177,7 @@ fn grow_and_shrink() {
         for (i, &p) in chunk.iter().enumerate() {
             rib.insert(p, i as u32);
         }
-        trie.update(&rib, chunk).unwrap();
+        patch(&mut trie, &rib, chunk);
         trie.check_invariants().unwrap();
         assert_verified(&trie, &rib, 1000);
     }
@@ -178,7 +186,7 @@ fn grow_and_shrink() {
         for &p in chunk {
             rib.remove(p);
         }
-        trie.update(&rib, chunk).unwrap();
+        patch(&mut trie, &rib, chunk);
         trie.check_invariants().unwrap();
         assert_verified(&trie, &rib, 1000);
     }
@@ -199,16 +207,13 @@ fn linx_replay_matches_reference() {
     )
     .unwrap();
     for spec in SPECS {
-        let mut rib = table.v4.clone();
-        let mut engine = build(spec, &rib).unwrap();
+        let mut engine = LocalFib::<u32>::new(spec, table.v4.clone()).unwrap();
         let mut rebuilt = false;
         for batch in updates.v4_batches_by_time() {
-            rebuilt |= apply_changes(&mut engine, &mut rib, &batch)
-                .unwrap()
-                .rebuilt;
+            rebuilt |= engine.apply(&batch).unwrap().rebuilt.is_some();
         }
         assert!(!rebuilt, "lctrie must update in place");
-        assert_verified(engine.as_ref(), &rib, 100_000);
+        assert_verified(&engine, engine.rib(), 100_000);
     }
     // The structure itself, after the same replay on the engine type.
     let spec = EngineSpec::parse("lctrie").unwrap();
@@ -219,7 +224,7 @@ fn linx_replay_matches_reference() {
             continue;
         };
         if rib.apply(change) {
-            trie.update(&rib, &[change.prefix()]).unwrap();
+            patch(&mut trie, &rib, &[change.prefix()]);
         }
     }
     trie.check_invariants().unwrap();
@@ -245,7 +250,7 @@ fn dfz_structure() {
 fn adversarial_table() {
     let (rib, keys) = adversarial_table_v4(500, 1);
     for spec in SPECS {
-        assert_verified(build(spec, &rib).unwrap().as_ref(), &rib, 20_000);
+        assert_verified(&build(spec, &rib).unwrap(), &rib, 20_000);
     }
     let trie = LcTrie::build(&EngineSpec::parse("lctrie").unwrap(), &rib).unwrap();
     for &key in &keys {
@@ -273,12 +278,7 @@ fn spec_errors() {
     let rib = Rib::<u32>::new();
     let err = build("lctrie:lookup=fast", &rib).err().unwrap().to_string();
     assert!(err.contains("not a look-up algorithm"), "{err}");
-    assert_eq!(
-        build("lctrie:lookup=classic", &rib).unwrap().name(),
-        "lctrie:lookup=classic"
-    );
-    assert_eq!(
-        build("lctrie:lookup=improved", &rib).unwrap().name(),
-        "lctrie"
-    );
+    let spec = |text: &str| LocalFib::<u32>::new(text, rib.clone()).unwrap().spec();
+    assert_eq!(spec("lctrie:lookup=classic"), "lctrie:lookup=classic");
+    assert_eq!(spec("lctrie:lookup=improved"), "lctrie");
 }

@@ -89,7 +89,7 @@ fn shared_tables_load_with_the_documented_counts() {
         "the README says 94 distinct next hops"
     );
     let asn = load::load_table(&data_path("dfz-v4-asn.txt.gz"), &LoadOptions::default()).unwrap();
-    assert_eq!(fibkit::fib::distinct_labels(&asn.v4), 71_248);
+    assert_eq!(asn.v4.distinct_labels(), 71_248);
 }
 
 #[test]

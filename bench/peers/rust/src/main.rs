@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{load_table, LoadOptions};
-use fibkit::{build, Addr, BuildError, EngineFamily, Label, Rib};
+use fibkit::{build, Addr, BuildError, EngineConfig, EngineFamily, Label, Lookup, Rib};
 
 use files::{Timing, NO_MATCH};
 
@@ -382,7 +382,7 @@ where
                     engine.lookup_each(&keys, out)
                 }
             });
-            let name = format!("{}/{mode}", engine.name());
+            let name = format!("{}/{mode}", canonical::<A>(spec));
             store(dir, &timing("fibkit", name, build_time, runs), &out)?;
         }
     }
@@ -391,7 +391,7 @@ where
     // shows how much of the core the run had.
     let ceiling = fibkit::bench::Ceiling::default();
     let runs = time_runs(keys.len(), &mut out, settings.min, settings.runs, |out| {
-        fibkit::Fib::<A>::lookup_each(&ceiling, &keys, out)
+        Lookup::<A>::lookup_each(&ceiling, &keys, out)
     });
     store(
         dir,
@@ -604,4 +604,9 @@ fn compare_dir(dir: &Path) -> Result<(bool, serde_json::Value)> {
             "engines": json_engines,
         }),
     ))
+}
+
+/// The canonical form of an engine spec (`dxr` is `dxr:k=20`).
+fn canonical<A: EngineFamily>(spec: &str) -> String {
+    A::Config::parse(spec).map_or_else(|_| spec.to_string(), |config| config.to_string())
 }

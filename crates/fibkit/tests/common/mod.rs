@@ -41,7 +41,7 @@ pub fn shared_table(name: &'static str) -> &'static LoadedTable {
 /// `random` random addresses; panics with the first mismatches.
 pub fn assert_engine_matches<A: EngineFamily>(spec: &str, rib: &Rib<A>, random: usize) {
     let engine = build(spec, rib).unwrap_or_else(|e| panic!("building {spec}: {e}"));
-    let report = verify(engine.as_ref(), rib, random, 0x5eed);
+    let report = verify(&engine, rib, random, 0x5eed);
     if !report.ok() {
         let shown: Vec<String> = report.mismatches.iter().map(|m| m.to_string()).collect();
         panic!(

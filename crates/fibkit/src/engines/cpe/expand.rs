@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use crate::addr::Addr;
-use crate::fib::BuildError;
+use crate::engine::BuildError;
 use crate::prefix::{Label, Prefix};
 
 /// Largest number of prefixes one original prefix may expand into; beyond

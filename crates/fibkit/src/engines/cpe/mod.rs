@@ -59,8 +59,11 @@ pub use strides::{
 pub use trie::{LeafTrie, NopushTrie};
 
 use crate::addr::Addr;
-use crate::fib::{BuildError, EngineSpec, Fib};
+use crate::engine::BuildError;
+use crate::legacy::LegacyEngine;
+use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
+use crate::spec::EngineSpec;
 use strides::{fixed_plan, sorted_prefixes, variable_plan};
 use trie::Strides;
 
@@ -110,7 +113,7 @@ impl CpeAddr for u128 {
 }
 
 /// Builds the `cpe` engine described by `spec` from `rib`.
-pub fn build<A: CpeAddr>(spec: &EngineSpec, rib: &Rib<A>) -> Result<Box<dyn Fib<A>>, BuildError> {
+pub fn build<A: CpeAddr>(spec: &EngineSpec, rib: &Rib<A>) -> Result<CpeTrie<A>, BuildError> {
     spec.expect_only(&["levels", "strides", "fixed", "nopush", "packed", "cap"])?;
     let fixed = spec.flag("fixed")?;
     let nopush = spec.flag("nopush")?;
@@ -174,10 +177,70 @@ pub fn build<A: CpeAddr>(spec: &EngineSpec, rib: &Rib<A>) -> Result<Box<dyn Fib<
         }
     };
     Ok(if nopush {
-        Box::new(NopushTrie::build(rib, strides, spec.as_str())?)
+        CpeTrie::Nopush(NopushTrie::build(rib, strides, spec.as_str())?)
     } else {
-        Box::new(LeafTrie::build(rib, strides, spec.as_str())?)
+        CpeTrie::Leaf(LeafTrie::build(rib, strides, spec.as_str())?)
     })
+}
+
+/// Either kind of CPE trie, as the spec chose.
+#[derive(Clone)]
+pub enum CpeTrie<A> {
+    /// Leaf-pushed (optionally packed).
+    Leaf(LeafTrie<A>),
+    /// Not leaf-pushed (`nopush`).
+    Nopush(NopushTrie<A>),
+}
+
+impl<A: CpeAddr> LegacyEngine<A> for CpeTrie<A> {
+    const NAMES: &'static [&'static str] = &["cpe"];
+
+    fn build(spec: &EngineSpec, rib: &Rib<A>) -> Result<Self, BuildError> {
+        build(spec, rib)
+    }
+
+    fn name(&self) -> String {
+        match self {
+            CpeTrie::Leaf(trie) => trie.name(),
+            CpeTrie::Nopush(trie) => trie.name(),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        match self {
+            CpeTrie::Leaf(trie) => trie.memory_bytes(),
+            CpeTrie::Nopush(trie) => trie.memory_bytes(),
+        }
+    }
+
+    #[inline(always)]
+    fn lookup(&self, addr: A) -> Option<Label> {
+        match self {
+            CpeTrie::Leaf(trie) => trie.lookup(addr),
+            CpeTrie::Nopush(trie) => trie.lookup(addr),
+        }
+    }
+
+    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        match self {
+            CpeTrie::Leaf(trie) => trie.lookup_batch(addrs, out),
+            CpeTrie::Nopush(trie) => trie.lookup_batch(addrs, out),
+        }
+    }
+
+    fn update(&mut self, rib: &Rib<A>, changed: &[Prefix<A>]) -> Result<(), BuildError> {
+        match self {
+            CpeTrie::Leaf(trie) => trie.update(rib, changed),
+            CpeTrie::Nopush(trie) => trie.update(rib, changed),
+        }
+    }
+
+    fn stats(&self) -> Vec<(String, String)> {
+        match self {
+            CpeTrie::Leaf(trie) => trie.stats(),
+            CpeTrie::Nopush(trie) => trie.stats(),
+        }
+    }
 }
 
 /// Parses `16+8+8`: each stride in `1..=MAX_STRIDE`, summing to the width.
@@ -204,3 +267,5 @@ fn parse_strides<A: Addr>(spec: &EngineSpec, text: &str) -> Result<Vec<u8>, Buil
     }
     Ok(strides)
 }
+
+crate::legacy::legacy_lookup!([A: CpeAddr] A, CpeTrie<A>);

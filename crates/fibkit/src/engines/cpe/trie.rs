@@ -5,8 +5,10 @@
 use std::collections::HashMap;
 
 use super::{child_ptr, CpeAddr, BASE_MASK, CHILD, MAX_ENTRIES, NEW_NODE_STRIDE, STRIDE_SHIFT};
+use crate::engine::BuildError;
 use crate::engines::prefetch;
-use crate::fib::{BuildError, Fib, LabelTable};
+use crate::legacy::LabelTable;
+use crate::legacy::LegacyEngine;
 use crate::prefix::{Label, Prefix};
 use crate::rib::{Range, Rib};
 
@@ -114,6 +116,7 @@ fn group_end<A: CpeAddr>(
 }
 
 /// A leaf-pushed multibit trie: every entry is a label index or a pointer.
+#[derive(Clone)]
 pub struct LeafTrie<A> {
     /// Pointer word of the root (stride and base 0).
     root: u32,
@@ -133,9 +136,18 @@ pub struct LeafTrie<A> {
     _family: std::marker::PhantomData<A>,
 }
 
-impl<A: CpeAddr> Fib<A> for LeafTrie<A> {
+impl<A: CpeAddr> LegacyEngine<A> for LeafTrie<A> {
+    const NAMES: &'static [&'static str] = &["cpe"];
+
     fn name(&self) -> String {
         self.spec.clone()
+    }
+
+    fn build(spec: &crate::spec::EngineSpec, rib: &Rib<A>) -> Result<Self, BuildError> {
+        match super::build(spec, rib)? {
+            super::CpeTrie::Leaf(trie) => Ok(trie),
+            _ => Err(spec.error("built the other kind of CPE trie".to_string())),
+        }
     }
 
     fn memory_bytes(&self) -> usize {
@@ -158,7 +170,9 @@ impl<A: CpeAddr> Fib<A> for LeafTrie<A> {
         if self.packed.is_empty() {
             self.lookup_batch_prefetch(addrs, &mut out[..addrs.len()]);
         } else {
-            self.lookup_each(addrs, out);
+            for (addr, result) in addrs.iter().zip(out.iter_mut()) {
+                *result = self.lookup(*addr);
+            }
         }
     }
 
@@ -650,6 +664,7 @@ impl<A: CpeAddr> LeafTrie<A> {
 
 /// A non-leaf-pushed multibit trie: every entry holds a pointer and the
 /// label of the longest prefix expanded into it within its node.
+#[derive(Clone)]
 pub struct NopushTrie<A> {
     root: u32,
     /// `[pointer, label index]` per entry: one 8-byte read per node visited.
@@ -669,9 +684,18 @@ pub struct NopushTrie<A> {
     _family: std::marker::PhantomData<A>,
 }
 
-impl<A: CpeAddr> Fib<A> for NopushTrie<A> {
+impl<A: CpeAddr> LegacyEngine<A> for NopushTrie<A> {
+    const NAMES: &'static [&'static str] = &["cpe"];
+
     fn name(&self) -> String {
         self.spec.clone()
+    }
+
+    fn build(spec: &crate::spec::EngineSpec, rib: &Rib<A>) -> Result<Self, BuildError> {
+        match super::build(spec, rib)? {
+            super::CpeTrie::Nopush(trie) => Ok(trie),
+            _ => Err(spec.error("built the other kind of CPE trie".to_string())),
+        }
     }
 
     fn memory_bytes(&self) -> usize {

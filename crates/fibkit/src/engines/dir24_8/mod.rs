@@ -6,7 +6,7 @@
 //! tbl24[addr >> 8]            2^24 x u32 = 64 MiB, one entry per /24
 //!   bit 31 clear: result index      -> results[index]
 //!   bit 31 set:   group number g    -> tbl8[g * 256 + (addr & 0xff)] = result index
-//! results[index]                    Option<Label>, index 0 = no route
+//! results[index]                    label slot, index 0 = no route
 //! ```
 //! A lookup makes two dependent reads for addresses under a /24 or shorter
 //! prefix (tbl24, results) and three where a longer prefix forces a group.
@@ -18,54 +18,165 @@
 //!
 //! Updates rebuild the /24 blocks a changed prefix spans from the reference
 //! table's range view; groups that become unnecessary go to a free list.
+//! The snapshot ([`Dir24_8`]) holds the three arrays; the updater
+//! ([`Dir24_8Updater`]) the label index and the free groups.
 
-use std::collections::HashMap;
+use std::fmt;
 
-use crate::fib::{BuildError, EngineSpec, Fib};
+use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
+use crate::labels::{LabelIndex, LabelSlot};
 use crate::prefix::{Label, Prefix};
 use crate::rib::{Range, Rib};
+use crate::spec::EngineSpec;
+use crate::storage::{Owned, Storage};
 
 /// Marks a tbl24 entry that holds a group number instead of a result index.
 const GROUP_FLAG: u32 = 1 << 31;
 const BLOCKS: usize = 1 << 24;
 const GROUP_SIZE: usize = 256;
+/// Result indices must stay clear of [`GROUP_FLAG`].
+const MAX_LABELS: usize = (GROUP_FLAG - 1) as usize;
 
-/// The DIR-24-8 engine.
-#[derive(Clone, Debug)]
-pub struct Dir24_8 {
-    tbl24: Vec<u32>,
-    tbl8: Vec<u32>,
-    results: Vec<Option<Label>>,
-    // Build and update state, not touched by lookups.
-    result_index: HashMap<Label, u32>,
-    free_groups: Vec<u32>,
+/// Whether a tbl24 entry points to a group of 256 entries.
+#[inline(always)]
+fn is_group(entry: u32) -> bool {
+    entry & GROUP_FLAG != 0
 }
 
-impl Fib<u32> for Dir24_8 {
-    fn name(&self) -> String {
-        "dir24-8".to_string()
+/// The group number of a tbl24 entry for which [`is_group`] holds.
+#[inline(always)]
+fn group_of(entry: u32) -> usize {
+    (entry & !GROUP_FLAG) as usize
+}
+
+/// The lookup snapshot of DIR-24-8: the direct table, the groups and the
+/// results, in storage `S`.
+pub struct Dir24_8<S: Storage = Owned> {
+    tbl24: S::Array<u32>,
+    tbl8: S::Array<u32>,
+    results: S::Array<LabelSlot>,
+}
+
+impl<S: Storage> Clone for Dir24_8<S> {
+    fn clone(&self) -> Self {
+        Dir24_8 {
+            tbl24: self.tbl24.clone(),
+            tbl8: self.tbl8.clone(),
+            results: self.results.clone(),
+        }
+    }
+
+    /// Reuses this snapshot's memory (the 64 MiB direct table) instead of
+    /// allocating and faulting in new pages.
+    fn clone_from(&mut self, source: &Self) {
+        self.tbl24.clone_from(&source.tbl24);
+        self.tbl8.clone_from(&source.tbl8);
+        self.results.clone_from(&source.results);
+    }
+}
+
+impl<S: Storage> Lookup<u32> for Dir24_8<S> {
+    #[inline(always)]
+    fn lookup(&self, addr: u32) -> Option<Label> {
+        let entry = self.tbl24[(addr >> 8) as usize];
+        let index = if is_group(entry) {
+            self.tbl8[group_of(entry) * GROUP_SIZE + (addr & 0xff) as usize]
+        } else {
+            entry
+        };
+        self.results[index as usize].get()
     }
 
     fn memory_bytes(&self) -> usize {
         (self.tbl24.len() + self.tbl8.len()) * 4
-            + self.results.len() * std::mem::size_of::<Option<Label>>()
+            + self.results.len() * std::mem::size_of::<LabelSlot>()
     }
+}
 
-    #[inline]
-    fn lookup(&self, addr: u32) -> Option<Label> {
-        let entry = self.tbl24[(addr >> 8) as usize];
-        let index = if entry & GROUP_FLAG == 0 {
-            entry
-        } else {
-            self.tbl8[((entry & !GROUP_FLAG) as usize) * GROUP_SIZE + (addr & 0xff) as usize]
+/// `dir24-8` takes no parameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dir24_8Config;
+
+impl fmt::Display for Dir24_8Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("dir24-8")
+    }
+}
+
+impl EngineConfig for Dir24_8Config {
+    const NAMES: &'static [&'static str] = &["dir24-8", "dir24_8"];
+
+    fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
+        spec.expect_only(&[])?;
+        Ok(Dir24_8Config)
+    }
+}
+
+/// What a DIR-24-8 table looks like.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Dir24_8Stats {
+    /// Entries of the direct table (always 2^24).
+    pub tbl24_entries: usize,
+    /// Groups of 256 entries that hold a /24 with longer prefixes.
+    pub groups_in_use: usize,
+    /// Distinct labels in the results table.
+    pub labels: usize,
+}
+
+impl EngineStats for Dir24_8Stats {
+    fn rows(&self) -> Vec<(String, String)> {
+        vec![
+            ("tbl24 entries".into(), self.tbl24_entries.to_string()),
+            ("tbl8 groups in use".into(), self.groups_in_use.to_string()),
+            ("distinct labels".into(), self.labels.to_string()),
+        ]
+    }
+}
+
+/// The build state of DIR-24-8: label indices and free groups.
+#[derive(Clone, Debug)]
+pub struct Dir24_8Updater {
+    labels: LabelIndex,
+    free_groups: Vec<u32>,
+}
+
+impl Updater<u32> for Dir24_8Updater {
+    type Config = Dir24_8Config;
+    type Snapshot = Dir24_8;
+    type Stats = Dir24_8Stats;
+
+    /// Builds the tables from `rib`'s range view.
+    fn build(_: &Dir24_8Config, rib: &Rib<u32>) -> Result<(Self, Dir24_8), BuildError> {
+        let mut updater = Dir24_8Updater {
+            labels: LabelIndex::new("dir24-8", MAX_LABELS),
+            free_groups: Vec::new(),
         };
-        self.results[index as usize]
+        let mut snapshot = Dir24_8 {
+            tbl24: vec![0; BLOCKS],
+            tbl8: Vec::new(),
+            results: Vec::new(),
+        };
+        updater.fill_blocks(&mut snapshot, 0, (BLOCKS - 1) as u32, &rib.ranges())?;
+        updater.labels.sync(&mut snapshot.results);
+        Ok((updater, snapshot))
     }
 
-    fn update(&mut self, rib: &Rib<u32>, changed: &[Prefix<u32>]) -> Result<(), BuildError> {
-        let merged = super::touched_blocks(changed, 8);
+    fn config(&self) -> Dir24_8Config {
+        Dir24_8Config
+    }
+
+    fn patches(&self) -> bool {
+        true
+    }
+
+    fn update(
+        &mut self,
+        snapshot: &mut Dir24_8,
+        rib: &Rib<u32>,
+        changed: &[Prefix<u32>],
+    ) -> Result<(), BuildError> {
         let mut ranges = Vec::new();
-        for (first_block, last_block) in merged {
+        for (first_block, last_block) in super::touched_blocks(changed, 8) {
             ranges.clear();
             rib.ranges_in(
                 first_block << 8,
@@ -73,60 +184,27 @@ impl Fib<u32> for Dir24_8 {
                 true,
                 &mut ranges,
             );
-            self.fill_blocks(first_block, last_block, &ranges)?;
+            self.fill_blocks(snapshot, first_block, last_block, &ranges)?;
         }
+        self.labels.sync(&mut snapshot.results);
         Ok(())
     }
 
-    fn stats(&self) -> Vec<(String, String)> {
-        let groups = self.tbl8.len() / GROUP_SIZE - self.free_groups.len();
-        vec![
-            ("tbl24 entries".to_string(), self.tbl24.len().to_string()),
-            ("tbl8 groups in use".to_string(), groups.to_string()),
-            (
-                "distinct results".to_string(),
-                self.results.len().to_string(),
-            ),
-        ]
+    fn stats(&self, snapshot: &Dir24_8) -> Dir24_8Stats {
+        Dir24_8Stats {
+            tbl24_entries: snapshot.tbl24.len(),
+            groups_in_use: snapshot.tbl8.len() / GROUP_SIZE - self.free_groups.len(),
+            labels: self.labels.len(),
+        }
     }
 }
 
-impl Dir24_8 {
-    /// Builds the tables from `rib`'s range view; the spec takes no parameters.
-    pub fn build(spec: &EngineSpec, rib: &Rib<u32>) -> Result<Self, BuildError> {
-        spec.expect_only(&[])?;
-        let mut engine = Dir24_8 {
-            tbl24: vec![0; BLOCKS],
-            tbl8: Vec::new(),
-            results: vec![None],
-            result_index: HashMap::new(),
-            free_groups: Vec::new(),
-        };
-        engine.fill_blocks(0, (BLOCKS - 1) as u32, &rib.ranges())?;
-        Ok(engine)
-    }
-
-    fn result_index(&mut self, label: Option<Label>) -> Result<u32, BuildError> {
-        let Some(label) = label else { return Ok(0) };
-        if let Some(&index) = self.result_index.get(&label) {
-            return Ok(index);
-        }
-        let index = self.results.len() as u32;
-        if index >= GROUP_FLAG {
-            return Err(BuildError::Limit {
-                engine: "dir24-8".to_string(),
-                why: "more than 2^31 distinct labels".to_string(),
-            });
-        }
-        self.results.push(Some(label));
-        self.result_index.insert(label, index);
-        Ok(index)
-    }
-
-    /// Rewrites blocks `first_block..=last_block` from `ranges`, which must
-    /// exactly cover those blocks' addresses.
+impl Dir24_8Updater {
+    /// Rewrites blocks `first_block..=last_block` of `snapshot` from
+    /// `ranges`, which must exactly cover those blocks' addresses.
     fn fill_blocks(
         &mut self,
+        snapshot: &mut Dir24_8,
         first_block: u32,
         last_block: u32,
         ranges: &[Range<u32>],
@@ -143,19 +221,19 @@ impl Dir24_8 {
             while ranges[next].last < block_first {
                 next += 1;
             }
-            let old = self.tbl24[block as usize];
-            if old & GROUP_FLAG != 0 {
-                self.free_groups.push(old & !GROUP_FLAG);
+            let old = snapshot.tbl24[block as usize];
+            if is_group(old) {
+                self.free_groups.push(group_of(old) as u32);
             }
             if ranges[next].last >= block_last {
-                self.tbl24[block as usize] = self.result_index(ranges[next].label)?;
+                snapshot.tbl24[block as usize] = self.labels.index(ranges[next].label)?;
                 continue;
             }
             let group = match self.free_groups.pop() {
                 Some(group) => group,
                 None => {
-                    let group = (self.tbl8.len() / GROUP_SIZE) as u32;
-                    self.tbl8.resize(self.tbl8.len() + GROUP_SIZE, 0);
+                    let group = (snapshot.tbl8.len() / GROUP_SIZE) as u32;
+                    snapshot.tbl8.resize(snapshot.tbl8.len() + GROUP_SIZE, 0);
                     group
                 }
             };
@@ -166,9 +244,9 @@ impl Dir24_8 {
                 while ranges[range].last < addr {
                     range += 1;
                 }
-                self.tbl8[base + offset] = self.result_index(ranges[range].label)?;
+                snapshot.tbl8[base + offset] = self.labels.index(ranges[range].label)?;
             }
-            self.tbl24[block as usize] = group | GROUP_FLAG;
+            snapshot.tbl24[block as usize] = group | GROUP_FLAG;
         }
         Ok(())
     }

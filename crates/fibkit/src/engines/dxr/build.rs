@@ -378,7 +378,7 @@ impl Dxr {
         self.state.free_blocks.push(id);
     }
 
-    /// [`Fib::update`]: rebuilds the chunks the changed prefixes cover.
+    /// [`LegacyEngine::update`]: rebuilds the chunks the changed prefixes cover.
     pub(super) fn update_chunks(
         &mut self,
         rib: &Rib<u32>,

@@ -72,10 +72,12 @@ mod stats;
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::engine::BuildError;
 use crate::engines::prefetch;
-use crate::fib::{BuildError, EngineSpec, Fib};
+use crate::legacy::LegacyEngine;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
+use crate::spec::EngineSpec;
 
 pub use stats::DxrStats;
 
@@ -209,9 +211,15 @@ pub struct Dxr {
     state: build::State,
 }
 
-impl Fib<u32> for Dxr {
+impl LegacyEngine<u32> for Dxr {
+    const NAMES: &'static [&'static str] = &["dxr"];
+
     fn name(&self) -> String {
-        self.layout.spec()
+        Dxr::name(self)
+    }
+
+    fn build(spec: &EngineSpec, rib: &Rib<u32>) -> Result<Self, BuildError> {
+        Dxr::build(spec, rib)
     }
 
     fn memory_bytes(&self) -> usize {
@@ -261,6 +269,11 @@ const GROUP: usize = 64;
 const PREFETCH_DISTANCE: usize = 32;
 
 impl Dxr {
+    /// The engine's spec string (`dxr:k=20`).
+    pub fn name(&self) -> String {
+        self.layout.spec()
+    }
+
     /// The layout.
     pub fn layout(&self) -> Layout {
         self.layout
@@ -600,6 +613,8 @@ struct FreeList {
 
 /// Content hash → entry (chunks) or block number (extension blocks).
 type DedupMap<V> = HashMap<u64, V>;
+
+crate::legacy::legacy_lookup!([] u32, Dxr);
 
 #[cfg(test)]
 mod tests {

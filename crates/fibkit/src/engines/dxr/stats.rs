@@ -13,7 +13,7 @@ pub struct DxrStats {
     pub prefixes: usize,
     /// Distinct labels in the results table (the "no route" slot excluded).
     pub labels: usize,
-    /// Bytes of all lookup structures ([`Fib::memory_bytes`]).
+    /// Bytes of all lookup structures ([`LegacyEngine::memory_bytes`]).
     pub footprint_bytes: usize,
     /// Of which the first-level direct table (extended layout only).
     pub direct_bytes: usize,

@@ -84,9 +84,11 @@ mod update;
 pub use adversarial::adversarial_table_v4;
 
 use crate::addr::Addr;
-use crate::fib::{BuildError, EngineSpec, Fib};
+use crate::engine::BuildError;
+use crate::legacy::LegacyEngine;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
+use crate::spec::EngineSpec;
 
 /// The widest stride a node may grow to (2^24 children, 192 MiB of IPv4 key
 /// vectors): far above what the fill thresholds reach on real tables (the
@@ -108,7 +110,7 @@ const LEAF: u8 = 1;
 const LEAF_LIST: u8 = 2;
 const TNODE: u8 = 3;
 
-/// Key arithmetic the trie needs, on the native integer (u32 or u128).
+/// Key arithmetic the trie needs beyond [`Addr`]'s, on the native integer.
 pub trait LcKey: Addr {
     /// `self ^ other`.
     fn xor(self, other: Self) -> Self;
@@ -118,18 +120,12 @@ pub trait LcKey: Addr {
     fn or(self, other: Self) -> Self;
     /// Two's complement negation.
     fn neg(self) -> Self;
-    /// `self >> n`, `n < BITS`.
-    fn shr(self, n: u32) -> Self;
-    /// `self << n`, `n < BITS`.
-    fn shl(self, n: u32) -> Self;
     /// Whether all bits are clear.
     fn is_zero(self) -> bool;
     /// The low bits as an index.
     fn low_usize(self) -> usize;
     /// `value` widened.
     fn from_usize(value: usize) -> Self;
-    /// Leading zero bits.
-    fn leading_zeros(self) -> u32;
 
     /// How a key vector is stored in the slab: aligned so that one never
     /// straddles two cache lines (12-byte IPv4 vectors mostly don't; the
@@ -176,16 +172,6 @@ macro_rules! lc_key {
                 self.wrapping_neg()
             }
             #[inline(always)]
-            fn shr(self, n: u32) -> Self {
-                debug_assert!(n < <$t>::BITS);
-                self >> n
-            }
-            #[inline(always)]
-            fn shl(self, n: u32) -> Self {
-                debug_assert!(n < <$t>::BITS);
-                self << n
-            }
-            #[inline(always)]
             fn is_zero(self) -> bool {
                 self == 0
             }
@@ -196,10 +182,6 @@ macro_rules! lc_key {
             #[inline(always)]
             fn from_usize(value: usize) -> Self {
                 value as $t
-            }
-            #[inline(always)]
-            fn leading_zeros(self) -> u32 {
-                <$t>::leading_zeros(self)
             }
         }
     };
@@ -346,12 +328,15 @@ pub struct LcTrie<A: LcKey> {
     prefixes: usize,
 }
 
-impl<A: LcKey> Fib<A> for LcTrie<A> {
+impl<A: LcKey> LegacyEngine<A> for LcTrie<A> {
+    const NAMES: &'static [&'static str] = &["lctrie"];
+
     fn name(&self) -> String {
-        match self.algo {
-            LookupAlgo::Improved => "lctrie".to_string(),
-            LookupAlgo::Classic => "lctrie:lookup=classic".to_string(),
-        }
+        LcTrie::name(self)
+    }
+
+    fn build(spec: &EngineSpec, rib: &Rib<A>) -> Result<Self, BuildError> {
+        LcTrie::build(spec, rib)
     }
 
     fn memory_bytes(&self) -> usize {
@@ -475,7 +460,15 @@ impl<A: LcKey> LcTrie<A> {
         }
     }
 
-    /// The algorithm [`Fib::lookup`] runs.
+    /// The engine's spec string.
+    pub fn name(&self) -> String {
+        match self.algo {
+            LookupAlgo::Improved => "lctrie".to_string(),
+            LookupAlgo::Classic => "lctrie:lookup=classic".to_string(),
+        }
+    }
+
+    /// The algorithm [`LegacyEngine::lookup`] runs.
     pub fn algo(&self) -> LookupAlgo {
         self.algo
     }
@@ -491,7 +484,7 @@ impl<A: LcKey> LcTrie<A> {
     }
 
     /// Looks `addr` up with `algo` and adds its work to `counts`. Slower
-    /// than [`Fib::lookup`] (it records cache lines); for measurements only.
+    /// than [`LegacyEngine::lookup`] (it records cache lines); for measurements only.
     pub fn lookup_counted(
         &self,
         addr: A,
@@ -801,3 +794,5 @@ impl<A: LcKey> LcTrie<A> {
         }
     }
 }
+
+crate::legacy::legacy_lookup!([A: LcKey] A, LcTrie<A>);

@@ -1,0 +1,236 @@
+//! The engine contract: what lookups read ([`Lookup`]) apart from what
+//! builds and updates need ([`Updater`]).
+//!
+//! An engine is two types. Its *snapshot* is the read-optimised data plane:
+//! immutable once published, `Sync`, holding only what lookups touch, and
+//! generic over its [`Storage`](crate::storage::Storage) so it can live in
+//! owned vectors or on a memory map. Its *updater* owns the build state
+//! (label indices, free lists, reference counts, dedup maps) and turns a
+//! batch of changes to the reference table into the next snapshot, as
+//! FreeBSD's DXR keeps `struct dxr` apart from `struct dxr_aux`. The
+//! [`Fib`](crate::Fib) handle publishes snapshots to lock-free readers.
+
+use std::fmt;
+
+use crate::addr::{Addr, Family};
+use crate::prefix::{Label, Prefix};
+use crate::rib::Rib;
+use crate::spec::EngineSpec;
+
+/// A longest-prefix-match lookup structure for addresses of type `A`: what
+/// an engine's snapshot answers. Lookups never fail: the build establishes
+/// every invariant they rely on.
+pub trait Lookup<A: Addr>: Send + Sync {
+    /// The label of the longest prefix containing `addr`, or `None`.
+    fn lookup(&self, addr: A) -> Option<Label>;
+
+    /// Looks up every address of `addrs` into the same position of `out`.
+    /// Engines override it to keep several lookups in flight (prefetching);
+    /// the default is [`Lookup::lookup_each`].
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        self.lookup_each(addrs, out);
+    }
+
+    /// The plain loop: one [`Lookup::lookup`] per address, in order. Not
+    /// meant to be overridden: as a provided method it is compiled for each
+    /// engine, so a caller holding a `&dyn Lookup` pays one dynamic call per
+    /// slice, not per address.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        for (addr, result) in addrs.iter().zip(out.iter_mut()) {
+            *result = self.lookup(*addr);
+        }
+    }
+
+    /// Dependent lookups (the DXR thesis' SEQ pattern): address `i` is
+    /// `addrs[i]` XORed with the label found for address `i - 1` (0 for
+    /// none), so each lookup waits for the previous one. `seed` is XORed
+    /// into the first address. Returns the last label (or 0), to chain calls.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        let mut previous = seed;
+        for (addr, result) in addrs.iter().zip(out.iter_mut()) {
+            let label = self.lookup(*addr ^ A::from_u64(previous as u64));
+            *result = label;
+            previous = label.unwrap_or(0);
+        }
+        previous
+    }
+
+    /// Bytes of memory the lookup structures occupy.
+    fn memory_bytes(&self) -> usize;
+}
+
+impl<A: Addr, L: Lookup<A> + ?Sized> Lookup<A> for &L {
+    #[inline(always)]
+    fn lookup(&self, addr: A) -> Option<Label> {
+        (**self).lookup(addr)
+    }
+    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        (**self).lookup_batch(addrs, out)
+    }
+    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        (**self).lookup_each(addrs, out)
+    }
+    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
+        (**self).lookup_chained(addrs, out, seed)
+    }
+    fn memory_bytes(&self) -> usize {
+        (**self).memory_bytes()
+    }
+}
+
+impl<A: Addr, L: Lookup<A> + ?Sized> Lookup<A> for std::sync::Arc<L> {
+    #[inline(always)]
+    fn lookup(&self, addr: A) -> Option<Label> {
+        (**self).lookup(addr)
+    }
+    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        (**self).lookup_batch(addrs, out)
+    }
+    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        (**self).lookup_each(addrs, out)
+    }
+    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
+        (**self).lookup_chained(addrs, out, seed)
+    }
+    fn memory_bytes(&self) -> usize {
+        (**self).memory_bytes()
+    }
+}
+
+/// An engine's parameters, parsed once from its spec string (`dxr:k=20`)
+/// and printed back in canonical form by `Display`.
+pub trait EngineConfig: Clone + fmt::Debug + fmt::Display + Send + Sync + 'static {
+    /// The names the spec may use for this engine (the first is canonical).
+    const NAMES: &'static [&'static str];
+
+    /// Reads the parameters of `spec`, whose name is one of [`Self::NAMES`].
+    fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError>;
+
+    /// Parses a whole spec string for this engine.
+    fn parse(text: &str) -> Result<Self, BuildError> {
+        let spec = EngineSpec::parse(text)?;
+        if !Self::NAMES.contains(&spec.name.as_str()) {
+            return Err(spec.error(format!("expected engine `{}`", Self::NAMES[0])));
+        }
+        Self::from_spec(&spec)
+    }
+}
+
+/// An engine's build state: builds the first snapshot from a reference
+/// table and brings a snapshot in line after changes.
+pub trait Updater<A: Addr>: Send + Sync + Sized + 'static {
+    /// The engine's parameters.
+    type Config: EngineConfig;
+    /// What lookups read.
+    type Snapshot: Lookup<A> + Clone + 'static;
+    /// The engine's statistics.
+    type Stats: EngineStats;
+
+    /// Builds the updater and the first snapshot from `rib`.
+    fn build(config: &Self::Config, rib: &Rib<A>) -> Result<(Self, Self::Snapshot), BuildError>;
+
+    /// The parameters it was built with (configs are small; a copy keeps
+    /// the run-time engine enums free of a second copy of their own).
+    fn config(&self) -> Self::Config;
+
+    /// Whether [`Updater::update`] patches a snapshot (the handle then
+    /// hands it a copy of the current one) rather than always answering
+    /// [`BuildError::UpdateUnsupported`] (the handle then rebuilds).
+    fn patches(&self) -> bool {
+        false
+    }
+
+    /// Brings `snapshot` in line with `rib` after the prefixes in `changed`
+    /// (sorted, distinct) were inserted, removed or relabelled there.
+    /// `snapshot` is a private copy equal to the last snapshot this updater
+    /// built or updated. On an error both are unusable and the caller
+    /// rebuilds; [`BuildError::UpdateUnsupported`] (the default) asks for a
+    /// rebuild.
+    fn update(
+        &mut self,
+        snapshot: &mut Self::Snapshot,
+        rib: &Rib<A>,
+        changed: &[Prefix<A>],
+    ) -> Result<(), BuildError> {
+        let _ = (snapshot, rib, changed);
+        Err(BuildError::UpdateUnsupported {
+            engine: self.config().to_string(),
+        })
+    }
+
+    /// Statistics of the engine with its current `snapshot`.
+    fn stats(&self, snapshot: &Self::Snapshot) -> Self::Stats;
+}
+
+/// An engine's statistics: a typed value (fields a program reads) that
+/// prints as `name: value` rows.
+pub trait EngineStats: fmt::Debug + serde::Serialize + Send {
+    /// The statistics as `(name, value)` rows, in print order.
+    fn rows(&self) -> Vec<(String, String)>;
+}
+
+/// Statistics of an engine with nothing to report beyond its footprint.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NoStats {}
+
+impl EngineStats for NoStats {
+    fn rows(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+/// Why an engine could not be built or updated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// The spec names no known engine.
+    #[error("unknown engine `{name}` (known: {known})")]
+    UnknownEngine {
+        /// The name given.
+        name: String,
+        /// Comma-separated names of the registered engines.
+        known: String,
+    },
+    /// The spec string is malformed.
+    #[error("bad engine spec `{spec}`: {why}")]
+    BadSpec {
+        /// The whole spec.
+        spec: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The engine does not handle this address family.
+    #[error("engine `{engine}` does not support {family} (engines that do: {alternatives})")]
+    UnsupportedFamily {
+        /// The engine name.
+        engine: String,
+        /// The family asked for.
+        family: Family,
+        /// Engines that support the family.
+        alternatives: String,
+    },
+    /// The table does not fit the engine's layout.
+    #[error("engine `{engine}` cannot encode this table: {why}")]
+    Limit {
+        /// The engine spec.
+        engine: String,
+        /// Which limit was hit and what would work instead.
+        why: String,
+    },
+    /// The engine cannot apply changes in place; rebuild it instead.
+    #[error("engine `{engine}` has no incremental update")]
+    UpdateUnsupported {
+        /// The engine spec.
+        engine: String,
+    },
+}

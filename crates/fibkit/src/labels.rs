@@ -1,0 +1,183 @@
+//! The label table every engine shares: lookups read a small array of
+//! [`LabelSlot`]s indexed by a dense label index, so that the engines' own
+//! entries hold narrow indices instead of full 32-bit labels; builds and
+//! updates assign those indices with a [`LabelIndex`].
+//!
+//! Index 0 is always "no route", so a zero entry means no match in every
+//! engine.
+
+use std::collections::HashMap;
+
+use crate::engine::BuildError;
+use crate::prefix::Label;
+use crate::storage::Plain;
+
+/// One entry of a results table: a label, or "no route", in 8 plain bytes
+/// (so the table can be mapped from an image), decoded in two instructions.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct LabelSlot(u64);
+
+// SAFETY: a u64 newtype; every bit pattern decodes (high half 0 = none).
+unsafe impl Plain for LabelSlot {}
+
+impl LabelSlot {
+    /// The "no route" slot.
+    pub const NONE: LabelSlot = LabelSlot(0);
+
+    /// A slot holding `label`, or none.
+    #[inline]
+    pub const fn new(label: Option<Label>) -> Self {
+        match label {
+            Some(label) => LabelSlot(1 << 32 | label as u64),
+            None => LabelSlot::NONE,
+        }
+    }
+
+    /// The label, or `None` for "no route".
+    #[inline(always)]
+    pub const fn get(self) -> Option<Label> {
+        if self.0 >> 32 == 0 {
+            None
+        } else {
+            Some(self.0 as u32)
+        }
+    }
+}
+
+impl std::fmt::Debug for LabelSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+/// Assigns dense indices to labels (index 0 = no route), up to an engine's
+/// limit: the build and update side of a results table.
+#[derive(Clone, Debug)]
+pub struct LabelIndex {
+    slots: Vec<LabelSlot>,
+    index: HashMap<Label, u32>,
+    max_labels: usize,
+    engine: &'static str,
+}
+
+impl LabelIndex {
+    /// An index for `engine` (named in limit errors) whose entries can hold
+    /// at most `max_labels` distinct labels (the "no route" index aside).
+    pub fn new(engine: &'static str, max_labels: usize) -> Self {
+        LabelIndex {
+            slots: vec![LabelSlot::NONE],
+            index: HashMap::new(),
+            max_labels,
+            engine,
+        }
+    }
+
+    /// An index holding `labels` first, in that order (engines give the
+    /// most frequent labels the narrowest indices this way).
+    pub fn with_order(
+        engine: &'static str,
+        max_labels: usize,
+        labels: impl IntoIterator<Item = Label>,
+    ) -> Result<Self, BuildError> {
+        let mut index = Self::new(engine, max_labels);
+        for label in labels {
+            index.index(Some(label))?;
+        }
+        Ok(index)
+    }
+
+    /// The index of `label` (0 for `None`), adding it if new; a
+    /// [`BuildError::Limit`] past the engine's limit.
+    #[inline]
+    pub fn index(&mut self, label: Option<Label>) -> Result<u32, BuildError> {
+        let Some(label) = label else { return Ok(0) };
+        if let Some(&index) = self.index.get(&label) {
+            return Ok(index);
+        }
+        if self.index.len() >= self.max_labels {
+            return Err(BuildError::Limit {
+                engine: self.engine.to_string(),
+                why: format!(
+                    "more than {} distinct labels (its entries hold label indices of that size)",
+                    self.max_labels
+                ),
+            });
+        }
+        let index = self.slots.len() as u32;
+        self.slots.push(LabelSlot::new(Some(label)));
+        self.index.insert(label, index);
+        Ok(index)
+    }
+
+    /// The index of `label` if it has one.
+    pub fn get(&self, label: Label) -> Option<u32> {
+        self.index.get(&label).copied()
+    }
+
+    /// The results table: slot `i` holds the label of index `i`.
+    pub fn slots(&self) -> &[LabelSlot] {
+        &self.slots
+    }
+
+    /// Appends to `results` the slots added since it was last synced (a
+    /// snapshot's copy of the table only ever grows).
+    pub fn sync(&self, results: &mut Vec<LabelSlot>) {
+        debug_assert!(results.len() <= self.slots.len());
+        debug_assert!(results.iter().zip(&self.slots).all(|(a, b)| a == b));
+        results.extend_from_slice(&self.slots[results.len()..]);
+    }
+
+    /// Distinct labels (the "no route" slot not counted).
+    pub fn len(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    /// Whether no label was indexed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_round_trip() {
+        for label in [None, Some(0), Some(1), Some(u32::MAX)] {
+            assert_eq!(LabelSlot::new(label).get(), label);
+        }
+        assert_eq!(LabelSlot::NONE.get(), None);
+        assert_eq!(format!("{:?}", LabelSlot::new(Some(5))), "Some(5)");
+    }
+
+    #[test]
+    fn indices_are_dense_in_first_seen_order() {
+        let mut index = LabelIndex::new("test", 10);
+        assert_eq!(index.index(None).unwrap(), 0);
+        assert_eq!(index.index(Some(700)).unwrap(), 1);
+        assert_eq!(index.index(Some(5)).unwrap(), 2);
+        assert_eq!(index.index(Some(700)).unwrap(), 1);
+        assert_eq!(index.get(5), Some(2));
+        assert_eq!(index.get(6), None);
+        assert_eq!(index.len(), 2);
+        assert_eq!(index.slots()[2].get(), Some(5));
+        let mut copy = index.slots()[..2].to_vec();
+        index.index(Some(9)).unwrap();
+        index.sync(&mut copy);
+        assert_eq!(copy, index.slots());
+    }
+
+    #[test]
+    fn the_limit_is_an_error_naming_the_engine() {
+        let mut index = LabelIndex::with_order("tiny", 2, [1, 2]).unwrap();
+        assert_eq!(index.index(Some(2)).unwrap(), 2);
+        let err = index.index(Some(3)).unwrap_err().to_string();
+        assert!(
+            err.contains("`tiny`") && err.contains("more than 2 distinct labels"),
+            "{err}"
+        );
+        assert!(LabelIndex::with_order("tiny", 1, [1, 2]).is_err());
+    }
+}

@@ -1,0 +1,431 @@
+//! The registry: every engine fibkit has, per address family, behind one
+//! enum whose lookups dispatch with a `match` (so a per-key lookup is
+//! inlined into the caller's loop instead of going through a dynamic call),
+//! and the spec strings that choose among them at run time.
+//!
+//! For each family the registry defines four enums with one variant per
+//! engine: the updater ([`EngineV4`], [`EngineV6`]), the snapshot
+//! ([`SnapshotV4`], [`SnapshotV6`]), the parsed spec ([`ConfigV4`],
+//! [`ConfigV6`]) and the statistics ([`StatsV4`], [`StatsV6`]).
+//! [`EngineFamily`] names them for generic code.
+
+use std::fmt;
+
+use crate::addr::{Addr, Family};
+use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
+use crate::engines;
+use crate::legacy::Legacy;
+use crate::prefix::{Label, Prefix};
+use crate::rib::Rib;
+use crate::spec::EngineSpec;
+
+/// A registered engine: its name, families and one-line description.
+#[derive(Clone, Copy, Debug)]
+pub struct EngineInfo {
+    /// The spec name.
+    pub name: &'static str,
+    /// Whether it builds IPv4 tables.
+    pub ipv4: bool,
+    /// Whether it builds IPv6 tables.
+    pub ipv6: bool,
+    /// Parameters and what the engine is.
+    pub about: &'static str,
+}
+
+impl EngineInfo {
+    /// Whether the engine builds tables of `family`.
+    pub fn supports(&self, family: Family) -> bool {
+        match family {
+            Family::V4 => self.ipv4,
+            Family::V6 => self.ipv6,
+        }
+    }
+}
+
+/// Every engine [`build`] knows, in the order `--help` lists them.
+pub const ENGINES: &[EngineInfo] = &[
+    EngineInfo {
+        name: "radix",
+        ipv4: true,
+        ipv6: true,
+        about: "the reference PATRICIA trie itself (slow, always right)",
+    },
+    EngineInfo {
+        name: "dir24-8",
+        ipv4: true,
+        ipv6: false,
+        about: "DPDK-style 2^24 direct table plus 256-entry groups; the baseline",
+    },
+    EngineInfo {
+        name: "cpe",
+        ipv4: true,
+        ipv6: true,
+        about: "multibit trie by controlled prefix expansion, DP-chosen strides \
+                (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C)",
+    },
+    EngineInfo {
+        name: "dxr",
+        ipv4: true,
+        ipv6: false,
+        about: "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X",
+    },
+    EngineInfo {
+        name: "lctrie",
+        ipv4: true,
+        ipv6: true,
+        about: "Linux fib_trie dynamic LC-trie; lookup=improved (default) or lookup=classic",
+    },
+];
+
+/// The error for a spec whose name no engine of family `A` has.
+pub(crate) fn unknown<A: Addr>(spec: &EngineSpec) -> BuildError {
+    let known = |family: Option<Family>| {
+        ENGINES
+            .iter()
+            .filter(|info| family.is_none_or(|f| info.supports(f)))
+            .map(|info| info.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match ENGINES
+        .iter()
+        .find(|info| info.name == spec.name || info.name.replace('-', "_") == spec.name)
+    {
+        Some(info) => BuildError::UnsupportedFamily {
+            engine: info.name.to_string(),
+            family: A::FAMILY,
+            alternatives: known(Some(A::FAMILY)),
+        },
+        None => BuildError::UnknownEngine {
+            name: spec.name.clone(),
+            known: known(None),
+        },
+    }
+}
+
+/// Defines, for one address family, the updater, snapshot, config and
+/// statistics enums over the listed engines, and their trait impls by
+/// `match`.
+macro_rules! engine_set {
+    (
+        family: $A:ty,
+        engine: $(#[$engine_doc:meta])* $Engine:ident,
+        snapshot: $(#[$snapshot_doc:meta])* $Snapshot:ident,
+        config: $(#[$config_doc:meta])* $Config:ident,
+        stats: $(#[$stats_doc:meta])* $Stats:ident,
+        variants: { $( $(#[$variant_doc:meta])* $Variant:ident($Upd:ty) ),* $(,)? }
+    ) => {
+        $(#[$engine_doc])*
+        pub enum $Engine {
+            $( $(#[$variant_doc])* $Variant($Upd), )*
+        }
+
+        $(#[$snapshot_doc])*
+        #[derive(Clone)]
+        pub enum $Snapshot {
+            $( $(#[$variant_doc])* $Variant(<$Upd as Updater<$A>>::Snapshot), )*
+        }
+
+        $(#[$config_doc])*
+        #[derive(Clone, Debug)]
+        pub enum $Config {
+            $( $(#[$variant_doc])* $Variant(<$Upd as Updater<$A>>::Config), )*
+        }
+
+        $(#[$stats_doc])*
+        #[derive(Debug, serde::Serialize)]
+        #[serde(untagged)]
+        pub enum $Stats {
+            $( $(#[$variant_doc])* $Variant(<$Upd as Updater<$A>>::Stats), )*
+        }
+
+        impl fmt::Display for $Config {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self {
+                    $( Self::$Variant(config) => config.fmt(f), )*
+                }
+            }
+        }
+
+        impl std::str::FromStr for $Config {
+            type Err = BuildError;
+            fn from_str(text: &str) -> Result<Self, BuildError> {
+                Self::from_spec(&EngineSpec::parse(text)?)
+            }
+        }
+
+        impl EngineConfig for $Config {
+            const NAMES: &'static [&'static str] = &[];
+
+            fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
+                $(
+                    if <<$Upd as Updater<$A>>::Config as EngineConfig>::NAMES
+                        .contains(&spec.name.as_str())
+                    {
+                        return Ok(Self::$Variant(EngineConfig::from_spec(spec)?));
+                    }
+                )*
+                Err(unknown::<$A>(spec))
+            }
+
+            fn parse(text: &str) -> Result<Self, BuildError> {
+                text.parse()
+            }
+        }
+
+        impl EngineStats for $Stats {
+            fn rows(&self) -> Vec<(String, String)> {
+                match self {
+                    $( Self::$Variant(stats) => stats.rows(), )*
+                }
+            }
+        }
+
+        impl $Snapshot {
+            /// The label of the longest prefix containing `addr`, or
+            /// `None` (as [`Lookup::lookup`], without importing the trait).
+            #[inline(always)]
+            pub fn lookup(&self, addr: $A) -> Option<Label> {
+                Lookup::lookup(self, addr)
+            }
+
+            /// Looks up every address of `addrs` into the same position of
+            /// `out` (as [`Lookup::lookup_batch`]).
+            #[inline]
+            pub fn lookup_batch(&self, addrs: &[$A], out: &mut [Option<Label>]) {
+                Lookup::lookup_batch(self, addrs, out)
+            }
+
+            /// Bytes of memory the lookup structures occupy.
+            pub fn memory_bytes(&self) -> usize {
+                Lookup::memory_bytes(self)
+            }
+        }
+
+        impl Lookup<$A> for $Snapshot {
+            #[inline(always)]
+            fn lookup(&self, addr: $A) -> Option<Label> {
+                match self {
+                    $( Self::$Variant(snapshot) => snapshot.lookup(addr), )*
+                }
+            }
+
+            #[inline]
+            fn lookup_batch(&self, addrs: &[$A], out: &mut [Option<Label>]) {
+                match self {
+                    $( Self::$Variant(snapshot) => snapshot.lookup_batch(addrs, out), )*
+                }
+            }
+
+            #[inline]
+            fn lookup_each(&self, addrs: &[$A], out: &mut [Option<Label>]) {
+                match self {
+                    $( Self::$Variant(snapshot) => snapshot.lookup_each(addrs, out), )*
+                }
+            }
+
+            #[inline]
+            fn lookup_chained(
+                &self,
+                addrs: &[$A],
+                out: &mut [Option<Label>],
+                seed: Label,
+            ) -> Label {
+                match self {
+                    $( Self::$Variant(snapshot) => snapshot.lookup_chained(addrs, out, seed), )*
+                }
+            }
+
+            fn memory_bytes(&self) -> usize {
+                match self {
+                    $( Self::$Variant(snapshot) => snapshot.memory_bytes(), )*
+                }
+            }
+        }
+
+        impl Updater<$A> for $Engine {
+            type Config = $Config;
+            type Snapshot = $Snapshot;
+            type Stats = $Stats;
+
+            fn build(config: &$Config, rib: &Rib<$A>) -> Result<(Self, $Snapshot), BuildError> {
+                match config {
+                    $(
+                        $Config::$Variant(config) => {
+                            let (updater, snapshot) = <$Upd>::build(config, rib)?;
+                            Ok((Self::$Variant(updater), $Snapshot::$Variant(snapshot)))
+                        }
+                    )*
+                }
+            }
+
+            fn config(&self) -> $Config {
+                match self {
+                    $( Self::$Variant(updater) => $Config::$Variant(updater.config()), )*
+                }
+            }
+
+            fn patches(&self) -> bool {
+                match self {
+                    $( Self::$Variant(updater) => updater.patches(), )*
+                }
+            }
+
+            fn update(
+                &mut self,
+                snapshot: &mut $Snapshot,
+                rib: &Rib<$A>,
+                changed: &[Prefix<$A>],
+            ) -> Result<(), BuildError> {
+                match (self, snapshot) {
+                    $(
+                        (Self::$Variant(updater), $Snapshot::$Variant(snapshot)) => {
+                            updater.update(snapshot, rib, changed)
+                        }
+                    )*
+                    // A snapshot of another engine cannot be patched: ask
+                    // for a rebuild, which makes the pair consistent again.
+                    #[allow(unreachable_patterns)]
+                    (updater, _) => Err(BuildError::UpdateUnsupported {
+                        engine: updater.config().to_string(),
+                    }),
+                }
+            }
+
+            fn stats(&self, snapshot: &$Snapshot) -> $Stats {
+                match (self, snapshot) {
+                    $(
+                        (Self::$Variant(updater), $Snapshot::$Variant(snapshot)) => {
+                            $Stats::$Variant(updater.stats(snapshot))
+                        }
+                    )*
+                    #[allow(unreachable_patterns)]
+                    _ => unreachable!("the handle keeps updater and snapshot of one engine"),
+                }
+            }
+        }
+
+    };
+}
+
+engine_set! {
+    family: u32,
+    engine:
+        /// Every IPv4 engine's updater: what [`crate::Fib`] holds when the
+        /// engine is chosen at run time.
+        EngineV4,
+    snapshot:
+        /// Every IPv4 engine's snapshot; lookups dispatch with a `match`.
+        SnapshotV4,
+    config:
+        /// A parsed IPv4 engine spec.
+        ConfigV4,
+    stats:
+        /// Any IPv4 engine's statistics.
+        StatsV4,
+    variants: {
+        /// `radix`.
+        Radix(engines::radix::RadixUpdater<u32>),
+        /// `dir24-8`.
+        Dir24_8(engines::dir24_8::Dir24_8Updater),
+        /// `cpe`.
+        Cpe(Legacy<u32, engines::cpe::CpeTrie<u32>>),
+        /// `dxr`.
+        Dxr(Legacy<u32, engines::dxr::Dxr>),
+        /// `lctrie`.
+        LcTrie(Legacy<u32, engines::lctrie::LcTrie<u32>>),
+    }
+}
+
+engine_set! {
+    family: u128,
+    engine:
+        /// Every IPv6 engine's updater: what [`crate::Fib`] holds when the
+        /// engine is chosen at run time.
+        EngineV6,
+    snapshot:
+        /// Every IPv6 engine's snapshot; lookups dispatch with a `match`.
+        SnapshotV6,
+    config:
+        /// A parsed IPv6 engine spec.
+        ConfigV6,
+    stats:
+        /// Any IPv6 engine's statistics.
+        StatsV6,
+    variants: {
+        /// `radix`.
+        Radix(engines::radix::RadixUpdater<u128>),
+        /// `cpe`.
+        Cpe(Legacy<u128, engines::cpe::CpeTrie<u128>>),
+        /// `lctrie`.
+        LcTrie(Legacy<u128, engines::lctrie::LcTrie<u128>>),
+    }
+}
+
+/// Address families the registry can build engines for (`u32` and `u128`):
+/// names the family's engine enums for generic code.
+pub trait EngineFamily: Addr {
+    /// Every engine of the family, chosen at run time by spec.
+    type Engine: Updater<Self, Config = Self::Config, Snapshot = Self::Snapshot>;
+    /// A parsed spec of any engine of the family.
+    type Config: EngineConfig + std::str::FromStr<Err = BuildError>;
+    /// Any engine's snapshot.
+    type Snapshot: Lookup<Self> + Clone + 'static;
+}
+
+impl EngineFamily for u32 {
+    type Engine = EngineV4;
+    type Config = ConfigV4;
+    type Snapshot = SnapshotV4;
+}
+
+impl EngineFamily for u128 {
+    type Engine = EngineV6;
+    type Config = ConfigV6;
+    type Snapshot = SnapshotV6;
+}
+
+/// Builds the engine described by `spec` (`"dxr:k=20"`) from `rib` and
+/// returns its snapshot, for lookups on a table that will not change (use
+/// [`crate::Fib`] to apply changes).
+pub fn build<A: EngineFamily>(spec: &str, rib: &Rib<A>) -> Result<A::Snapshot, BuildError> {
+    let config: A::Config = spec.parse()?;
+    let (_, snapshot) = A::Engine::build(&config, rib)?;
+    Ok(snapshot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_errors_name_the_problem() {
+        let rib4 = Rib::<u32>::new();
+        let rib6 = Rib::<u128>::new();
+        let err = build("nosuch", &rib4).err().unwrap().to_string();
+        assert!(
+            err.contains("unknown engine `nosuch`") && err.contains("radix"),
+            "{err}"
+        );
+        let err = build("dir24-8", &rib6).err().unwrap().to_string();
+        assert!(
+            err.contains("does not support IPv6") && err.contains("engines that do: radix"),
+            "{err}"
+        );
+        assert!(!err.contains("dxr"), "{err}");
+        let err = build("radix:k=3", &rib4).err().unwrap().to_string();
+        assert!(err.contains("unknown parameter `k`"), "{err}");
+    }
+
+    #[test]
+    fn configs_print_their_canonical_spec() {
+        for (text, canonical) in [
+            ("radix", "radix"),
+            ("dir24_8", "dir24-8"),
+            ("dir24-8", "dir24-8"),
+        ] {
+            let config: ConfigV4 = text.parse().unwrap();
+            assert_eq!(config.to_string(), canonical);
+        }
+    }
+}
