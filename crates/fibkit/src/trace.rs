@@ -106,6 +106,74 @@ pub fn generate<A: Addr>(
         .collect())
 }
 
+/// Generates a seeded stream of `count` route changes against `rib`, for
+/// update tests and benchmarks: a mix of announcements of new prefixes
+/// (fresh ones, ones nested inside or covering existing prefixes, the
+/// default route and full-length host routes), relabels and withdrawals of
+/// prefixes the table holds at that point, and a few withdrawals of absent
+/// prefixes (no-ops a router must tolerate). The stream is applied to a
+/// copy of `rib` as it is generated, so every withdrawal of "a held prefix"
+/// is valid when its turn comes.
+pub fn generate_changes<A: Addr>(rib: &Rib<A>, count: usize, seed: u64) -> Vec<crate::Change<A>> {
+    use crate::Change;
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut table = rib.clone();
+    // The prefixes the copy holds, for picking existing ones; entries may
+    // go stale (withdrawn) and are then skipped.
+    let mut held: Vec<Prefix<A>> = table.iter().map(|(prefix, _)| prefix).collect();
+    let label = |rng: &mut SmallRng| rng.random_range(0..64u32);
+    let mut changes = Vec::with_capacity(count);
+    while changes.len() < count {
+        let existing = (!held.is_empty()).then(|| held[rng.random_range(0..held.len())]);
+        let change = match (rng.random_range(0..100u32), existing) {
+            // A prefix nested inside an existing one (more specific).
+            (0..=24, Some(parent)) if parent.plen() < A::BITS => {
+                let plen = rng.random_range(parent.plen() + 1..=A::BITS);
+                Change::Announce(
+                    Prefix::new_masked(address_in(parent, &mut rng), plen),
+                    label(&mut rng),
+                )
+            }
+            // A prefix covering an existing one (less specific).
+            (25..=34, Some(child)) => {
+                let plen = rng.random_range(0..=child.plen());
+                Change::Announce(Prefix::new_masked(child.addr(), plen), label(&mut rng))
+            }
+            // The extremes: the default route and a host route.
+            (35..=36, _) => Change::Announce(Prefix::default_route(), label(&mut rng)),
+            (37..=38, _) => Change::Withdraw(Prefix::default_route()),
+            (39..=40, _) => Change::Announce(
+                Prefix::new_masked(A::from_u128(rng.random()), A::BITS),
+                label(&mut rng),
+            ),
+            // Relabel or withdraw a held prefix.
+            (41..=64, Some(prefix)) => Change::Announce(prefix, label(&mut rng)),
+            (65..=89, Some(prefix)) => Change::Withdraw(prefix),
+            // A withdrawal of a prefix that is (almost surely) absent.
+            (90..=92, _) => {
+                let plen = rng.random_range(0..=A::BITS);
+                Change::Withdraw(Prefix::new_masked(A::from_u128(rng.random()), plen))
+            }
+            // A fresh random prefix.
+            _ => {
+                let plen = rng.random_range(0..=A::BITS);
+                Change::Announce(
+                    Prefix::new_masked(A::from_u128(rng.random()), plen),
+                    label(&mut rng),
+                )
+            }
+        };
+        let prefix = change.prefix();
+        let was_held = table.get(prefix).is_some();
+        table.apply(change);
+        if !was_held && table.get(prefix).is_some() {
+            held.push(prefix);
+        }
+        changes.push(change);
+    }
+    changes
+}
+
 /// Precomputed tables for one trace kind.
 enum Sampler<A> {
     RandIp {
@@ -303,6 +371,29 @@ pub fn trace_stats<A: Addr>(rib: &Rib<A>, trace: &[A], top: usize) -> TraceStats
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn change_streams_are_seeded_and_varied() {
+        use crate::Change;
+        let rib = Rib::<u128>::from_pairs([
+            ("2001:db8::/32".parse().unwrap(), 1),
+            ("2001:db8:1::/48".parse().unwrap(), 2),
+        ]);
+        let a = generate_changes(&rib, 2000, 5);
+        assert_eq!(a, generate_changes(&rib, 2000, 5));
+        assert_ne!(a, generate_changes(&rib, 2000, 6));
+        let plens: Vec<u8> = a.iter().map(|c| c.prefix().plen()).collect();
+        assert!(plens.contains(&0) && plens.contains(&128));
+        let mut table = rib.clone();
+        let (mut effective, mut withdrawals) = (0, 0);
+        for change in &a {
+            withdrawals += matches!(change, Change::Withdraw(_)) as usize;
+            effective += table.apply(*change) as usize;
+        }
+        assert!(withdrawals > 400, "{withdrawals}");
+        assert!(effective > 1500 && effective < 2000, "{effective}");
+        assert!(generate_changes(&Rib::<u32>::new(), 10, 1).len() == 10);
+    }
 
     fn table() -> Rib<u32> {
         Rib::from_pairs(
