@@ -24,7 +24,7 @@ macro_rules! say {
 
 /// Loads the table, with a progress bar on a terminal; prints notes and
 /// skipped counts to standard error.
-fn load_table(args: &TableArgs) -> Result<(LoadedTable, f64)> {
+pub(crate) fn load_table(args: &TableArgs) -> Result<(LoadedTable, f64)> {
     let size = std::fs::metadata(&args.path).map(|m| m.len()).unwrap_or(0);
     let bar = (std::io::stderr().is_terminal() && size > (1 << 20)).then(|| {
         let bar = indicatif::ProgressBar::new(size);
@@ -60,12 +60,7 @@ fn load_table(args: &TableArgs) -> Result<(LoadedTable, f64)> {
     for note in &table.notes {
         eprintln!("fibkit: {note}");
     }
-    if table.stats.skipped > 0 {
-        eprintln!(
-            "fibkit: skipped {} bad lines (--skip-bad)",
-            table.stats.skipped
-        );
-    }
+    report_skipped(&args.path, &table.stats);
     if table.stats.masked > 0 {
         eprintln!(
             "fibkit: cleared host bits of {} prefixes (--lenient)",
@@ -73,6 +68,28 @@ fn load_table(args: &TableArgs) -> Result<(LoadedTable, f64)> {
         );
     }
     Ok((table, seconds))
+}
+
+/// Prints what `--skip-bad` skipped in `path`, line by line (as far as the
+/// loader kept them), then the count.
+pub(crate) fn report_skipped(path: &Path, stats: &load::LoadStats) {
+    if stats.skipped == 0 {
+        return;
+    }
+    for problem in &stats.skipped_problems {
+        eprintln!("fibkit: {}: {problem} (skipped)", path.display());
+    }
+    let unlisted = stats.skipped - stats.skipped_problems.len() as u64;
+    eprintln!(
+        "fibkit: {}: skipped {} bad lines (--skip-bad){}",
+        path.display(),
+        stats.skipped,
+        if unlisted > 0 {
+            format!(", {unlisted} of them not listed")
+        } else {
+            String::new()
+        }
+    );
 }
 
 /// An engine built for one family: its updater, its snapshot, its

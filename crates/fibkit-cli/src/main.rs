@@ -2,6 +2,7 @@
 
 mod commands;
 mod plots;
+mod replay;
 
 use std::path::PathBuf;
 
@@ -116,6 +117,11 @@ enum Command {
         #[arg(long, value_parser = ["v4", "v6"])]
         family: Option<String>,
     },
+    /// Replay an update stream onto a live table while reader threads look
+    /// up keys: changes applied per second, update-to-visible latency,
+    /// reader throughput during the churn against idle, and a final check
+    /// against the reference table on every range boundary.
+    Replay(replay::ReplayArgs),
     /// Generate synthetic traces, or summarise a trace against a table.
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -252,6 +258,7 @@ fn main() {
             nexthops_out,
         } => commands::convert(&table, output.as_deref(), nexthops_out.as_deref()),
         Command::Bench(args) => commands::bench(&args),
+        Command::Replay(args) => replay::replay_command(&args),
         Command::Strides {
             table,
             levels,

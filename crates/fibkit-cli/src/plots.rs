@@ -361,6 +361,74 @@ fn dxr_versus_k(
     Ok(())
 }
 
+/// The timeline of `fibkit replay`: reader throughput (top) and changes
+/// published (bottom) per step, over the replay's seconds.
+pub fn replay_timeline(path: &Path, report: &fibkit::replay::ReplayReport) -> Result<()> {
+    let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_error(path))?;
+    let (top, bottom) = root.split_vertically(300);
+    let steps = &report.timeline;
+    let end = steps.last().map_or(1.0, |s| s.at_seconds) + steps.first().map_or(0.1, |_| 0.1);
+    let width = if steps.len() > 1 {
+        steps[1].at_seconds - steps[0].at_seconds
+    } else {
+        end
+    };
+    let max_mlps = steps.iter().map(|s| s.reader_mlps).fold(0.0, f64::max);
+    let mut chart = xy_chart(
+        &top,
+        path,
+        &format!("{}: readers during the replay", report.engine),
+        0.0..end,
+        (max_mlps * 1.15).max(1.0),
+        ("seconds", "reader Mlookups/s"),
+    )?;
+    let idle = report.idle_reader_mlps;
+    line_with_points(
+        &mut chart,
+        path,
+        steps
+            .iter()
+            .map(|s| (s.at_seconds + width / 2.0, s.reader_mlps))
+            .collect(),
+        BLUE.to_rgba(),
+        "during the replay".to_string(),
+    )?;
+    if idle > 0.0 {
+        chart
+            .draw_series(LineSeries::new(
+                vec![(0.0, idle), (end, idle)],
+                BLACK.mix(0.6).stroke_width(1),
+            ))
+            .map_err(plot_error(path))?
+            .label(format!("idle ({idle:.1})"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], BLACK.mix(0.6)));
+    }
+    legend(&mut chart, path, SeriesLabelPosition::LowerRight)?;
+    let max_changes = steps.iter().map(|s| s.changes).max().unwrap_or(0) as f64;
+    let mut chart = xy_chart(
+        &bottom,
+        path,
+        "changes made visible per step",
+        0.0..end,
+        (max_changes * 1.15).max(1.0),
+        ("seconds", "changes"),
+    )?;
+    chart
+        .draw_series(steps.iter().map(|s| {
+            Rectangle::new(
+                [
+                    (s.at_seconds, 0.0),
+                    (s.at_seconds + width * 0.9, s.changes as f64),
+                ],
+                RED.mix(0.7).filled(),
+            )
+        }))
+        .map_err(plot_error(path))?;
+    root.present().map_err(plot_error(path))?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

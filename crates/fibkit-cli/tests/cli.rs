@@ -347,3 +347,120 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(text(&out.stderr).contains("cleared host bits of 1 prefixes"));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn replay_reports_rates_latency_readers_and_checks_the_result() {
+    let dir = scratch("replay");
+    let json = dir.join("replay.json");
+    let plot = dir.join("replay.svg");
+    let out = fibkit(&[
+        "replay",
+        &data("dfz-v4-nh.txt.gz"),
+        "--updates",
+        &data("linx-updates-ipv4.20141217.txt.gz"),
+        "--engine",
+        "dxr:k=16",
+        "--speed",
+        "max",
+        "--readers",
+        "1",
+        "--idle-seconds",
+        "0.1",
+        "--keys",
+        "10000",
+        "--random",
+        "1000",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    for want in [
+        "engine           dxr:k=16",
+        "23446 changes (15426 effective, 8020 no-ops) at speed max",
+        "changes/s",
+        "update-to-visible p50",
+        "readers (1)",
+        " 0 failed",
+    ] {
+        assert!(stdout.contains(want), "missing `{want}` in:\n{stdout}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["changes"], 23446);
+    assert!(report["timeline"].as_array().is_some_and(|t| !t.is_empty()));
+    assert!(std::fs::read_to_string(&plot).unwrap().contains("<svg"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A hostile stream: withdrawals of absent prefixes, duplicate
+/// announcements, /0 and /32 changes and malformed lines. Without
+/// `--skip-bad` the first bad line stops it with `file:line`; with it every
+/// bad line is reported, the good changes apply and the table still equals
+/// the reference.
+#[test]
+fn replay_of_a_hostile_stream() {
+    let dir = scratch("hostile");
+    let table = dir.join("table.txt");
+    std::fs::write(&table, "10.0.0.0/8 1\n192.0.2.0/24 2\n").unwrap();
+    let updates = dir.join("updates.txt");
+    std::fs::write(
+        &updates,
+        "100 w 172.16.0.0/12 0.0.0.0\n\
+         100 a 10.1.0.0/16 192.0.2.1\n\
+         100 a 10.1.0.0/16 192.0.2.1\n\
+         101 a 0.0.0.0/0 192.0.2.9\n\
+         101 a 10.1.2.3/32 192.0.2.7\n\
+         102 x 10.2.0.0/16 192.0.2.1\n\
+         102 a 10.2.0.0/33 192.0.2.1\n\
+         not a line at all\n\
+         103 w 0.0.0.0/0 0.0.0.0\n\
+         103 w 10.1.2.3/32 0.0.0.0\n\
+         104 w 10.1.2.3/32 0.0.0.0\n",
+    )
+    .unwrap();
+    let args = |skip: bool| {
+        let mut args = vec![
+            "replay".to_string(),
+            table.display().to_string(),
+            "--format".into(),
+            "table".into(),
+            "--updates".into(),
+            updates.display().to_string(),
+            "--readers".into(),
+            "1".into(),
+            "--idle-seconds".into(),
+            "0".into(),
+            "--keys".into(),
+            "100".into(),
+        ];
+        if skip {
+            args.push("--skip-bad".into());
+        }
+        args
+    };
+    let strict: Vec<String> = args(false);
+    let out = fibkit(&strict.iter().map(String::as_str).collect::<Vec<_>>());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("updates.txt:6:"), "{stderr}");
+    let lenient: Vec<String> = args(true);
+    let out = fibkit(&lenient.iter().map(String::as_str).collect::<Vec<_>>());
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for line in ["line 6:", "line 7:", "line 8:"] {
+        assert!(stderr.contains(line), "`{line}` not reported:\n{stderr}");
+    }
+    assert!(stderr.contains("skipped 3 bad lines"), "{stderr}");
+    // 8 good changes: 5 effective (10.1.0.0/16, /0 and the /32 in, /0
+    // and the /32 out); the withdrawal of an absent prefix, the repeated
+    // announcement and the repeated withdrawal are no-ops.
+    assert!(
+        stdout.contains("8 changes (5 effective, 3 no-ops)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" 0 failed"), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

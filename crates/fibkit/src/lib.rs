@@ -31,6 +31,7 @@ pub mod legacy;
 pub mod load;
 pub mod prefix;
 pub mod registry;
+pub mod replay;
 pub mod rib;
 pub mod spec;
 pub mod storage;

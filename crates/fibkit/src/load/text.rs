@@ -79,7 +79,7 @@ fn for_each_line(
         };
         if let Some(what) = problem {
             if options.skip_bad {
-                stats.skipped += 1;
+                stats.skip("line", line_number, &what);
             } else {
                 return Err(LoadError::bad(&path, line_number, what));
             }
