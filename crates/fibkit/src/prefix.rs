@@ -49,6 +49,28 @@ pub enum PrefixError {
     },
 }
 
+/// Characters of an input text that messages quote (see [`excerpt`]).
+pub const EXCERPT_CHARS: usize = 80;
+
+/// At most the first [`EXCERPT_CHARS`] characters of `text`, for a message
+/// quoting bad input (which may be a 64 KiB line): control characters
+/// escaped, `…` where the text was cut.
+pub fn excerpt(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(EXCERPT_CHARS + 3));
+    for (count, c) in text.chars().enumerate() {
+        if count == EXCERPT_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 impl<A: Addr> Prefix<A> {
     /// The prefix of length `plen` containing `addr`, host bits cleared.
     ///
@@ -104,7 +126,7 @@ impl<A: Addr> Prefix<A> {
                     .ok()
                     .filter(|&plen| plen <= A::BITS && !len_text.starts_with('+'))
                     .ok_or_else(|| PrefixError::BadLength {
-                        text: len_text.to_string(),
+                        text: excerpt(len_text),
                         max: A::BITS,
                     })?;
                 (addr_text, plen)
@@ -112,17 +134,17 @@ impl<A: Addr> Prefix<A> {
             None => (text, A::BITS),
         };
         if addr_text.is_empty() {
-            return Err(PrefixError::Syntax(text.to_string()));
+            return Err(PrefixError::Syntax(excerpt(text)));
         }
         let addr = A::parse_addr(addr_text).ok_or_else(|| PrefixError::BadAddress {
-            text: addr_text.to_string(),
+            text: excerpt(addr_text),
             family: A::FAMILY,
         })?;
         let prefix = Prefix::new_masked(addr, plen);
         let had_host_bits = prefix.addr != addr;
         if had_host_bits && !lenient {
             return Err(PrefixError::HostBitsSet {
-                text: text.to_string(),
+                text: excerpt(text),
                 masked: prefix.to_string(),
             });
         }
