@@ -211,6 +211,9 @@ fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()>
 const LOOKUP_BATCH: usize = 1 << 16;
 
 pub fn lookup(args: &TableArgs, addrs: &[String], spec: &str) -> Result<bool> {
+    if crate::image::is_image(&args.path) {
+        return crate::image::lookup(&args.path, addrs);
+    }
     let (table, _) = load_table(args)?;
     let engine4 = wanted(spec, &table.v4)?.map(|built| built.snapshot);
     let engine6 = wanted(spec, &table.v6)?.map(|built| built.snapshot);

@@ -464,3 +464,58 @@ fn replay_of_a_hostile_stream() {
     assert!(stdout.contains(" 0 failed"), "{stdout}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn build_an_image_then_look_up_and_verify_from_it() {
+    let dir = scratch("image");
+    let image = dir.join("v4.fib");
+    let image_arg = image.to_str().unwrap();
+    let out = fibkit(&[
+        "build",
+        &data("dfz-v4-nh.txt.gz"),
+        "--engine",
+        "dir24-8",
+        "-o",
+        image_arg,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("wrote "));
+    let out = fibkit(&["lookup", image_arg, "8.8.8.8", "10.0.0.1"]);
+    assert_eq!(text(&out.stdout), "8.8.8.8 ? 191\n10.0.0.1 - none\n");
+    let out = fibkit(&["lookup", image_arg, "2001:db8::1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("not an IPv4 address"));
+    let out = fibkit(&[
+        "verify",
+        &data("dfz-v4-nh.txt.gz"),
+        "--image",
+        image_arg,
+        "--random",
+        "1000",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains(", 0 failed"));
+    // A damaged image is an error naming the file, not a panic.
+    let mut bytes = std::fs::read(&image).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&image, &bytes).unwrap();
+    let out = fibkit(&["lookup", image_arg, "8.8.8.8"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("v4.fib: checksum mismatch"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = fibkit(&[
+        "build",
+        &data("dfz-v4-nh.txt.gz"),
+        "--engine",
+        "radix",
+        "-o",
+        image_arg,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("cannot be saved as an image"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

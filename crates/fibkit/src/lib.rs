@@ -25,6 +25,7 @@ pub mod bench;
 pub mod engine;
 pub mod engines;
 pub mod fib;
+pub mod image;
 pub mod labels;
 #[doc(hidden)]
 pub mod legacy;
