@@ -497,24 +497,13 @@ pub fn save_image<A: ImageFamily>(
     spec: &str,
     rib: &Rib<A>,
     path: &std::path::Path,
-) -> Result<(), SaveError> {
+) -> Result<(), crate::Error> {
     let config: A::Config = spec.parse()?;
     let (_, snapshot) = A::Engine::build(&config, rib)?;
     let canonical = config.to_string();
     let sections = A::image_sections(&snapshot).ok_or_else(|| image_unsupported(&canonical))?;
     crate::image::write(path, A::FAMILY, &canonical, &sections)?;
     Ok(())
-}
-
-/// Why [`save_image`] failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SaveError {
-    /// The engine could not be built.
-    #[error(transparent)]
-    Build(#[from] BuildError),
-    /// The image could not be written, or the engine cannot be saved.
-    #[error(transparent)]
-    Image(#[from] ImageError),
 }
 
 #[cfg(test)]
