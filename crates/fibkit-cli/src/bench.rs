@@ -78,33 +78,6 @@ pub struct BenchArgs {
     plot: Option<PathBuf>,
 }
 
-/// The modes to measure: `--modes` with `burst` expanded to one mode per
-/// `--burst` size, in order, each once.
-fn modes(args: &BenchArgs) -> Result<Vec<Mode>> {
-    let mut modes = Vec::new();
-    for name in &args.modes {
-        let expanded: Vec<Mode> = match name.as_str() {
-            "burst" => args
-                .burst
-                .iter()
-                .map(|&n| Mode::Burst(n as usize))
-                .collect(),
-            other => vec![other
-                .parse()
-                .map_err(|e: String| anyhow::anyhow!("--modes: {e}"))?],
-        };
-        for mode in expanded {
-            if !modes.contains(&mode) {
-                modes.push(mode);
-            }
-        }
-    }
-    if modes.is_empty() {
-        bail!("--modes names no mode ({})", Mode::NAMES);
-    }
-    Ok(modes)
-}
-
 /// The name of the ceiling configuration, also usable as `--baseline`.
 const CEILING: &str = "ceiling";
 
@@ -204,7 +177,9 @@ fn bench_family<A: EngineFamily>(args: &BenchArgs, rib: &Rib<A>) -> Result<bool>
     if args.keys == 0 || args.runs == 0 {
         bail!("--keys and --runs must be at least 1");
     }
-    let modes = modes(args)?;
+    let bursts: Vec<usize> = args.burst.iter().map(|&keys| keys as usize).collect();
+    let modes =
+        bench::parse_modes(&args.modes, &bursts).map_err(|e| anyhow::anyhow!("--modes: {e}"))?;
     let readers = modes.contains(&Mode::Reader);
     let mut engines: Vec<BenchEngine<A>> = Vec::new();
     let mut reports = Vec::new();

@@ -137,6 +137,30 @@ impl Mode {
     }
 }
 
+/// The modes named by `names` (`plain`, `key`, `reader`, `batch`, `burstN`,
+/// and `burst` for one `burstN` per size of `bursts`), in order, each once.
+pub fn parse_modes(names: &[String], bursts: &[usize]) -> Result<Vec<Mode>, String> {
+    let mut modes = Vec::new();
+    for name in names {
+        let expanded = match name.as_str() {
+            "burst" => bursts.iter().map(|&keys| Mode::Burst(keys)).collect(),
+            other => vec![other.parse::<Mode>()?],
+        };
+        for mode in expanded {
+            if mode == Mode::Burst(0) {
+                return Err("a burst needs at least 1 key".into());
+            }
+            if !modes.contains(&mode) {
+                modes.push(mode);
+            }
+        }
+    }
+    if modes.is_empty() {
+        return Err(format!("no mode named ({})", Mode::NAMES));
+    }
+    Ok(modes)
+}
+
 impl std::fmt::Display for Mode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -975,6 +999,14 @@ mod tests {
             assert!(err.contains("burstN"), "{bad}: {err}");
         }
         assert!(Mode::Reader.is_per_key() && !Mode::Burst(8).is_per_key());
+        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            parse_modes(&names(&["key", "burst", "burst8", "batch"]), &[8, 32]).unwrap(),
+            [Mode::Key, Mode::Burst(8), Mode::Burst(32), Mode::Batch]
+        );
+        assert!(parse_modes(&names(&["burst"]), &[0]).is_err());
+        assert!(parse_modes(&names(&["burst"]), &[]).is_err());
+        assert!(parse_modes(&names(&["turbo"]), &[32]).is_err());
     }
 
     #[test]
