@@ -457,7 +457,7 @@ static void prepare_v6(struct bench *b, const struct route *routes, size_t n)
 				"EAL --force-max-simd-bitwidth=512)\n", "rte_fib6/avx512");
 }
 
-/* One run of `c`; its results, mapped back to labels, into b->labels. */
+/* One run of `c`; Mlps. */
 static double run_config(struct bench *b, const struct config *c)
 {
 	const size_t nkeys = b->nkeys;
@@ -473,9 +473,6 @@ static double run_config(struct bench *b, const struct config *c)
 						      : LPM_MISS;
 			}
 		});
-		for (size_t i = 0; i < nkeys; i++)
-			b->labels[i] = b->hops[i] == LPM_MISS ? NO_MATCH
-							      : loaded(&b->lpm_labels, b->hops[i]);
 		break;
 	case LPM_X4:
 		TIME_RUN(nkeys, b->min_s, mlps, {
@@ -488,21 +485,13 @@ static double run_config(struct bench *b, const struct config *c)
 				if (rte_lpm_lookup(b->lpm, b->keys4[i_], b->hops + i_) != 0)
 					b->hops[i_] = LPM_MISS;
 		});
-		for (size_t i = 0; i < nkeys; i++)
-			b->labels[i] = b->hops[i] == LPM_MISS ? NO_MATCH
-							      : loaded(&b->lpm_labels, b->hops[i]);
 		break;
 	case LPM_BULK:
-		/* Results flagged with RTE_LPM_LOOKUP_SUCCESS. */
 		TIME_RUN(nkeys, b->min_s, mlps, {
 			for (size_t i_ = 0; i_ < nkeys; i_ += step)
 				rte_lpm_lookup_bulk(b->lpm, b->keys4 + i_, b->hops + i_,
 						    nkeys - i_ < step ? nkeys - i_ : step);
 		});
-		for (size_t i = 0; i < nkeys; i++)
-			b->labels[i] = (b->hops[i] & RTE_LPM_LOOKUP_SUCCESS)
-					       ? loaded(&b->lpm_labels, b->hops[i] & 0x00ffffff)
-					       : NO_MATCH;
 		break;
 	case FIB_BULK:
 		if (rte_fib_select_lookup(b->fib, c->avx512 ? RTE_FIB_LOOKUP_DIR24_8_VECTOR_AVX512
@@ -513,8 +502,6 @@ static double run_config(struct bench *b, const struct config *c)
 				rte_fib_lookup_bulk(b->fib, b->keys4 + i_, b->nh + i_,
 						    nkeys - i_ < step ? nkeys - i_ : step);
 		});
-		for (size_t i = 0; i < nkeys; i++)
-			b->labels[i] = b->nh[i] == FIB_MISS ? NO_MATCH : loaded(&b->fib_labels, b->nh[i]);
 		break;
 	case FIB6_BULK:
 		if (rte_fib6_select_lookup(b->fib6, c->avx512 ? RTE_FIB6_LOOKUP_TRIE_VECTOR_AVX512
@@ -525,11 +512,32 @@ static double run_config(struct bench *b, const struct config *c)
 				rte_fib6_lookup_bulk(b->fib6, b->keys6 + i_, b->nh + i_,
 						     nkeys - i_ < step ? nkeys - i_ : step);
 		});
-		for (size_t i = 0; i < nkeys; i++)
-			b->labels[i] = b->nh[i] == FIB_MISS ? NO_MATCH : loaded(&b->fib_labels, b->nh[i]);
 		break;
 	}
 	return mlps;
+}
+
+/* The last run of `c`, mapped back to labels, into b->labels. */
+static void labels_of(struct bench *b, const struct config *c)
+{
+	for (size_t i = 0; i < b->nkeys; i++) {
+		switch (c->call) {
+		case LPM_KEY:
+		case LPM_X4:
+			b->labels[i] = b->hops[i] == LPM_MISS ? NO_MATCH
+							      : loaded(&b->lpm_labels, b->hops[i]);
+			break;
+		case LPM_BULK: /* results flagged with RTE_LPM_LOOKUP_SUCCESS */
+			b->labels[i] = (b->hops[i] & RTE_LPM_LOOKUP_SUCCESS)
+					       ? loaded(&b->lpm_labels, b->hops[i] & 0x00ffffff)
+					       : NO_MATCH;
+			break;
+		case FIB_BULK:
+		case FIB6_BULK:
+			b->labels[i] = b->nh[i] == FIB_MISS ? NO_MATCH : loaded(&b->fib_labels, b->nh[i]);
+			break;
+		}
+	}
 }
 
 static void write_labels(const char *path, const uint32_t *labels, size_t nkeys)
@@ -571,8 +579,10 @@ static void serve(struct bench *b)
 			exit(2);
 		}
 		double mlps = run_config(b, c);
-		if (file != NULL && *file != '\0')
+		if (file != NULL && *file != '\0') {
+			labels_of(b, c);
 			write_labels(file, b->labels, b->nkeys);
+		}
 		printf("mlps\t%.4f\n", mlps);
 		fflush(stdout);
 	}
