@@ -26,6 +26,31 @@
 //!
 //! IPv4 and IPv6 prefixes may be mixed in one file; each family goes to its
 //! own reference table.
+//!
+//! Loading a table, building an engine on it, and applying an update
+//! stream:
+//!
+//! ```
+//! use fibkit::load::{load_table, load_updates, LoadOptions};
+//! use fibkit::{Fib, Lookup};
+//!
+//! let dir = std::env::temp_dir().join(format!("fibkit-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! std::fs::write(dir.join("rib.txt"), "10.0.0.0/8 192.0.2.1\n2001:db8::/32 192.0.2.1\n")?;
+//! std::fs::write(dir.join("updates.txt"), "1700000000 a 10.1.0.0/16 192.0.2.2\n")?;
+//!
+//! let table = load_table(&dir.join("rib.txt"), &LoadOptions::default())?;
+//! let fib = Fib::new("dxr", table.v4.clone())?;
+//! let updates = load_updates(&dir.join("updates.txt"), &LoadOptions::default(), table.nexthops.clone())?;
+//! let (v4_changes, _v6_changes) = updates.changes_by_family();
+//! fib.apply(&v4_changes)?;
+//!
+//! // Labels are next-hop indices; the table maps them back to addresses.
+//! let label = fib.snapshot().lookup(u32::from(std::net::Ipv4Addr::new(10, 1, 2, 3)));
+//! assert_eq!(updates.nexthops.addr(label.unwrap()), Some("192.0.2.2".parse()?));
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod lines;
 pub mod mrt;

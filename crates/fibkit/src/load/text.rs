@@ -52,7 +52,7 @@ fn for_each_line(
     let mut lines = LineReader::new(&mut input.reader, &input.path);
     while let Some((line_number, line)) = lines.next_line()? {
         stats.records += 1;
-        if line_number % PROGRESS_EVERY_LINES == 0 {
+        if line_number.is_multiple_of(PROGRESS_EVERY_LINES) {
             if let Some(progress) = options.progress {
                 progress(input.raw_bytes.load(std::sync::atomic::Ordering::Relaxed));
             }

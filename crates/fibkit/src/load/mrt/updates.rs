@@ -46,7 +46,7 @@ pub fn read_updates(
             }
         };
         loaded.stats.records += 1;
-        if records.number % PROGRESS_EVERY_RECORDS == 0 {
+        if records.number.is_multiple_of(PROGRESS_EVERY_RECORDS) {
             if let Some(progress) = options.progress {
                 progress(records.input.raw_bytes_read());
             }
