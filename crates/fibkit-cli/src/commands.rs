@@ -8,7 +8,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use fibkit::bench;
-use fibkit::load::{self, Format, LineReader, LoadOptions, LoadedTable, LoadedUpdates, NextHopTable};
+use fibkit::load::{
+    self, Format, LineReader, LoadOptions, LoadedTable, LoadedUpdates, NextHopTable,
+};
 use fibkit::prefix::excerpt;
 use fibkit::{Addr, BuildError, Change, EngineFamily, EngineStats, Fib, Lookup, Rib, Updater};
 

@@ -54,21 +54,25 @@ pub enum PrefixError {
 /// Characters of an input text that messages quote (see [`excerpt`]).
 pub const EXCERPT_CHARS: usize = 80;
 
-/// At most the first [`EXCERPT_CHARS`] characters of `text`, for a message
-/// quoting bad input (which may be a 64 KiB line): control characters
-/// escaped, `…` where the text was cut.
+/// At most [`EXCERPT_CHARS`] characters quoting the start of `text`, for a
+/// message about bad input (which may be a 64 KiB line): control characters
+/// escaped (and counted as written, so a line of NULs stays short), `…`
+/// where the text was cut.
 pub fn excerpt(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(EXCERPT_CHARS + 3));
-    for (count, c) in text.chars().enumerate() {
-        if count == EXCERPT_CHARS {
+    let mut out = String::with_capacity(EXCERPT_CHARS + 3);
+    let mut written = 0;
+    for c in text.chars() {
+        let escaped: Vec<char> = if c.is_control() {
+            c.escape_default().collect()
+        } else {
+            vec![c]
+        };
+        if written + escaped.len() > EXCERPT_CHARS {
             out.push('…');
             break;
         }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
+        written += escaped.len();
+        out.extend(escaped);
     }
     out
 }
@@ -309,6 +313,19 @@ impl From<Prefix<u128>> for ipnet::Ipv6Net {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excerpts_are_short_whatever_the_line_holds() {
+        assert_eq!(excerpt("10.0.0.0/8 1"), "10.0.0.0/8 1");
+        let spaces = excerpt(&" ".repeat(1000));
+        assert_eq!(spaces, format!("{}…", " ".repeat(EXCERPT_CHARS)));
+        let nuls = excerpt(&"\0".repeat(1000));
+        assert!(
+            nuls.ends_with('…') && nuls.chars().count() <= EXCERPT_CHARS + 1,
+            "{nuls}"
+        );
+        assert!(nuls.starts_with("\\u{0}"), "{nuls}");
+    }
 
     fn v4(text: &str) -> Prefix<u32> {
         text.parse().unwrap()

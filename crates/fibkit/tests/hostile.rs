@@ -79,14 +79,15 @@ fn overlong_line(start: &str) -> String {
     line
 }
 
+/// Loads the bytes with the options and returns the error message, if any.
+type LoadErrorOf = fn(Vec<u8>, &LoadOptions) -> Option<String>;
+
+/// Compresses bytes in one format.
+type Compressor = fn(&[u8]) -> Vec<u8>;
+
 #[test]
 fn an_overlong_line_is_an_error_naming_the_line_in_every_text_format() {
-    let cases: [(
-        &str,
-        Format,
-        &str,
-        fn(Vec<u8>, &LoadOptions) -> Option<String>,
-    ); 3] = [
+    let cases: [(&str, Format, &str, LoadErrorOf); 3] = [
         ("10.0.0.0/8 1\n", Format::Table, "10.1.0.0/16 ", table_error),
         (
             "10.0.0.0/8 192.0.2.1\n",
@@ -166,7 +167,7 @@ fn messages_quote_only_the_start_of_long_bad_input() {
 /// the first line, having read only the start of the file.
 #[test]
 fn compressed_bombs_stop_at_the_first_overlong_line() {
-    let compressors: [(&str, fn(&[u8]) -> Vec<u8>); 2] = [("gzip", gzip), ("bzip2", bzip2)];
+    let compressors: [(&str, Compressor); 2] = [("gzip", gzip), ("bzip2", bzip2)];
     for (name, compress) in compressors {
         for byte in [b' ', 0u8, b'7'] {
             let bytes = bomb(compress, byte, 1024);
@@ -258,7 +259,7 @@ fn mutated_tables_load_or_fail_never_panic() {
         good.push_str(&format!("10.{}.{}.0/24 {}\n", i % 7, i, i % 5));
         good.push_str(&format!("2001:db8:{i:x}::/48 192.0.2.{}\n", i % 9));
     }
-    let mut rng = SmallRng::seed_from_u64(0x4057_11e);
+    let mut rng = SmallRng::seed_from_u64(0x0405_711e);
     for case in 0..400 {
         let mut bytes = good.clone().into_bytes();
         for _ in 0..rng.random_range(1..8) {
@@ -525,7 +526,7 @@ fn adversarial_streams_through_every_ipv6_engine() {
     let base = base_table_v6(2000, 2);
     let default = Prefix::<u128>::default_route();
     let hosts: Vec<Prefix<u128>> = (0..2048u128)
-        .map(|i| Prefix::new_masked((0x2001_0db8u128 << 96) | i * 0x1_0000_0001, 128))
+        .map(|i| Prefix::new_masked((0x2001_0db8u128 << 96) | (i * 0x1_0000_0001), 128))
         .collect();
     let mut storm: Vec<Vec<Change<u128>>> = hosts
         .chunks(256)
