@@ -55,7 +55,8 @@ pub const ENGINES: &[EngineInfo] = &[
         name: "dir24-8",
         ipv4: true,
         ipv6: false,
-        about: "DPDK-style 2^24 direct table plus 256-entry groups; the baseline",
+        about: "DPDK-style 2^24 direct table plus 256-entry groups; the baseline \
+                (max-groups=N, default 2^20)",
     },
     EngineInfo {
         name: "cpe",

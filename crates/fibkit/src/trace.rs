@@ -18,6 +18,23 @@ use crate::addr::Addr;
 use crate::prefix::Prefix;
 use crate::rib::Rib;
 
+/// The most addresses a trace, a benchmark's key array or a set of random
+/// check addresses may hold: 2^28, 16 times the benchmark's default key
+/// array (1 GiB of IPv4 or 4 GiB of IPv6 addresses). A larger count is
+/// refused before anything is allocated: it is a slip of the keyboard, not
+/// a workload.
+pub const MAX_ADDRESSES: usize = 1 << 28;
+
+/// `count`, or an error naming [`MAX_ADDRESSES`] when it is over it.
+pub fn check_address_count(count: usize) -> Result<usize, String> {
+    if count > MAX_ADDRESSES {
+        return Err(format!(
+            "{count} addresses is over the limit of {MAX_ADDRESSES} (2^28)"
+        ));
+    }
+    Ok(count)
+}
+
 /// A synthetic trace distribution.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TraceKind {
@@ -85,13 +102,15 @@ fn cumulate(weights: impl Iterator<Item = f64>) -> Vec<f64> {
         .collect()
 }
 
-/// Generates `count` addresses of `kind` from `rib` (which must not be empty).
+/// Generates `count` addresses of `kind` from `rib` (which must not be
+/// empty); `count` is at most [`MAX_ADDRESSES`].
 pub fn generate<A: Addr>(
     rib: &Rib<A>,
     kind: &TraceKind,
     count: usize,
     seed: u64,
 ) -> Result<Vec<A>, String> {
+    check_address_count(count)?;
     let prefixes: Vec<Prefix<A>> = rib.iter().map(|(prefix, _)| prefix).collect();
     if prefixes.is_empty() {
         return Err(format!(
