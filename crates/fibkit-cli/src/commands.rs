@@ -14,6 +14,7 @@ use fibkit::load::{
 use fibkit::prefix::excerpt;
 use fibkit::{Addr, BuildError, Change, EngineFamily, EngineStats, Fib, Lookup, Rib, Updater};
 
+use crate::specs::FamilySpecs;
 use crate::TableArgs;
 
 /// `println!` that returns an error instead of panicking when standard output
@@ -172,8 +173,13 @@ pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool) -> Result<boo
         table.stats.skipped,
         table.stats.masked
     );
-    family_stats(&table.v4, engines)?;
-    family_stats(&table.v6, engines)?;
+    let specs = if engines.is_empty() {
+        FamilySpecs::default()
+    } else {
+        FamilySpecs::resolve(engines, !table.v4.is_empty(), !table.v6.is_empty())?
+    };
+    family_stats(&table.v4, &specs.v4)?;
+    family_stats(&table.v6, &specs.v6)?;
     if nexthops {
         say!("\nnext hops ({}):", table.nexthops.len());
         for (label, addr) in table.nexthops.iter() {
@@ -242,16 +248,15 @@ fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()>
 /// Addresses per batch when reading standard input.
 const LOOKUP_BATCH: usize = 1 << 16;
 
-pub fn lookup(args: &TableArgs, addrs: &[String], spec: &str) -> Result<bool> {
+pub fn lookup(args: &TableArgs, addrs: &[String], engines: &[String]) -> Result<bool> {
     if crate::image::is_image(&args.path) {
         return crate::image::lookup(&args.path, addrs);
     }
     let (table, _) = load_table(args)?;
-    // A family without prefixes answers `none` without an engine, so a spec
-    // written for the other family (`cpe:strides=16+8+8` on an IPv4 table)
-    // is not an error.
-    let engine4 = built_unless_empty(spec, &table.v4)?;
-    let engine6 = built_unless_empty(spec, &table.v6)?;
+    // A family without prefixes answers `none` without an engine.
+    let specs = FamilySpecs::resolve(engines, !table.v4.is_empty(), !table.v6.is_empty())?;
+    let engine4 = built_single(&specs.v4, &table.v4)?;
+    let engine6 = built_single(&specs.v6, &table.v6)?;
     let lookups = Lookups {
         table: &table,
         engine4: engine4.as_ref(),
@@ -306,12 +311,19 @@ pub fn lookup(args: &TableArgs, addrs: &[String], spec: &str) -> Result<bool> {
     Ok(all_good)
 }
 
-/// `spec` built for `rib`'s family, or `None` when the family has no prefixes.
-fn built_unless_empty<A: EngineFamily>(spec: &str, rib: &Rib<A>) -> Result<Option<A::Snapshot>> {
-    if rib.is_empty() {
-        return Ok(None);
+/// The one spec chosen for `rib`'s family built, or `None` when the family
+/// has no prefixes.
+fn built_single<A: EngineFamily>(specs: &[String], rib: &Rib<A>) -> Result<Option<A::Snapshot>> {
+    match specs {
+        [] => Ok(None),
+        [spec] => Ok(Some(build_timed(spec, rib)?.snapshot)),
+        _ => bail!(
+            "lookup answers with one engine per family; {} were given for {} ({})",
+            specs.len(),
+            A::FAMILY,
+            specs.join(", ")
+        ),
     }
-    Ok(Some(build_timed(spec, rib)?.snapshot))
 }
 
 /// What `lookup` answers with: the table (which names the matched prefix)
@@ -400,7 +412,11 @@ pub fn verify(
         None => None,
     };
     let (mut passed, mut failed) = (0u64, 0u64);
-    for spec in engines {
+    // A family only the update stream has still needs an engine.
+    let has_v4 = !table.v4.is_empty() || updates.as_ref().is_some_and(|(v4, _)| !v4.is_empty());
+    let has_v6 = !table.v6.is_empty() || updates.as_ref().is_some_and(|(_, v6)| !v6.is_empty());
+    let specs = FamilySpecs::resolve(engines, has_v4, has_v6)?;
+    for spec in &specs.v4 {
         let (p, f) = verify_family(
             spec,
             &table.v4,
@@ -411,6 +427,8 @@ pub fn verify(
         )?;
         passed += p;
         failed += f;
+    }
+    for spec in &specs.v6 {
         let (p, f) = verify_family(
             spec,
             &table.v6,

@@ -5,6 +5,7 @@ mod commands;
 mod image;
 mod plots;
 mod replay;
+mod specs;
 
 use std::path::PathBuf;
 
@@ -47,7 +48,8 @@ enum Command {
     Stats {
         #[command(flatten)]
         table: TableArgs,
-        /// Engines to build and describe (repeatable).
+        /// Engines to build and describe (repeatable; `v4=SPEC` or
+        /// `v6=SPEC` for one family).
         #[arg(long = "engine", value_name = "SPEC")]
         engines: Vec<String>,
         /// Also print the next-hop address behind each label.
@@ -65,16 +67,18 @@ enum Command {
         /// Addresses to look up; none: read standard input, one per line.
         addrs: Vec<String>,
         /// Engine answering the lookups (the matched prefix is taken from the
-        /// reference table).
-        #[arg(long = "engine", value_name = "SPEC", default_value = "radix")]
-        engine: String,
+        /// reference table); one per family, `v4=SPEC` or `v6=SPEC` to choose
+        /// per family. Default: dxr for IPv4, cpe for IPv6.
+        #[arg(long = "engine", value_name = "SPEC")]
+        engines: Vec<String>,
     },
     /// Check engines against the reference table on every range boundary
     /// and random addresses; prints `N passed, M failed`, exits 1 on failure.
     Verify {
         #[command(flatten)]
         table: TableArgs,
-        /// Engines to check (repeatable).
+        /// Engines to check (repeatable; `v4=SPEC` or `v6=SPEC` for one
+        /// family; an engine of one family leaves the other to its default).
         #[arg(
             long = "engine",
             value_name = "SPEC",
@@ -262,8 +266,8 @@ fn main() {
         Command::Lookup {
             table,
             addrs,
-            engine,
-        } => commands::lookup(&table, &addrs, &engine),
+            engines,
+        } => commands::lookup(&table, &addrs, &engines),
         Command::Verify {
             table,
             image: Some(image),

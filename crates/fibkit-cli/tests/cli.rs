@@ -139,6 +139,62 @@ fn lookup_arguments_and_stdin() {
     assert!(text(&out.stderr).contains("input:4: `not-an-address` is not an IPv4 or IPv6 address"));
 }
 
+/// A small table with prefixes of both families.
+fn dual_stack_table(name: &str) -> PathBuf {
+    let path = scratch(name).join("dual.txt");
+    std::fs::write(
+        &path,
+        "10.0.0.0/8 1\n10.1.0.0/16 2\n2001:db8::/32 3\n2001:db8:1::/48 4\n",
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn dual_stack_table_with_one_engine_per_family() {
+    let path = dual_stack_table("dual");
+    let table = path.to_str().unwrap();
+    let addrs = ["10.1.2.3", "10.2.0.1", "2001:db8:1::9", "2001:db8:2::1", "::1"];
+    let expected = "10.1.2.3 10.1.0.0/16 2\n10.2.0.1 10.0.0.0/8 1\n\
+        2001:db8:1::9 2001:db8:1::/48 4\n2001:db8:2::1 2001:db8::/32 3\n::1 - none\n";
+    // An IPv4-only engine: IPv6 gets its default, said once on stderr.
+    let mut args = vec!["lookup", table, "--engine", "dir24-8"];
+    args.extend(addrs);
+    let out = fibkit(&args);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(text(&out.stdout), expected);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("IPv6 prefixes use the default engine cpe"), "{stderr}");
+    // Per-family choice, and no engine at all: both answer the same.
+    for engines in [&["--engine", "v4=dxr", "--engine", "v6=lctrie"][..], &[]] {
+        let mut args = vec!["lookup", table];
+        args.extend(engines);
+        args.extend(addrs);
+        let out = fibkit(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), expected, "{engines:?}");
+        assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    }
+    // verify checks each family with its engine.
+    let out = fibkit(&["verify", table, "--engine", "dxr", "--random", "1000"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let checked = |engine: &str, family: &str| {
+        stdout
+            .lines()
+            .any(|line| line.starts_with(engine) && line.contains(family))
+    };
+    assert!(checked("dxr", "IPv4") && checked("cpe", "IPv6"), "{stdout}");
+    assert!(stdout.contains(", 0 failed"), "{stdout}");
+    // stats builds each family's engine.
+    let out = fibkit(&["stats", table, "--engine", "v4=dir24-8", "--engine", "v6=radix"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("engine dir24-8") && stdout.contains("engine radix"), "{stdout}");
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
 #[test]
 fn stats_prints_lengths_ranges_and_engines() {
     let out = fibkit(&["stats", &data("dfz-v4-nh.txt.gz"), "--engine", "dir24-8"]);
@@ -421,7 +477,7 @@ fn bad_input_is_an_error_not_a_panic() {
         (vec!["stats", "/nonexistent/table"], "/nonexistent/table"),
         (
             vec!["verify", &table, "--engine", "dir24-8"],
-            "does not support IPv6",
+            "engine `dir24-8` builds no family this table has (IPv6); engines that can: radix",
         ),
         (
             vec!["verify", &table, "--engine", "nosuch"],
