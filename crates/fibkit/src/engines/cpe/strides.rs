@@ -26,7 +26,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::CpeAddr;
+use crate::addr::Addr;
 use crate::rib::Rib;
 
 /// Bytes of a packed node: one cache line.
@@ -79,7 +79,7 @@ impl MemoryModel {
 
 /// The table as the programs see it: `(addr, plen)` sorted by address, then
 /// length (so a prefix comes before every prefix it contains).
-pub(crate) fn sorted_prefixes<A: CpeAddr>(rib: &Rib<A>) -> Vec<(A, u8)> {
+pub(crate) fn sorted_prefixes<A: Addr>(rib: &Rib<A>) -> Vec<(A, u8)> {
     let mut prefixes: Vec<(A, u8)> = rib.iter().map(|(p, _)| (p.addr(), p.plen())).collect();
     prefixes.sort_unstable();
     prefixes
@@ -96,7 +96,7 @@ pub struct FixedPlan {
 
 /// Number of 1-bit nodes at each depth that have a longer prefix below them
 /// (`counts[0]` is 1: the root always exists), and the longest prefix length.
-fn inner_node_counts<A: CpeAddr>(prefixes: &[(A, u8)]) -> (Vec<u64>, u8) {
+fn inner_node_counts<A: Addr>(prefixes: &[(A, u8)]) -> (Vec<u64>, u8) {
     let bits = A::BITS as usize;
     let mut counts = vec![0u64; bits + 1];
     let mut last: Vec<Option<A>> = vec![None; bits + 1];
@@ -117,7 +117,7 @@ fn inner_node_counts<A: CpeAddr>(prefixes: &[(A, u8)]) -> (Vec<u64>, u8) {
 
 /// The `levels` fixed strides (each at most `cap`) that minimise memory for
 /// `prefixes` under `model` (packing ignored); `Err` says why none exist.
-pub(crate) fn fixed_plan<A: CpeAddr>(
+pub(crate) fn fixed_plan<A: Addr>(
     prefixes: &[(A, u8)],
     levels: u8,
     cap: u8,
@@ -201,7 +201,7 @@ struct VariableDp<'a, A> {
     next_id: usize,
 }
 
-impl<A: CpeAddr> VariableDp<'_, A> {
+impl<A: Addr> VariableDp<'_, A> {
     /// Skips the prefix ending at `depth` (if any) in `lo..hi`.
     fn below(&self, depth: usize, lo: usize) -> usize {
         if lo < self.prefixes.len() && self.prefixes[lo].1 as usize == depth {
@@ -309,7 +309,7 @@ impl<A: CpeAddr> VariableDp<'_, A> {
 /// Runs the variable-stride program on `prefixes` for 1..=`levels` levels
 /// and strides up to `cap`; returns `Opt(root, r)` in bytes for each `r`
 /// (index 0 unused), and with `plan` the node list for `levels`.
-fn variable_dp<A: CpeAddr>(
+fn variable_dp<A: Addr>(
     prefixes: &[(A, u8)],
     levels: u8,
     cap: u8,
@@ -358,7 +358,7 @@ fn variable_dp<A: CpeAddr>(
 
 /// The `levels`-level variable-stride plan of least memory under `model`
 /// with strides at most `cap`; `Err` says why none exists.
-pub(crate) fn variable_plan<A: CpeAddr>(
+pub(crate) fn variable_plan<A: Addr>(
     prefixes: &[(A, u8)],
     levels: u8,
     cap: u8,
@@ -383,7 +383,7 @@ pub(crate) fn variable_plan<A: CpeAddr>(
 }
 
 /// Least memory of a fixed-stride trie for `rib` with `levels` levels.
-pub fn fixed_strides<A: CpeAddr>(
+pub fn fixed_strides<A: Addr>(
     rib: &Rib<A>,
     levels: u8,
     cap: u8,
@@ -393,7 +393,7 @@ pub fn fixed_strides<A: CpeAddr>(
 }
 
 /// Least memory of a variable-stride trie for `rib` with `levels` levels.
-pub fn variable_strides<A: CpeAddr>(
+pub fn variable_strides<A: Addr>(
     rib: &Rib<A>,
     levels: u8,
     cap: u8,
@@ -439,7 +439,7 @@ pub struct StrideReport {
 
 /// Runs every stride program on `rib` for each level count in `levels`
 /// (e.g. `2..=12`) with strides at most `cap` (1..=[`super::MAX_STRIDE`]).
-pub fn stride_report<A: CpeAddr>(
+pub fn stride_report<A: Addr>(
     rib: &Rib<A>,
     levels: std::ops::RangeInclusive<u8>,
     cap: u8,
