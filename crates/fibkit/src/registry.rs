@@ -61,7 +61,8 @@ pub const ENGINES: &[EngineInfo] = &[
         ipv4: true,
         ipv6: true,
         about: "multibit trie by controlled prefix expansion, DP-chosen strides \
-                (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C)",
+                (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C, level-cost=B, \
+                max-entries=N)",
     },
     EngineInfo {
         name: "dxr",

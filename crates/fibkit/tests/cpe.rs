@@ -95,6 +95,27 @@ fn linx_rib_ipv6_matrix() {
     }
 }
 
+/// IPv6 tries trade memory for levels by default (`level-cost`), but only
+/// while the trie fits: with `max-entries` at the least-memory plan's size
+/// the default falls back to that plan, and a level cost the spec names
+/// fails naming the limit instead.
+#[test]
+fn ipv6_level_cost_within_the_entry_limit() {
+    let rib = &shared_table("linx-rib-ipv6.20141225.txt.gz").v6;
+    let least = variable_strides(rib, 12, 24, MemoryModel::LEAF_PUSHED).unwrap();
+    let least_entries = least.bytes / 4;
+    let plain_bytes = check("cpe:level-cost=0", rib, 20_000).unwrap();
+    let default_bytes = check("cpe", rib, 20_000).unwrap();
+    assert!(
+        default_bytes > plain_bytes,
+        "{default_bytes} <= {plain_bytes}"
+    );
+    let bounded = format!("cpe:max-entries={least_entries}");
+    assert_eq!(check(&bounded, rib, 20_000).unwrap(), plain_bytes);
+    let err = check(&format!("{bounded},level-cost=64"), rib, 0).unwrap_err();
+    assert!(err.contains("raise max-entries"), "{err}");
+}
+
 #[test]
 fn spec_errors_are_clear() {
     let rib4 = Rib::<u32>::new();

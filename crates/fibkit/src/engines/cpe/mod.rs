@@ -10,6 +10,12 @@
 //! The strides come from [`strides`]: the `k` levels of least memory for a
 //! fixed-stride trie (Table 5), or per node the stride of least memory for
 //! the whole subtree (Figure 5, Tables 6-8), with a cap on the largest.
+//! Memory alone is a poor objective for IPv6: reaching /128 takes 12 levels
+//! of small nodes, and dfz-v6's announced prefixes then sit 9.2 levels deep
+//! on average. `level-cost=C` (an addition to the paper) makes the variable
+//! program minimise memory plus `C` bytes per level on each prefix's path;
+//! IPv6 defaults to [`DEFAULT_LEVEL_COST`] (3.8 levels, 2.2x the memory),
+//! falling back to the least-memory plan when that one would not fit.
 //!
 //! Two tries, each a snapshot (what lookups read, generic over its
 //! [`Storage`]) and an updater (the build state), one module each:
@@ -81,7 +87,7 @@ use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 use crate::spec::EngineSpec;
 use crate::storage::{Owned, Storage};
-use strides::{fixed_plan, sorted_prefixes, variable_plan};
+use strides::{fixed_plan, sorted_prefixes, variable_plan_weighted};
 
 /// Largest stride of any node.
 pub const MAX_STRIDE: u8 = 24;
@@ -101,6 +107,15 @@ pub const MAX_LABELS: usize = (CHILD_FLAG - 1) as usize;
 /// IPv4 (the paper's choice for its largest table); for IPv6 enough to
 /// reach /128 with small nodes (dfz-v6 needs 7).
 pub const DEFAULT_LEVELS: [u8; 2] = [4, 12];
+/// Level cost of the variable-stride program when the spec names none,
+/// per family (IPv4, IPv6): see [`CpeConfig::level_cost`].
+// PERF: dfz-v6-nh, keys inside announced prefixes, 2026-11-23: the IPv6
+// default trie of 12 levels walks 9.18 levels on average in 5.0 MB; a
+// level cost of 64 walks 3.80 in 11.0 MB, 1024 walks 2.96 in 48.7 MB. 64
+// doubled the batch lookup (`fibkit bench`, 1.21 -> 2.30 Mlps at load 12)
+// and kept random public keys level (70 -> 63 Mlps per key, 40 -> 62
+// batch, within the noise of that load). IPv4 keeps the paper's program.
+pub const DEFAULT_LEVEL_COST: [u32; 2] = [0, 64];
 
 /// Marks a pointer word (a leaf-pushed entry, or the first word of a
 /// non-leaf-pushed entry) that points to a child node.
@@ -161,6 +176,10 @@ pub struct CpeConfig {
     pub cap: Option<u8>,
     /// Most entries of the node array (`None`: [`MAX_ENTRIES`]).
     pub max_entries: Option<u32>,
+    /// Bytes of memory worth one level less on one prefix's path, for the
+    /// variable-stride program (`None`: [`DEFAULT_LEVEL_COST`] of the
+    /// family; 0 plans for memory alone, as the paper does).
+    pub level_cost: Option<u32>,
 }
 
 impl CpeConfig {
@@ -177,6 +196,12 @@ impl CpeConfig {
     /// The most entries the node array may hold.
     pub fn max_entries(&self) -> usize {
         self.max_entries.map_or(MAX_ENTRIES, |n| n as usize)
+    }
+
+    /// The level cost of the variable-stride program for addresses of type `A`.
+    pub fn level_cost<A: Addr>(&self) -> u32 {
+        self.level_cost
+            .unwrap_or(DEFAULT_LEVEL_COST[(A::BITS == 128) as usize])
     }
 
     /// The levels of the planned trie for addresses of type `A`.
@@ -226,7 +251,19 @@ impl CpeConfig {
             let plan = fixed_plan(&prefixes, levels, self.cap(), model).map_err(limit)?;
             (Strides::Fixed(plan.strides), plan.bytes)
         } else {
-            let plan = variable_plan(&prefixes, levels, self.cap(), model).map_err(limit)?;
+            let weighted = |level_cost: u32| {
+                variable_plan_weighted(&prefixes, levels, self.cap(), model, level_cost as u64)
+                    .map_err(limit)
+            };
+            let mut plan = weighted(self.level_cost::<A>())?;
+            // The family's default trades memory for levels only while the
+            // trie fits: past the entry limit, the least-memory plan is
+            // what the table can have. A level cost the spec names is kept.
+            if self.level_cost.is_none()
+                && plan.bytes / model.entry_bytes > self.max_entries() as u64
+            {
+                plan = weighted(0)?;
+            }
             (Strides::Variable(plan.nodes.into_iter()), plan.bytes)
         };
         // Fail before allocating: the program knows the size exactly (with
@@ -262,6 +299,9 @@ impl fmt::Display for CpeConfig {
         if let Some(cap) = self.cap {
             params.push(format!("cap={cap}"));
         }
+        if let Some(level_cost) = self.level_cost {
+            params.push(format!("level-cost={level_cost}"));
+        }
         if let Some(max_entries) = self.max_entries {
             params.push(format!("max-entries={max_entries}"));
         }
@@ -284,6 +324,7 @@ impl EngineConfig for CpeConfig {
             "nopush",
             "packed",
             "cap",
+            "level-cost",
             "max-entries",
         ])?;
         let mut config = CpeConfig {
@@ -296,7 +337,14 @@ impl EngineConfig for CpeConfig {
             max_entries: spec
                 .number("max-entries", 1..=MAX_ENTRIES as u32)?
                 .filter(|&n| n as usize != MAX_ENTRIES),
+            level_cost: spec.number("level-cost", 0..=1 << 20)?,
         };
+        if config.level_cost.is_some() && config.fixed {
+            return Err(spec.error(
+                "`level-cost` weighs the variable-stride program; `fixed` strides take none"
+                    .to_string(),
+            ));
+        }
         if config.packed && (config.fixed || config.nopush) {
             return Err(spec.error(
                 "packed nodes are built for the variable-stride leaf-pushed trie only \
@@ -305,9 +353,15 @@ impl EngineConfig for CpeConfig {
             ));
         }
         if let Some(text) = spec.value("strides") {
-            if config.levels.is_some() || config.fixed || config.packed || config.cap.is_some() {
+            if config.levels.is_some()
+                || config.fixed
+                || config.packed
+                || config.cap.is_some()
+                || config.level_cost.is_some()
+            {
                 return Err(spec.error(
-                    "`strides` fixes the trie; it takes no `levels`, `fixed`, `packed` or `cap`"
+                    "`strides` fixes the trie; it takes no `levels`, `fixed`, `packed`, `cap` \
+                     or `level-cost`"
                         .to_string(),
                 ));
             }
@@ -744,6 +798,8 @@ mod tests {
                 "cpe:levels=2,max-entries=4096",
             ),
             ("cpe:max-entries=67108864", "cpe"),
+            ("cpe:level-cost=64,levels=9", "cpe:levels=9,level-cost=64"),
+            ("cpe:level-cost=0", "cpe:level-cost=0"),
         ] {
             let config = CpeConfig::parse(text).unwrap();
             assert_eq!(config.to_string(), canonical, "{text}");
@@ -754,6 +810,14 @@ mod tests {
         let config = CpeConfig::parse("cpe:strides=16+8+8").unwrap();
         assert_eq!((config.levels::<u32>(), config.cap()), (3, 24));
         assert_eq!(CpeConfig::parse("cpe:nopush").unwrap().cap(), 17);
+        let config = CpeConfig::parse("cpe").unwrap();
+        assert_eq!(config.level_cost::<u32>(), DEFAULT_LEVEL_COST[0]);
+        assert_eq!(config.level_cost::<u128>(), DEFAULT_LEVEL_COST[1]);
+        let config = CpeConfig::parse("cpe:level-cost=7").unwrap();
+        assert_eq!(
+            (config.level_cost::<u32>(), config.level_cost::<u128>()),
+            (7, 7)
+        );
     }
 
     #[test]
@@ -769,6 +833,12 @@ mod tests {
             ("cpe:levels=3,nopush,packed", "packed nodes are built"),
             ("cpe:levels=3,strides=16+16", "takes no"),
             ("cpe:k=3", "unknown parameter `k`"),
+            (
+                "cpe:levels=4,fixed,level-cost=8",
+                "`fixed` strides take none",
+            ),
+            ("cpe:strides=16+16,level-cost=8", "takes no"),
+            ("cpe:level-cost=2000000", "level-cost=2000000"),
         ] {
             let err = CpeConfig::parse(text).unwrap_err().to_string();
             assert!(err.contains(why), "{text}: {err}");
