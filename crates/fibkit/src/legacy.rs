@@ -152,39 +152,3 @@ impl<A: Addr, E: LegacyEngine<A> + Lookup<A>> Updater<A> for Legacy<A, E> {
         LegacyStats(snapshot.stats())
     }
 }
-
-/// Maps labels to small dense indices (and back), in first-seen order, for
-/// the engines not yet on [`crate::labels::LabelIndex`].
-#[derive(Clone, Debug, Default)]
-pub(crate) struct LabelTable {
-    labels: Vec<Label>,
-    index: std::collections::HashMap<Label, u32>,
-}
-
-impl LabelTable {
-    /// An empty table.
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    /// The index of `label`, adding it if new.
-    pub(crate) fn intern(&mut self, label: Label) -> u32 {
-        if let Some(&index) = self.index.get(&label) {
-            return index;
-        }
-        let index = self.labels.len() as u32;
-        self.labels.push(label);
-        self.index.insert(label, index);
-        index
-    }
-
-    /// All labels by index.
-    pub(crate) fn labels(&self) -> &[Label] {
-        &self.labels
-    }
-
-    /// Number of distinct labels.
-    pub(crate) fn len(&self) -> usize {
-        self.labels.len()
-    }
-}

@@ -63,7 +63,8 @@ pub const ENGINES: &[EngineInfo] = &[
         ipv4: true,
         ipv6: true,
         about: "multibit trie by controlled prefix expansion, DP-chosen strides \
-                (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C)",
+                (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C, level-cost=B, \
+                max-entries=N)",
     },
     EngineInfo {
         name: "dxr",
@@ -118,12 +119,16 @@ macro_rules! engine_set {
         variants: { $( $(#[$variant_doc:meta])* $Variant:ident($Upd:ty) ),* $(,)? }
     ) => {
         $(#[$engine_doc])*
+        // A handle holds one of each per table, and boxing the snapshot
+        // would put a pointer chase on every lookup: engines differ in size.
+        #[allow(clippy::large_enum_variant)]
         pub enum $Engine {
             $( $(#[$variant_doc])* $Variant($Upd), )*
         }
 
         $(#[$snapshot_doc])*
         #[derive(Clone)]
+        #[allow(clippy::large_enum_variant)]
         pub enum $Snapshot {
             $( $(#[$variant_doc])* $Variant(<$Upd as Updater<$A>>::Snapshot), )*
         }
@@ -331,7 +336,7 @@ engine_set! {
         /// `dir24-8`.
         Dir24_8(engines::dir24_8::Dir24_8Updater),
         /// `cpe`.
-        Cpe(Legacy<u32, engines::cpe::CpeTrie<u32>>),
+        Cpe(engines::cpe::CpeUpdater<u32>),
         /// `dxr`.
         Dxr(Legacy<u32, engines::dxr::Dxr>),
         /// `lctrie`.
@@ -358,7 +363,7 @@ engine_set! {
         /// `radix`.
         Radix(engines::radix::RadixUpdater<u128>),
         /// `cpe`.
-        Cpe(Legacy<u128, engines::cpe::CpeTrie<u128>>),
+        Cpe(engines::cpe::CpeUpdater<u128>),
         /// `lctrie`.
         LcTrie(Legacy<u128, engines::lctrie::LcTrie<u128>>),
     }
