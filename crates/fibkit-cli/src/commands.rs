@@ -200,7 +200,9 @@ pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool, json: bool) -
         family_stats_json(&table.v6, &specs.v6)?;
         if nexthops {
             for (label, addr) in table.nexthops.iter() {
-                json_line(&serde_json::json!({"kind": "nexthop", "label": label, "nexthop": addr}))?;
+                json_line(
+                    &serde_json::json!({"kind": "nexthop", "label": label, "nexthop": addr}),
+                )?;
             }
         }
         return Ok(true);
@@ -428,6 +430,11 @@ pub fn lookup(
 /// The one spec chosen for `rib`'s family built, or `None` when the family
 /// has no prefixes.
 fn built_single<A: EngineFamily>(specs: &[String], rib: &Rib<A>) -> Result<Option<A::Snapshot>> {
+    // A spec written for the other family (`cpe:strides=16+8+8` on a
+    // table with IPv4 prefixes only) is not built for an empty family.
+    if rib.is_empty() {
+        return Ok(None);
+    }
     match specs {
         [] => Ok(None),
         [spec] => Ok(Some(build_timed(spec, rib)?.snapshot)),

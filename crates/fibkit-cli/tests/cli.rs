@@ -154,7 +154,13 @@ fn dual_stack_table(name: &str) -> PathBuf {
 fn dual_stack_table_with_one_engine_per_family() {
     let path = dual_stack_table("dual");
     let table = path.to_str().unwrap();
-    let addrs = ["10.1.2.3", "10.2.0.1", "2001:db8:1::9", "2001:db8:2::1", "::1"];
+    let addrs = [
+        "10.1.2.3",
+        "10.2.0.1",
+        "2001:db8:1::9",
+        "2001:db8:2::1",
+        "::1",
+    ];
     let expected = "10.1.2.3 10.1.0.0/16 2\n10.2.0.1 10.0.0.0/8 1\n\
         2001:db8:1::9 2001:db8:1::/48 4\n2001:db8:2::1 2001:db8::/32 3\n::1 - none\n";
     // An IPv4-only engine: IPv6 gets its default, said once on stderr.
@@ -165,7 +171,10 @@ fn dual_stack_table_with_one_engine_per_family() {
     assert!(out.status.success(), "{stderr}");
     assert_eq!(text(&out.stdout), expected);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("IPv6 prefixes use the default engine cpe"), "{stderr}");
+    assert!(
+        stderr.contains("IPv6 prefixes use the default engine cpe"),
+        "{stderr}"
+    );
     // Per-family choice, and no engine at all: both answer the same.
     for engines in [&["--engine", "v4=dxr", "--engine", "v6=lctrie"][..], &[]] {
         let mut args = vec!["lookup", table];
@@ -188,10 +197,20 @@ fn dual_stack_table_with_one_engine_per_family() {
     assert!(checked("dxr", "IPv4") && checked("cpe", "IPv6"), "{stdout}");
     assert!(stdout.contains(", 0 failed"), "{stdout}");
     // stats builds each family's engine.
-    let out = fibkit(&["stats", table, "--engine", "v4=dir24-8", "--engine", "v6=radix"]);
+    let out = fibkit(&[
+        "stats",
+        table,
+        "--engine",
+        "v4=dir24-8",
+        "--engine",
+        "v6=radix",
+    ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
-    assert!(stdout.contains("engine dir24-8") && stdout.contains("engine radix"), "{stdout}");
+    assert!(
+        stdout.contains("engine dir24-8") && stdout.contains("engine radix"),
+        "{stdout}"
+    );
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
@@ -990,9 +1009,19 @@ fn lookup_shows_next_hops_and_json() {
     // A `prefix label` table has no next hops to show.
     let plain = dir.join("plain.txt");
     std::fs::write(&plain, "10.0.0.0/8 1\n").unwrap();
-    let out = fibkit(&["lookup", plain.to_str().unwrap(), "--show", "nexthop", "10.0.0.1"]);
+    let out = fibkit(&[
+        "lookup",
+        plain.to_str().unwrap(),
+        "--show",
+        "nexthop",
+        "10.0.0.1",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("names no next hops"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("names no next hops"),
+        "{}",
+        text(&out.stderr)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -1017,7 +1046,9 @@ fn stats_and_verify_json_parse_back() {
     assert_eq!(stats[1]["prefixes_per_length"]["16"], 1);
     assert_eq!(stats[2]["engine"], "radix");
     assert!(stats[2]["memory_bytes"].as_u64().unwrap() > 0);
-    let verify = json_lines(&["verify", table, "--json", "--engine", "lctrie", "--random", "500"]);
+    let verify = json_lines(&[
+        "verify", table, "--json", "--engine", "lctrie", "--random", "500",
+    ]);
     let checks: Vec<_> = verify.iter().filter(|v| v["kind"] == "check").collect();
     assert_eq!(checks.len(), 2, "{verify:?}");
     for check in &checks {
@@ -1068,7 +1099,14 @@ fn lookup_answers_each_line_before_the_input_ends() {
 #[test]
 fn table_from_standard_input() {
     let out = fibkit_stdin(
-        &["lookup", "-", "10.1.2.3", "2001:db8:1::1", "--engine", "radix"],
+        &[
+            "lookup",
+            "-",
+            "10.1.2.3",
+            "2001:db8:1::1",
+            "--engine",
+            "radix",
+        ],
         "10.0.0.0/8 1\n10.1.0.0/16 2\n2001:db8:1::/48 4\n",
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
