@@ -13,6 +13,8 @@
 //!   (every engine and mode once per round, adjacent measurements compared):
 //!   one `lookup` per key through the registry's snapshot, `lookup_batch`
 //!   over bursts of 1 to 256 keys, and over the whole 2^24-key array;
+//! - with `--short-slices`: `lookup_batch` against a `lookup` loop over the
+//!   same slices of 1 to 32 keys, per round, to place the short-slice cut;
 //! - with `--update-bounds`: the cost of single changes to short prefixes
 //!   (default-route flaps, /8, /4, /2, /1 changes) against the time of a
 //!   full build, per layout, in interleaved rounds (wall time);
@@ -20,7 +22,7 @@
 //!
 //! ```text
 //! cargo run --release -p fibkit --example dxr_bench -- \
-//!     [--throughput] [--bursts] [--update-bounds] [--rounds N] \
+//!     [--throughput] [--bursts] [--short-slices] [--update-bounds] [--rounds N] \
 //!     [--no-structure] [--no-replay] [SPEC...]
 //! ```
 //! With no SPEC it measures every layout the tests check plus `dxr`.
@@ -148,6 +150,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         flag("--bursts"),
         flag("--update-bounds"),
     );
+    let short_slices = flag("--short-slices");
     let (structure, replay) = (!flag("--no-structure"), !flag("--no-replay"));
     let rounds = match args.iter().position(|a| a == "--rounds") {
         Some(at) => {
@@ -180,6 +183,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if throughput {
         measure_throughput(rib, &specs)?;
+    }
+    if short_slices {
+        measure_short_slices(rib, &specs, rounds)?;
     }
     if burst_mode {
         measure_bursts(rib, &specs, rounds)?;
@@ -366,6 +372,56 @@ fn measure_bursts(
             );
         }
     }
+    Ok(())
+}
+
+/// Slice lengths `--short-slices` compares.
+const SHORT_SLICES: [usize; 10] = [1, 2, 3, 4, 5, 6, 8, 12, 16, 32];
+
+/// `lookup_batch` against a loop of `lookup` over the same slices of `n`
+/// keys (2^22 of the random keys), interleaved in each round: where the
+/// batch path starts to pay.
+fn measure_short_slices(
+    rib: &Rib<u32>,
+    specs: &[String],
+    rounds: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut keys = random_keys();
+    keys.truncate(1 << 22);
+    let mut out = vec![None; keys.len()];
+    let min_run = Duration::from_millis(50);
+    println!(
+        "\nShort slices: lookup_batch / per-key loop over the same n-key slices, \
+         median of {rounds} per-round ratios (Mlps of the batch, median)\n"
+    );
+    println!("| engine | n | batch Mlps | batch / loop |");
+    println!("|---|---:|---:|---:|");
+    for spec in specs {
+        let engine = build(spec, rib)?;
+        for n in SHORT_SLICES {
+            let (mut ratios, mut rates) = (Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                let looped = timed(min_run, || {
+                    for (keys, out) in keys.chunks(n).zip(out.chunks_mut(n)) {
+                        for (key, result) in black_box(keys).iter().zip(out.iter_mut()) {
+                            *result = engine.lookup(*key);
+                        }
+                    }
+                    black_box(&mut out);
+                });
+                let batched = bursts(&engine, &keys, &mut out, n, min_run);
+                ratios.push(batched / looped);
+                // `timed` counts KEYS keys per pass.
+                rates.push(batched * keys.len() as f64 / KEYS as f64 / 1e6);
+            }
+            println!(
+                "| {spec} | {n} | {:.1} | {:.2} |",
+                median(&mut rates),
+                median(&mut ratios)
+            );
+        }
+    }
+    println!("\nload average at the end {}", load_average());
     Ok(())
 }
 
