@@ -59,8 +59,9 @@
 //! D{D}X{X}R: one more, to the direct table (`2^D x 2` bytes, cache resident).
 //!
 //! Batch lookups ([`Lookup::lookup_batch`]) keep many entry reads in flight
-//! and leave the few keys that need a search for a second pass; slices of any
-//! length take the same path (see `lookup_masked`).
+//! and leave the few keys that need a search for a second pass (see
+//! `lookup_masked`); slices of fewer than 4 keys, where that costs more
+//! than it saves, take the plain loop.
 //!
 //! Limits (checked at build, reported as [`BuildError::Limit`]):
 //! - the range table holds at most `2^22` words (8 MiB) — the base field;
@@ -529,13 +530,11 @@ impl<S: Storage> Dxr<S> {
         // partial.
         while start < addrs.len() {
             let end = addrs.len().min(start + GROUP);
-            // PERF: asking for every entry of the group before reading any
-            // keeps them all in flight at once (a burst has no later keys to
-            // prefetch for): bursts of 32 keys 1.3-2x faster on dxr:k=20 and
-            // dxr:d=16,x=5 (docs/BENCHMARKS.md, "DXR: snapshot split, bursts
-            // and update bounds"). Rejected there: prefetching the direct
-            // entries first (extended layout) and the marked keys' range
-            // words before pass two (no gain).
+            // A burst has no later keys to prefetch for: asking for every
+            // entry of the group before reading any keeps them all in
+            // flight at once. (Not A/B-measured on its own; the burst
+            // figures with it are in docs/BENCHMARKS.md, "DXR: snapshot
+            // split, bursts and update bounds".)
             for &addr in &addrs[start..end] {
                 let at = self.entry_index_in::<EXTENDED, UNCHECKED>(addr);
                 prefetch(self.ext.as_ptr().wrapping_add(at));
