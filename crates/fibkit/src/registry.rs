@@ -119,8 +119,8 @@ macro_rules! engine_set {
         variants: { $( $(#[$variant_doc:meta])* $Variant:ident($Upd:ty) ),* $(,)? }
     ) => {
         $(#[$engine_doc])*
-        // A handle holds one of each per table, and boxing the snapshot
-        // would put a pointer chase on every lookup: engines differ in size.
+        // One value per handle, built once and never copied around on a
+        // lookup path: boxing a large updater would buy nothing.
         #[allow(clippy::large_enum_variant)]
         pub enum $Engine {
             $( $(#[$variant_doc])* $Variant($Upd), )*
@@ -128,6 +128,7 @@ macro_rules! engine_set {
 
         $(#[$snapshot_doc])*
         #[derive(Clone)]
+        // Boxing a large snapshot would put a pointer chase on every lookup.
         #[allow(clippy::large_enum_variant)]
         pub enum $Snapshot {
             $( $(#[$variant_doc])* $Variant(<$Upd as Updater<$A>>::Snapshot), )*
@@ -142,6 +143,8 @@ macro_rules! engine_set {
         $(#[$stats_doc])*
         #[derive(Debug, serde::Serialize)]
         #[serde(untagged)]
+        // Made on request, one at a time (see the updater enum above).
+        #[allow(clippy::large_enum_variant)]
         pub enum $Stats {
             $( $(#[$variant_doc])* $Variant(<$Upd as Updater<$A>>::Stats), )*
         }
@@ -338,7 +341,7 @@ engine_set! {
         /// `cpe`.
         Cpe(engines::cpe::CpeUpdater<u32>),
         /// `dxr`.
-        Dxr(Legacy<u32, engines::dxr::Dxr>),
+        Dxr(engines::dxr::DxrUpdater),
         /// `lctrie`.
         LcTrie(Legacy<u32, engines::lctrie::LcTrie<u32>>),
     }
@@ -541,6 +544,8 @@ mod tests {
             ("radix", "radix"),
             ("dir24_8", "dir24-8"),
             ("dir24-8", "dir24-8"),
+            ("dxr", "dxr:k=20"),
+            ("dxr:d=16,k=21", "dxr:d=16,x=5"),
         ] {
             let config: ConfigV4 = text.parse().unwrap();
             assert_eq!(config.to_string(), canonical);
