@@ -70,6 +70,13 @@ pub const ENGINES: &[EngineInfo] = &[
         about: "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X",
     },
     EngineInfo {
+        name: "dxr6",
+        ipv4: false,
+        ipv6: true,
+        about: "DXR for 128-bit keys: 2^K root, adaptive-stride nodes, leaves of range starts \
+                at 16/32/64/128 bits searched by SIMD count (k=8..24, stride=0..16, leaf=1..64)",
+    },
+    EngineInfo {
         name: "lctrie",
         ipv4: true,
         ipv6: true,
@@ -357,6 +364,8 @@ engine_set! {
         Radix(engines::radix::RadixUpdater<u128>),
         /// `cpe`.
         Cpe(Legacy<u128, engines::cpe::CpeTrie<u128>>),
+        /// `dxr6`.
+        Dxr6(engines::dxr6::Dxr6Updater),
         /// `lctrie`.
         LcTrie(Legacy<u128, engines::lctrie::LcTrie<u128>>),
     }
