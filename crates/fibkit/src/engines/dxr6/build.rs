@@ -2,33 +2,28 @@
 //! smallest chunks a change touches.
 //!
 //! A chunk (the addresses under one entry) becomes a label entry when one
-//! range covers it, a leaf when its starts fit `leaf` windows at their
-//! width, and otherwise a node whose stride gives the chunk about
-//! [`ENTRIES_PER_RANGE`] entries per range, whose children are built the
-//! same way. Node tables and leaves are never moved once placed: an update
-//! frees the old subtree of each chunk it rebuilds (tables to per-stride
-//! free lists, leaf words to runs by length) and builds the new one into
-//! free space or at the ends of the arrays. When free space passes a
-//! quarter of either array, the update rebuilds the whole engine instead,
-//! which compacts it.
+//! range covers it, a leaf when its starts and labels fit one line, and
+//! otherwise a node whose stride gives the chunk about `density` entries
+//! per range, whose children are built the same way. Leaves are packed
+//! into lines in build order, none across a line's end. Node tables and leaves are never moved once placed: an
+//! update frees the old subtree of each chunk it rebuilds (tables to
+//! per-stride free lists, leaf lines once all their leaves are gone) and
+//! builds the new one into free space or at the ends of the arrays. When
+//! free space passes a quarter of either array, the update rebuilds the
+//! whole engine instead, which compacts it.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::search::{Bound, WINDOW_WORDS};
+use super::search::{Bound, LINE_WORDS};
 use super::*;
 use crate::engine::Updater;
 use crate::labels::LabelIndex;
 use crate::prefix::Prefix;
 use crate::rib::{Range, Rib};
 
-/// Node entries per range of the chunk a node splits: a node's stride is
-/// the largest with `2^stride <= ENTRIES_PER_RANGE * ranges`.
-// PERF: see docs/BENCHMARKS.md, "IPv6: dxr6".
-const ENTRIES_PER_RANGE: usize = 2;
-
-/// Compaction: rebuild when free leaf words or free node entries exceed
-/// `1 / COMPACT_RATIO` of their array and [`COMPACT_MIN`].
+/// Compaction: rebuild when free node entries, or leaf words freed since
+/// the last build, exceed `1 / COMPACT_RATIO` of their array and
+/// [`COMPACT_MIN`].
 const COMPACT_RATIO: usize = 4;
 const COMPACT_MIN: usize = 4096;
 
@@ -41,42 +36,35 @@ pub struct Dxr6Updater {
     free_tables: Vec<Vec<usize>>,
     /// Entries in free node tables.
     free_entries: usize,
-    /// Free leaf words.
-    free_words: FreeRuns,
+    /// Where leaves go.
+    space: LeafSpace,
     /// Wall time of the last full build.
     build_ns: u64,
     /// Full rebuilds that updates did to compact the arrays.
     compactions: u64,
-    /// Leaf assembly buffers, kept to allocate once.
-    scratch_words: Vec<u16>,
-    scratch_labels: Vec<u32>,
 }
 
-/// Runs of free leaf words by length; a request takes the shortest run
-/// that holds it and returns the rest.
+/// Where leaves go: the line being filled, and lines that updates
+/// emptied. A line partly freed is reused only once it is empty.
 #[derive(Clone, Debug, Default)]
-struct FreeRuns {
-    by_len: BTreeMap<usize, Vec<usize>>,
-    words: usize,
+struct LeafSpace {
+    /// The line leaves are added to, and its first word not yet handed out.
+    open: Option<(usize, usize)>,
+    /// Words in use, per line.
+    used: Vec<u8>,
+    /// Lines no leaf uses, but the open one.
+    empty_lines: Vec<usize>,
+    /// Words in use in all lines.
+    used_words: usize,
+    /// Words of all lines not in use right after the last build (line
+    /// ends that no leaf fitted).
+    unused_after_build: usize,
 }
 
-impl FreeRuns {
-    fn put(&mut self, at: usize, len: usize) {
-        self.by_len.entry(len).or_default().push(at);
-        self.words += len;
-    }
-
-    fn take(&mut self, len: usize) -> Option<usize> {
-        let (&run, starts) = self.by_len.range_mut(len..).next()?;
-        let at = starts.pop().expect("no empty lists are kept");
-        if starts.is_empty() {
-            self.by_len.remove(&run);
-        }
-        self.words -= run;
-        if run > len {
-            self.put(at + len, run - len);
-        }
-        Some(at)
+impl LeafSpace {
+    /// Words of the lines no leaf uses.
+    fn unused_words(&self) -> usize {
+        self.used.len() * LINE_WORDS - self.used_words
     }
 }
 
@@ -119,20 +107,26 @@ impl Updater<u128> for Dxr6Updater {
             labels: LabelIndex::with_order("dxr6", MAX_LABELS, labels_by_frequency(&ranges))?,
             free_tables: vec![Vec::new(); MAX_STRIDE as usize],
             free_entries: 0,
-            free_words: FreeRuns::default(),
+            space: LeafSpace::default(),
             build_ns: 0,
             compactions: 0,
-            scratch_words: Vec::new(),
-            scratch_labels: Vec::new(),
         };
         let mut snapshot = Dxr6 {
             root_bits: config.root_bits,
             entries: vec![0; 1 << config.root_bits],
-            leaves: vec![0; WINDOW_WORDS],
+            leaves: Vec::new(),
             results: Vec::new(),
         };
         updater.fill_table(&mut snapshot, 0, 0, config.root_bits, 0, &ranges)?;
         updater.labels.sync(&mut snapshot.results);
+        if snapshot.leaves.is_empty() {
+            // INVARIANT: line 0 exists: a label entry's branch-free
+            // resolve searches it.
+            snapshot.leaves.push(LeafLine([0; LINE_WORDS]));
+            updater.space.used.push(0);
+            updater.space.empty_lines.push(0);
+        }
+        updater.space.unused_after_build = updater.space.unused_words();
         updater.build_ns = started.elapsed().as_nanos() as u64;
         Ok((updater, snapshot))
     }
@@ -187,9 +181,13 @@ impl Updater<u128> for Dxr6Updater {
                 self.chunk_entry(snapshot, slot.depth, slot.first, &ranges)?;
         }
         self.labels.sync(&mut snapshot.results);
-        let free_leaf_limit = COMPACT_MIN.max(snapshot.leaves.len() / COMPACT_RATIO);
+        let freed_words = self
+            .space
+            .unused_words()
+            .saturating_sub(self.space.unused_after_build);
+        let freed_word_limit = COMPACT_MIN.max(snapshot.leaves.len() * LINE_WORDS / COMPACT_RATIO);
         let free_entry_limit = COMPACT_MIN.max(snapshot.entries.len() / COMPACT_RATIO);
-        if self.free_words.words > free_leaf_limit || self.free_entries > free_entry_limit {
+        if freed_words > freed_word_limit || self.free_entries > free_entry_limit {
             self.rebuild(snapshot, rib)?;
         }
         Ok(())
@@ -200,7 +198,8 @@ impl Updater<u128> for Dxr6Updater {
             root_bits: snapshot.root_bits,
             node_tables: vec![0; MAX_STRIDE as usize],
             leaves: [0; 4],
-            free_leaf_words: self.free_words.words,
+            leaf_lines: snapshot.leaves.len(),
+            free_leaf_words: self.space.unused_words(),
             free_node_entries: self.free_entries,
             labels: self.labels.len(),
             build_ns: self.build_ns,
@@ -228,16 +227,19 @@ impl Dxr6Stats {
         } else if is_leaf(entry) {
             self.leaves[width_code(entry) as usize] += 1;
             self.wide_label_leaves += has_wide_labels(entry) as usize;
-            self.leaf_words += leaf_words(snapshot, entry);
+            self.leaf_words += leaf_words(entry);
         }
     }
 }
 
+/// The words a leaf of `starts` starts of width code `code` occupies.
+fn leaf_size(starts: usize, code: u32, wide_labels: bool) -> usize {
+    (starts << code) + (starts + 1) * (1 + wide_labels as usize)
+}
+
 /// The words the leaf of `entry` occupies.
-fn leaf_words(snapshot: &Dxr6, entry: u32) -> usize {
-    let starts = snapshot.leaves[leaf_base(entry)] as usize;
-    let label_words = if has_wide_labels(entry) { 2 } else { 1 };
-    1 + (starts << width_code(entry)) + (starts + 1) * label_words
+fn leaf_words(entry: u32) -> usize {
+    leaf_size(starts_of(entry), width_code(entry), has_wide_labels(entry))
 }
 
 /// Appends the chunks `prefix` touches: the smallest chunk holding it, or
@@ -313,8 +315,9 @@ impl Dxr6Updater {
     ) -> Result<(), BuildError> {
         let child_depth = depth + stride;
         let child_span = span_mask(child_depth);
-        let mut next = 0; // the piece holding the current child's first address
-                          // Consecutive children inside one range share its label entry.
+        // The piece holding the current child's first address.
+        let mut next = 0;
+        // Consecutive children inside one range share its label entry.
         let mut covering = (usize::MAX, 0);
         for child in 0..1usize << stride {
             let child_first = first | (child as u128) << (128 - child_depth);
@@ -350,37 +353,13 @@ impl Dxr6Updater {
         if pieces.len() == 1 {
             return Ok(label_entry(self.labels.index(pieces[0].label)?));
         }
-        let starts = pieces.len() - 1;
-        // Every start but the first lies inside the chunk, after its first
-        // address, so its bits after `depth` are not all zero.
-        let start_bits = pieces[1..]
-            .iter()
-            .map(|r| 128 - (r.first << depth).trailing_zeros())
-            .max()
-            .unwrap_or(0);
-        let code = match start_bits {
-            0..=16 => u16::CODE,
-            17..=32 => u32::CODE,
-            33..=64 => u64::CODE,
-            _ => u128::CODE,
-        };
-        let leaf_starts = (WINDOW_WORDS >> code) * self.config.leaf_windows as usize;
-        if starts <= leaf_starts || self.config.max_stride == 0 {
-            if starts > u16::MAX as usize {
-                return Err(self.limit(format!(
-                    "a chunk at depth {depth} holds {} ranges, more than the 65,536 a leaf \
-                     holds (its header word); allow nodes (stride >= 1) or a larger k",
-                    pieces.len()
-                )));
+        if pieces.len() <= MAX_LEAF_STARTS + 1 {
+            if let Some(entry) = self.leaf(snapshot, depth, pieces)? {
+                return Ok(entry);
             }
-            return match code {
-                0 => self.leaf::<u16>(snapshot, depth, pieces),
-                1 => self.leaf::<u32>(snapshot, depth, pieces),
-                2 => self.leaf::<u64>(snapshot, depth, pieces),
-                _ => self.leaf::<u128>(snapshot, depth, pieces),
-            };
         }
-        let stride = (pieces.len() * ENTRIES_PER_RANGE)
+        // The largest stride with `2^stride <= density * ranges`.
+        let stride = (pieces.len() * self.config.density as usize)
             .ilog2()
             .clamp(1, self.config.max_stride)
             .min(128 - depth);
@@ -389,38 +368,67 @@ impl Dxr6Updater {
         Ok(node_entry(base, stride))
     }
 
-    /// Stores the leaf for `pieces` (a chunk at `depth`) with `B` starts.
-    fn leaf<B: Bound>(
+    /// Stores `pieces` (a chunk at `depth`, at most
+    /// `MAX_LEAF_STARTS + 1` ranges) as a leaf, if its starts, at the
+    /// width they need, and its labels fit one line.
+    fn leaf(
         &mut self,
         snapshot: &mut Dxr6,
         depth: u32,
         pieces: &[Range<u128>],
-    ) -> Result<u32, BuildError> {
-        let mut words = std::mem::take(&mut self.scratch_words);
-        let mut labels = std::mem::take(&mut self.scratch_labels);
-        words.clear();
-        labels.clear();
-        words.push((pieces.len() - 1) as u16);
-        for piece in &pieces[1..] {
-            B::from_bits(bits_after(piece.first, depth, B::BITS)).write(&mut words);
+    ) -> Result<Option<u32>, BuildError> {
+        let mut labels = [0u32; MAX_LEAF_STARTS + 1];
+        for (index, piece) in labels.iter_mut().zip(pieces) {
+            *index = self.labels.index(piece.label)?;
         }
-        for piece in pieces {
-            labels.push(self.labels.index(piece.label)?);
-        }
+        let labels = &labels[..pieces.len()];
         let wide = labels.iter().any(|&index| index > u16::MAX as u32);
-        for &index in &labels {
-            words.push(index as u16);
-            if wide {
-                words.push((index >> 16) as u16);
+        // Every start but the first lies inside the chunk, after its first
+        // address, so its bits after `depth` are not all zero.
+        let start_bits = pieces[1..]
+            .iter()
+            .map(|r| 128 - (r.first << depth).trailing_zeros())
+            .max()
+            .unwrap_or(0);
+        match start_bits {
+            0..=16 => self.store_leaf::<u16>(snapshot, depth, pieces, labels, wide),
+            17..=32 => self.store_leaf::<u32>(snapshot, depth, pieces, labels, wide),
+            33..=64 => self.store_leaf::<u64>(snapshot, depth, pieces, labels, wide),
+            _ => self.store_leaf::<u128>(snapshot, depth, pieces, labels, wide),
+        }
+    }
+
+    /// [`Self::leaf`] with `B` starts.
+    fn store_leaf<B: Bound>(
+        &mut self,
+        snapshot: &mut Dxr6,
+        depth: u32,
+        pieces: &[Range<u128>],
+        labels: &[u32],
+        wide: bool,
+    ) -> Result<Option<u32>, BuildError> {
+        let starts = pieces.len() - 1;
+        let len = leaf_size(starts, B::CODE, wide);
+        if len > LINE_WORDS {
+            return Ok(None);
+        }
+        let mut words = [0u16; LINE_WORDS];
+        for (i, piece) in pieces[1..].iter().enumerate() {
+            B::from_bits(bits_after(piece.first, depth, B::BITS)).write(&mut words[i * B::WORDS..]);
+        }
+        let label_words = &mut words[starts * B::WORDS..len];
+        if wide {
+            for (pair, &index) in label_words.chunks_exact_mut(2).zip(labels) {
+                pair.copy_from_slice(&[index as u16, (index >> 16) as u16]);
+            }
+        } else {
+            for (word, &index) in label_words.iter_mut().zip(labels) {
+                *word = index as u16;
             }
         }
-        let stored = self.alloc_words(snapshot, words.len()).map(|at| {
-            snapshot.leaves[at..at + words.len()].copy_from_slice(&words);
-            leaf_entry(at, B::CODE, wide)
-        });
-        self.scratch_words = words;
-        self.scratch_labels = labels;
-        stored
+        let (line, at) = self.alloc_leaf(snapshot, len, B::WORDS)?;
+        snapshot.leaves[line].0[at..at + len].copy_from_slice(&words[..len]);
+        Ok(Some(leaf_entry(line, at, starts, B::CODE, wide)))
     }
 
     /// Where a node table of `2^stride` entries goes: a free one, or the
@@ -441,23 +449,38 @@ impl Dxr6Updater {
         Ok(base)
     }
 
-    /// Where `len` leaf words go: free ones, or the end of the leaves
-    /// (before the padding, which moves along).
-    fn alloc_words(&mut self, snapshot: &mut Dxr6, len: usize) -> Result<usize, BuildError> {
-        if let Some(at) = self.free_words.take(len) {
-            return Ok(at);
-        }
-        let at = snapshot.leaves.len() - WINDOW_WORDS;
-        if at > LEAF_BASE_MASK as usize {
-            return Err(self.limit(format!(
-                "leaves need more than 2^{LEAF_BASE_BITS} words (the leaf base field); \
-                 use `lctrie` or `cpe`"
-            )));
-        }
-        // The old padding becomes the leaf's first words; new padding
-        // (zeros, like the old) follows it.
-        snapshot.leaves.resize(at + len + WINDOW_WORDS, 0);
-        Ok(at)
+    /// Where a leaf of `len` words aligned to `align` words goes: the
+    /// open line if it has room, else an emptied line or a new one.
+    fn alloc_leaf(
+        &mut self,
+        snapshot: &mut Dxr6,
+        len: usize,
+        align: usize,
+    ) -> Result<(usize, usize), BuildError> {
+        let (line, at) = match self.space.open {
+            Some((line, fill)) if fill.next_multiple_of(align) + len <= LINE_WORDS => {
+                (line, fill.next_multiple_of(align))
+            }
+            _ => match self.space.empty_lines.pop() {
+                Some(line) => (line, 0),
+                None => {
+                    let line = snapshot.leaves.len();
+                    if line > LINE_MASK as usize {
+                        return Err(self.limit(format!(
+                            "leaves need more than 2^{LINE_BITS} lines (the line field); \
+                             use `lctrie` or `cpe`"
+                        )));
+                    }
+                    snapshot.leaves.push(LeafLine([0; LINE_WORDS]));
+                    self.space.used.push(0);
+                    (line, 0)
+                }
+            },
+        };
+        self.space.open = Some((line, at + len));
+        self.space.used[line] += len as u8;
+        self.space.used_words += len;
+        Ok((line, at))
     }
 
     /// Frees the node tables and leaves below `entry`.
@@ -471,8 +494,16 @@ impl Dxr6Updater {
             self.free_tables[stride as usize - 1].push(base);
             self.free_entries += 1 << stride;
         } else if is_leaf(entry) {
-            self.free_words
-                .put(leaf_base(entry), leaf_words(snapshot, entry));
+            let (line, len) = (line_of(entry), leaf_words(entry));
+            let space = &mut self.space;
+            space.used[line] -= len as u8;
+            space.used_words -= len;
+            if space.used[line] == 0 {
+                match space.open {
+                    Some((open, _)) if open == line => space.open = Some((line, 0)),
+                    _ => space.empty_lines.push(line),
+                }
+            }
         }
     }
 

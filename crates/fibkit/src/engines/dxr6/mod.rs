@@ -1,9 +1,9 @@
 //! `dxr6`: DXR for 128-bit keys. Zec's Direct-Range lookup (thesis 003,
 //! chapters 3–4) with the chunk search made to fit IPv6 tables: a direct
-//! table on the top `K` address bits, *nodes* (further direct tables,
-//! their stride chosen per chunk) where a chunk holds too many ranges for
-//! one search, and *leaves* holding a chunk's range starts at the width
-//! the chunk needs, searched with a vector count over one 64-byte window.
+//! table on the top `K` address bits, *nodes* (further direct tables, their
+//! stride chosen per chunk) where a chunk holds more ranges than a leaf,
+//! and *leaves*: a chunk's range starts at the width the chunk needs and
+//! its labels, in one cache line, searched by one vector count.
 //!
 //! Why this shape: the merged range view of an IPv6 table is small (97,338
 //! ranges for the 160,147 prefixes of `dfz-v6-nh`) but very unevenly
@@ -18,7 +18,7 @@
 //! prefix that made it are zero: inside a chunk of depth `d` the starts
 //! of /48 ranges need only `48 - d` bits. A leaf stores each start's bits
 //! `d..d+w` for the smallest `w` of 16, 32, 64 or 128 that holds them all
-//! (on dfz-v6-nh 90% of leaves take 16-bit words, 32 to a cache line).
+//! (on dfz-v6-nh 92% of leaves take 16-bit starts).
 //!
 //! ```text
 //! entries[addr >> (128-K)]                      root: 2^K x u32
@@ -26,36 +26,36 @@
 //!   00 label  [29:0] label index                      (chunk inside one range)
 //!   01 node   [29:26] stride S - 1  [25:0] first entry of a table of 2^S entries,
 //!             indexed by the S address bits after the node's depth
-//!   1w leaf   [29:28] bound width 16 << c  [27:0] first leaf word;
-//!             w = 0: u16 label indices, w = 1: u32 label indices
-//! leaves[base]                  m = n - 1, the number of stored starts (n ranges)
-//! leaves[base + 1 ..]           m starts (bits d..d+width of each range start but
-//!                               the first, which is the chunk's own start), little-
-//!                               endian u16 halves, ascending
-//! then                          n label indices (u16, or u32 as two u16 halves)
-//! results[label index]          label slot, index 0 = no route
+//!   1w leaf   [29:28] width code c: starts of 16 << c bits
+//!             [27:24] m = n - 1 starts (n ranges)  [23:19] word of the first start
+//!             [18:0] line; w: label indices u32 (two words) instead of u16
+//! leaves[line]: 32 u16 words (64 bytes, one cache line), holding whole leaves:
+//!   m starts, ascending, aligned to their width (little-endian u16 halves):
+//!             bits d..d+width of every range start but the first (the
+//!             chunk's own start)
+//!   then n label indices
+//! results[label index]                          label slot, index 0 = no route
 //! ```
 //!
-//! A leaf lookup counts the stored starts `<=` the address's bits `d..d+width`:
-//! that count is the index of the address's range. Up to 64 bytes of starts
-//! (32, 16, 8 or 4 of them by width) are counted at once with SSE2 compares
-//! (one dependent load); larger leaves are halved down to a window first
-//! (only with `leaf=L > 1`, or `stride=0`).
+//! A leaf lookup compares every lane of the leaf's line with the address's
+//! bits `d..d+width` (SSE2, four 16-byte compares) and counts the leaf's
+//! starts `<=` them: the index of the address's range, whose label index
+//! sits in the same line. A leaf holds at most 15, 10, 6 or 3 starts by
+//! width (fewer with u32 labels); a chunk with more becomes a node.
 //!
 //! Memory accesses per lookup: the root entry (`2^K x 4` bytes: 256 KiB at
-//! `K = 16`, mostly cache resident), one entry per node on the path, then
-//! for a leaf its window and label (one or two adjacent cache lines), then
-//! the results table (small). On `dfz-v6-nh` with the defaults, a key inside
-//! an announced prefix reads 3.5 of these on average (docs/ENGINES.md).
+//! `K = 16`), one entry per node on the path, one leaf line, the results
+//! table (one slot per distinct label, cache resident). On `dfz-v6-nh`, a
+//! key inside an announced prefix passes 1.2 nodes on average and at most
+//! 6 (docs/ENGINES.md).
 //!
 //! Limits (checked at build, reported as [`BuildError::Limit`]): at most
 //! `2^30` distinct labels; node tables at most `2^26` entries in all and
-//! leaves `2^28` words (the base fields); a leaf at most 65,535 starts
-//! (its header word; only `stride=0` can ask for more). Node strides are
-//! 1 to 16 bits and never pass bit 128.
+//! leaves `2^19` lines (32 MiB), the widths of the base fields. Node
+//! strides are 1 to 16 bits and never pass bit 128.
 //!
 //! The snapshot ([`Dxr6`]) holds the three arrays; the updater
-//! ([`Dxr6Updater`]) the label index and the free lists. Updates rebuild
+//! ([`Dxr6Updater`]) the label index and the free space. Updates rebuild
 //! the smallest chunks the changed prefixes touch (see `build.rs`).
 
 mod build;
@@ -68,10 +68,10 @@ use crate::engines::prefetch;
 use crate::labels::LabelSlot;
 use crate::prefix::Label;
 use crate::spec::EngineSpec;
-use crate::storage::{Owned, Storage};
+use crate::storage::{Owned, Plain, Storage};
 
 pub use build::Dxr6Updater;
-use search::{Bound, WINDOW_WORDS};
+use search::{Bound, LINE_WORDS};
 
 /// Entry bits 31..30: what the entry holds.
 const KIND_SHIFT: u32 = 30;
@@ -88,10 +88,17 @@ const STRIDE_SHIFT: u32 = 26;
 const STRIDE_MASK: u32 = 0xf;
 const NODE_BASE_BITS: u32 = 26;
 const NODE_BASE_MASK: u32 = (1 << NODE_BASE_BITS) - 1;
-/// Leaf entries: bits 29..28 hold the width code, 27..0 the first word.
+/// Leaf entries: bits 29..28 hold the width code, 27..24 the number of
+/// starts, 23..19 the word of the first start in the line, 18..0 the line.
 const WIDTH_SHIFT: u32 = 28;
-const LEAF_BASE_BITS: u32 = 28;
-const LEAF_BASE_MASK: u32 = (1 << LEAF_BASE_BITS) - 1;
+const STARTS_SHIFT: u32 = 24;
+const STARTS_MASK: u32 = 0xf;
+const OFFSET_SHIFT: u32 = 19;
+const OFFSET_MASK: u32 = 0x1f;
+const LINE_BITS: u32 = 19;
+const LINE_MASK: u32 = (1 << LINE_BITS) - 1;
+/// The most starts a leaf entry can count (its 4-bit field).
+const MAX_LEAF_STARTS: usize = STARTS_MASK as usize;
 
 /// The largest node stride (the 4-bit field holds `stride - 1`).
 pub const MAX_STRIDE: u32 = STRIDE_MASK + 1;
@@ -104,7 +111,8 @@ pub const MAX_K: u32 = 24;
 const MAX_LABELS: usize = LABEL_MASK as usize;
 
 const _: () = assert!(2 + 4 + NODE_BASE_BITS == 32);
-const _: () = assert!(2 + 2 + LEAF_BASE_BITS == 32);
+const _: () = assert!(2 + 2 + 4 + 5 + LINE_BITS == 32);
+const _: () = assert!(OFFSET_MASK as usize + 1 == LINE_WORDS && OFFSET_SHIFT == LINE_BITS);
 const _: () = assert!(KIND_SHIFT == LABEL_BITS);
 const _: () = assert!(MAX_K <= NODE_BASE_BITS, "the root fits the node base field");
 const _: () = assert!(MAX_STRIDE <= 16 && MIN_K + MAX_STRIDE <= 128);
@@ -151,10 +159,22 @@ fn width_code(entry: u32) -> u32 {
     (entry >> WIDTH_SHIFT) & 3
 }
 
-/// The first word (the header) of a leaf entry's leaf.
+/// The line holding a leaf entry's leaf.
 #[inline(always)]
-fn leaf_base(entry: u32) -> usize {
-    (entry & LEAF_BASE_MASK) as usize
+fn line_of(entry: u32) -> usize {
+    (entry & LINE_MASK) as usize
+}
+
+/// The word of a leaf's line where its first start is.
+#[inline(always)]
+fn offset_of(entry: u32) -> usize {
+    ((entry >> OFFSET_SHIFT) & OFFSET_MASK) as usize
+}
+
+/// The number of starts a leaf holds (its ranges less one).
+#[inline(always)]
+fn starts_of(entry: u32) -> usize {
+    ((entry >> STARTS_SHIFT) & STARTS_MASK) as usize
 }
 
 /// Whether a leaf's label indices are u32 (two words) rather than u16.
@@ -175,12 +195,29 @@ fn node_entry(base: usize, stride: u32) -> u32 {
     (KIND_NODE << KIND_SHIFT) | ((stride - 1) << STRIDE_SHIFT) | base as u32
 }
 
-/// A leaf entry for the leaf at `base` with starts of `16 << code` bits.
-fn leaf_entry(base: usize, code: u32, wide_labels: bool) -> u32 {
-    debug_assert!(base <= LEAF_BASE_MASK as usize && code < 4);
+/// A leaf entry for the leaf of `starts` starts of `16 << code` bits at
+/// word `offset` of `line`.
+fn leaf_entry(line: usize, offset: usize, starts: usize, code: u32, wide_labels: bool) -> u32 {
+    debug_assert!(line <= LINE_MASK as usize && offset < LINE_WORDS);
+    debug_assert!((1..=MAX_LEAF_STARTS).contains(&starts) && code < 4);
     let wide = if wide_labels { WIDE_LABELS_BIT } else { 0 };
-    LEAF_BIT | wide | (code << WIDTH_SHIFT) | base as u32
+    LEAF_BIT
+        | wide
+        | (code << WIDTH_SHIFT)
+        | (starts as u32) << STARTS_SHIFT
+        | (offset as u32) << OFFSET_SHIFT
+        | line as u32
 }
+
+/// One cache line of leaves: 32 u16 words, 64-byte aligned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct LeafLine(pub [u16; LINE_WORDS]);
+
+// SAFETY: 32 u16 are exactly the 64 bytes of the alignment: no padding,
+// and every bit pattern is a valid array of u16.
+unsafe impl Plain for LeafLine {}
+const _: () = assert!(std::mem::size_of::<LeafLine>() == 64);
 
 /// The `bits` address bits after the first `depth`, as an integer (bits
 /// past the address's end read as zero): a node table's index, or a
@@ -197,9 +234,8 @@ pub struct Dxr6<S: Storage = Owned> {
     root_bits: u32,
     /// The root (`2^K` entries), then every node table.
     entries: S::Array<u32>,
-    /// Leaves, followed by [`WINDOW_WORDS`] words of padding so a window
-    /// read from any leaf stays inside the array.
-    leaves: S::Array<u16>,
+    /// Lines of leaves.
+    leaves: S::Array<LeafLine>,
     /// Label slots by label index.
     results: S::Array<LabelSlot>,
 }
@@ -223,141 +259,197 @@ impl<S: Storage> Clone for Dxr6<S> {
     }
 }
 
-/// Keys per group of the batch lookup: the keys whose lookups are in
-/// flight together, one level of the structure per round.
+/// Keys per group of the batch lookup: the lookups in flight together.
 // PERF: see docs/BENCHMARKS.md, "IPv6: dxr6".
 const GROUP: usize = 32;
+const _: () = assert!(GROUP <= 64, "a u64 marks the group's keys");
+
+/// A lookup under way: the entry it has reached, and the address bits
+/// after that entry's depth, left-aligned, so that a node's index is the
+/// top bits of `rest` and a leaf's probe the top 16, 32, 64 or 128.
+#[derive(Clone, Copy, Debug, Default)]
+struct Walk {
+    entry: u32,
+    rest: u128,
+}
+
+impl Walk {
+    /// The top `bits` bits of `rest` (`1 <= bits <= 64`).
+    #[inline(always)]
+    fn top(self, bits: u32) -> u64 {
+        debug_assert!((1..=64).contains(&bits));
+        ((self.rest >> 64) as u64) >> (64 - bits)
+    }
+}
 
 impl<S: Storage> Dxr6<S> {
-    /// The root entry of `addr`.
+    /// The index of `addr`'s root entry.
     #[inline(always)]
     fn root_index(&self, addr: u128) -> usize {
-        (addr >> (128 - self.root_bits)) as usize
+        // `& 31`: K <= 24 (const-asserted), and the compiler learns the
+        // shift stays within one 64-bit half.
+        ((addr >> 64) as u64 >> (64 - (self.root_bits & 31))) as usize
     }
 
-    /// The entry a node entry's table holds for `addr` (the node's chunk
-    /// starts after `depth` bits).
+    /// The walk at `addr`'s root entry.
     #[inline(always)]
-    fn child_index(entry: u32, addr: u128, depth: u32) -> usize {
-        node_base(entry) + bits_after(addr, depth, stride_of(entry)) as usize
+    fn start(&self, addr: u128) -> Walk {
+        Walk {
+            entry: self.entries[self.root_index(addr)],
+            rest: addr << (self.root_bits & 31),
+        }
     }
 
-    /// The label index for `addr` in the leaf of `entry`, whose chunk
-    /// starts after `depth` bits.
+    /// The index of the child entry of the node `walk` has reached.
     #[inline(always)]
-    fn leaf_label(&self, entry: u32, addr: u128, depth: u32) -> usize {
-        let base = leaf_base(entry);
-        let starts = self.leaves[base] as usize;
-        let first = base + 1;
+    fn child_index(walk: Walk) -> usize {
+        node_base(walk.entry) + walk.top(stride_of(walk.entry)) as usize
+    }
+
+    /// One step down from the node `walk` has reached.
+    #[inline(always)]
+    fn step(&self, walk: Walk) -> Walk {
+        Walk {
+            entry: self.entries[Self::child_index(walk)],
+            rest: walk.rest << stride_of(walk.entry),
+        }
+    }
+
+    /// The label index at the label or leaf entry `walk` has reached.
+    #[inline(always)]
+    fn finish(&self, walk: Walk) -> usize {
+        if is_label(walk.entry) {
+            label_of(walk.entry)
+        } else {
+            self.leaf_label(walk)
+        }
+    }
+
+    /// [`Self::finish`] without a branch on label or leaf: a label entry
+    /// searches line 0 as a one-start leaf, then keeps its own index.
+    #[inline(always)]
+    fn finish_branchless(&self, walk: Walk) -> usize {
+        // INVARIANT: line 0 exists (the build adds it to a table without
+        // leaves).
+        const LINE_0: u32 = LEAF_BIT | 1 << STARTS_SHIFT;
+        let leaf = is_leaf(walk.entry);
+        let searched = self.leaf_label(Walk {
+            entry: if leaf { walk.entry } else { LINE_0 },
+            rest: walk.rest,
+        });
+        if leaf {
+            searched
+        } else {
+            label_of(walk.entry)
+        }
+    }
+
+    /// The label index of `walk`'s address in the leaf it has reached.
+    #[inline(always)]
+    fn leaf_label(&self, walk: Walk) -> usize {
+        let entry = walk.entry;
+        let line = &self.leaves[line_of(entry)].0;
+        let (at, starts) = (offset_of(entry), starts_of(entry));
         let (range, labels) = match width_code(entry) {
-            0 => self.count::<u16>(first, starts, addr, depth),
-            1 => self.count::<u32>(first, starts, addr, depth),
-            2 => self.count::<u64>(first, starts, addr, depth),
-            _ => self.count::<u128>(first, starts, addr, depth),
+            0 => Self::range::<u16>(line, at, starts, walk.rest),
+            1 => Self::range::<u32>(line, at, starts, walk.rest),
+            2 => Self::range::<u64>(line, at, starts, walk.rest),
+            _ => Self::range::<u128>(line, at, starts, walk.rest),
         };
         if has_wide_labels(entry) {
             let at = labels + 2 * range;
-            self.leaves[at] as usize | (self.leaves[at + 1] as usize) << 16
+            line[at] as usize | (line[at + 1] as usize) << 16
         } else {
-            self.leaves[labels + range] as usize
+            line[labels + range] as usize
         }
     }
 
-    /// The index of `addr`'s range among a leaf's ranges (its `starts`
-    /// stored starts begin at word `first`), and the word where the
-    /// leaf's labels begin.
+    /// The index of the range of `rest` (the address bits after the
+    /// leaf's depth) among a leaf's ranges, and the word where the leaf's
+    /// labels begin.
     #[inline(always)]
-    fn count<B: Bound>(
-        &self,
-        first: usize,
+    fn range<B: Bound>(
+        line: &[u16; LINE_WORDS],
+        at: usize,
         starts: usize,
-        addr: u128,
-        depth: u32,
+        rest: u128,
     ) -> (usize, usize) {
-        let probe = B::from_bits(bits_after(addr, depth, B::BITS));
+        let probe = B::from_bits(rest >> (128 - B::BITS));
         (
-            search::count_at_most::<B>(&self.leaves, first, starts, probe),
-            first + starts * B::WORDS,
+            search::range_in_line::<B>(line, at, starts, probe),
+            at + starts * B::WORDS,
         )
     }
 
-    /// The label index for `addr` given the entry it has reached at
-    /// `depth` (a label or a leaf entry).
+    /// Where `walk` reads next: its child entry at a node, its line at a
+    /// leaf, entry 0 at a label. Chosen without a branch.
     #[inline(always)]
-    fn resolve(&self, entry: u32, addr: u128, depth: u32) -> usize {
-        if is_label(entry) {
-            label_of(entry)
+    fn next_read(&self, walk: Walk) -> *const u8 {
+        let index = if is_node(walk.entry) {
+            Self::child_index(walk)
         } else {
-            self.leaf_label(entry, addr, depth)
+            0
+        };
+        let entry = self.entries.as_ptr().wrapping_add(index) as *const u8;
+        let line = self.leaves.as_ptr().wrapping_add(line_of(walk.entry)) as *const u8;
+        if is_leaf(walk.entry) {
+            line
+        } else {
+            entry
         }
     }
 
-    /// Starts loading what `entry` (reached by `addr` at `depth`) points
-    /// to: its child entry for a node, its first two cache lines for a
-    /// leaf (the window and, for most leaves, the labels).
+    /// Looks up one group of at most [`GROUP`] keys in three passes, with
+    /// the reads of each pass prefetched by the one before (and the root
+    /// entries of the `next` group prefetched by the first):
+    /// 1. the root entries: a label is the result; otherwise the key is
+    ///    marked, and at a node also marked as walking;
+    /// 2. rounds over the walking keys, one node level per round, until
+    ///    none is at a node;
+    /// 3. the marked keys' leaves (or labels).
+    ///
+    /// The bodies of passes 2 and 3 have no data-dependent branch: on
+    /// announced keys the node depth varies from key to key, and a branch
+    /// on it mispredicts often enough to drain the loads in flight.
+    // PERF: docs/BENCHMARKS.md, "IPv6: dxr6", "Batch lookup".
     #[inline(always)]
-    fn prefetch_target(&self, entry: u32, addr: u128, depth: u32) {
-        if is_node(entry) {
-            prefetch(
-                self.entries
-                    .as_ptr()
-                    .wrapping_add(Self::child_index(entry, addr, depth)),
-            );
-        } else {
-            let leaf = self.leaves.as_ptr().wrapping_add(leaf_base(entry));
-            prefetch(leaf);
-            prefetch(leaf.wrapping_add(WINDOW_WORDS));
-        }
-    }
-
-    /// Looks up one group of at most [`GROUP`] keys, level by level: each
-    /// round reads, for every unresolved key, the entry or leaf the
-    /// previous round prefetched, and prefetches the next one, so the
-    /// group's cache misses overlap (as DPDK's `rte_fib6` bulk lookup walks
-    /// a burst level by level, but with the loads issued ahead).
-    #[inline(always)]
-    fn lookup_group(&self, keys: &[u128], out: &mut [Option<Label>]) {
+    fn lookup_group(&self, keys: &[u128], next: &[u128], out: &mut [Option<Label>]) {
         debug_assert!(keys.len() <= GROUP && out.len() == keys.len());
-        for &addr in keys {
+        for &addr in next {
             prefetch(self.entries.as_ptr().wrapping_add(self.root_index(addr)));
         }
-        let mut entry = [0u32; GROUP];
-        let mut depth = [0u32; GROUP];
-        let mut pending = 0u64;
+        let mut walks = [Walk::default(); GROUP];
+        let mut marked = 0u64;
+        let mut walking = 0u64;
         for (j, (&addr, result)) in keys.iter().zip(out.iter_mut()).enumerate() {
-            let root = self.entries[self.root_index(addr)];
-            if is_label(root) {
-                *result = self.results[label_of(root)].get();
-            } else {
-                self.prefetch_target(root, addr, self.root_bits);
-                entry[j] = root;
-                depth[j] = self.root_bits;
-                pending |= 1 << j;
+            let walk = self.start(addr);
+            // A branch: it goes the same way for nearly every key of a
+            // pattern (random keys: labels; announced keys: nodes).
+            if is_label(walk.entry) {
+                *result = self.results[label_of(walk.entry)].get();
+                continue;
             }
+            prefetch(self.next_read(walk));
+            walks[j] = walk;
+            marked |= 1 << j;
+            walking |= (is_node(walk.entry) as u64) << j;
         }
-        while pending != 0 {
-            let mut next = 0u64;
-            let mut keys_left = pending;
+        while walking != 0 {
+            let mut keys_left = walking;
+            walking = 0;
             while keys_left != 0 {
                 let j = keys_left.trailing_zeros() as usize;
                 keys_left &= keys_left - 1;
-                let addr = keys[j];
-                let current = entry[j];
-                if is_leaf(current) {
-                    out[j] = self.results[self.leaf_label(current, addr, depth[j])].get();
-                    continue;
-                }
-                let child = self.entries[Self::child_index(current, addr, depth[j])];
-                depth[j] += stride_of(current);
-                if is_label(child) {
-                    out[j] = self.results[label_of(child)].get();
-                } else {
-                    self.prefetch_target(child, addr, depth[j]);
-                    entry[j] = child;
-                    next |= 1 << j;
-                }
+                let walk = self.step(walks[j]);
+                prefetch(self.next_read(walk));
+                walks[j] = walk;
+                walking |= (is_node(walk.entry) as u64) << j;
             }
-            pending = next;
+        }
+        while marked != 0 {
+            let j = marked.trailing_zeros() as usize;
+            marked &= marked - 1;
+            out[j] = self.results[self.finish_branchless(walks[j])].get();
         }
     }
 }
@@ -365,41 +457,43 @@ impl<S: Storage> Dxr6<S> {
 impl<S: Storage> Lookup<u128> for Dxr6<S> {
     #[inline(always)]
     fn lookup(&self, addr: u128) -> Option<Label> {
-        let mut entry = self.entries[self.root_index(addr)];
-        let mut depth = self.root_bits;
-        while is_node(entry) {
-            let node = entry;
-            entry = self.entries[Self::child_index(node, addr, depth)];
-            depth += stride_of(node);
+        let mut walk = self.start(addr);
+        while is_node(walk.entry) {
+            walk = self.step(walk);
         }
-        self.results[self.resolve(entry, addr, depth)].get()
+        self.results[self.finish(walk)].get()
     }
 
     fn lookup_batch(&self, addrs: &[u128], out: &mut [Option<Label>]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        for (keys, results) in addrs.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
-            self.lookup_group(keys, results);
+        let mut start = 0;
+        while start < addrs.len() {
+            let end = addrs.len().min(start + GROUP);
+            let next = &addrs[end..addrs.len().min(end + GROUP)];
+            self.lookup_group(&addrs[start..end], next, &mut out[start..end]);
+            start = end;
         }
     }
 
     fn memory_bytes(&self) -> usize {
         self.entries.len() * 4
-            + self.leaves.len() * 2
+            + self.leaves.len() * std::mem::size_of::<LeafLine>()
             + self.results.len() * std::mem::size_of::<LabelSlot>()
     }
 }
 
-/// The parameters of `dxr6`: `dxr6:k=K,stride=S,leaf=L`.
+/// The parameters of `dxr6`: `dxr6:k=K,stride=S,density=D`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dxr6Config {
     /// `K`: the address bits the root table resolves (8..=24).
     pub root_bits: u32,
-    /// The largest node stride (0..=16); 0 builds no nodes: every root
-    /// chunk is one leaf, searched by halving (single-level DXR).
+    /// The largest node stride (1..=16).
     pub max_stride: u32,
-    /// Windows of starts (64 bytes each) a leaf may hold before its chunk
-    /// becomes a node (1..=64); past one, leaves are halved to a window.
-    pub leaf_windows: u32,
+    /// Node entries per range of the chunk a node splits (1..=64): a
+    /// node's stride is the largest with `2^stride <= density * ranges`.
+    /// More entries make more chunks below a node fit a leaf, so fewer
+    /// lookups pass a second node, at the cost of memory.
+    pub density: u32,
 }
 
 /// The default parameters, chosen by measurement (docs/BENCHMARKS.md,
@@ -407,7 +501,7 @@ pub struct Dxr6Config {
 pub const DEFAULT_CONFIG: Dxr6Config = Dxr6Config {
     root_bits: 16,
     max_stride: 16,
-    leaf_windows: 1,
+    density: 2,
 };
 
 impl Default for Dxr6Config {
@@ -420,8 +514,8 @@ impl fmt::Display for Dxr6Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "dxr6:k={},stride={},leaf={}",
-            self.root_bits, self.max_stride, self.leaf_windows
+            "dxr6:k={},stride={},density={}",
+            self.root_bits, self.max_stride, self.density
         )
     }
 }
@@ -430,17 +524,17 @@ impl EngineConfig for Dxr6Config {
     const NAMES: &'static [&'static str] = &["dxr6"];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
-        spec.expect_only(&["k", "stride", "leaf"])?;
+        spec.expect_only(&["k", "stride", "density"])?;
         Ok(Dxr6Config {
             root_bits: spec
                 .number("k", MIN_K..=MAX_K)?
                 .unwrap_or(DEFAULT_CONFIG.root_bits),
             max_stride: spec
-                .number("stride", 0..=MAX_STRIDE)?
+                .number("stride", 1..=MAX_STRIDE)?
                 .unwrap_or(DEFAULT_CONFIG.max_stride),
-            leaf_windows: spec
-                .number("leaf", 1..=64)?
-                .unwrap_or(DEFAULT_CONFIG.leaf_windows),
+            density: spec
+                .number("density", 1..=64)?
+                .unwrap_or(DEFAULT_CONFIG.density),
         })
     }
 }
@@ -460,7 +554,10 @@ pub struct Dxr6Stats {
     pub wide_label_leaves: usize,
     /// Words (u16) the leaves occupy.
     pub leaf_words: usize,
-    /// Leaf words freed by updates and not reused yet.
+    /// Lines of leaves.
+    pub leaf_lines: usize,
+    /// Words of leaf lines no leaf occupies (line ends, and space freed by
+    /// updates not reused yet).
     pub free_leaf_words: usize,
     /// Node entries in tables freed by updates and not reused yet.
     pub free_node_entries: usize,
@@ -496,7 +593,10 @@ impl EngineStats for Dxr6Stats {
                 "leaves with u32 labels".into(),
                 self.wide_label_leaves.to_string(),
             ),
-            ("leaf bytes".into(), (self.leaf_words * 2).to_string()),
+            (
+                "leaf lines (bytes used)".into(),
+                format!("{} ({})", self.leaf_lines, self.leaf_words * 2),
+            ),
             (
                 "free leaf bytes / node entries".into(),
                 format!("{} / {}", self.free_leaf_words * 2, self.free_node_entries),

@@ -1,16 +1,15 @@
 //! A leaf's search: how many of its range starts are `<=` the probe.
 //!
-//! Starts are stored as little-endian u16 halves in the leaf words, at one
-//! of four widths ([`Bound`]). A search halves the starts until at most one
-//! 64-byte window of them is left (leaves built with the default `leaf=1`
-//! never need a halving step), then compares the whole window with the
-//! probe at once and counts the qualifying starts among those still in
-//! question. SSE2 (part of the x86-64 baseline) compares 16- and 32-bit
-//! starts; 64- and 128-bit starts (under 1% of leaves on the real tables)
+//! A leaf lies inside one 64-byte line of u16 words; its starts are stored
+//! as little-endian u16 halves at one of four widths ([`Bound`]), aligned
+//! to their width. A search compares every start-sized lane of the whole
+//! line with the probe at once and counts the qualifying lanes among the
+//! leaf's own. SSE2 (part of the x86-64 baseline) compares 16- and 32-bit
+//! lanes; 64- and 128-bit starts (under 1% of leaves on the real tables)
 //! use a portable loop.
 
-/// u16 words per window: 64 bytes, one cache line when aligned.
-pub(super) const WINDOW_WORDS: usize = 32;
+/// u16 words per leaf line: 64 bytes, one cache line.
+pub(super) const LINE_WORDS: usize = 32;
 
 /// A range start as a leaf stores it: the address bits after the leaf's
 /// depth, at one of the four widths.
@@ -19,8 +18,8 @@ pub(super) trait Bound: Copy + Ord + std::fmt::Debug {
     const BITS: u32;
     /// u16 words per start.
     const WORDS: usize = Self::BITS as usize / 16;
-    /// Starts per window.
-    const LANES: usize = WINDOW_WORDS / Self::WORDS;
+    /// Starts (lanes) per line.
+    const LANES: usize = LINE_WORDS / Self::WORDS;
     /// The width code a leaf entry records (`BITS = 16 << CODE`).
     const CODE: u32;
 
@@ -30,23 +29,23 @@ pub(super) trait Bound: Copy + Ord + std::fmt::Debug {
     /// The start stored at `words[at..at + WORDS]`.
     fn read(words: &[u16], at: usize) -> Self;
 
-    /// Appends the start's words.
-    fn write(self, words: &mut Vec<u16>);
+    /// Stores the start in `words[..WORDS]`.
+    fn write(self, words: &mut [u16]);
 
-    /// Bit `i` set when the `i`-th start of `window` is `<= probe`.
+    /// Bit `i` set when lane `i` of `line` is `<= probe`.
     #[inline(always)]
-    fn window_at_most(window: &[u16; WINDOW_WORDS], probe: Self) -> u64 {
-        window_at_most_portable(window, probe)
+    fn lanes_at_most(line: &[u16; LINE_WORDS], probe: Self) -> u64 {
+        lanes_at_most_portable(line, probe)
     }
 }
 
-/// [`Bound::window_at_most`] as a plain loop: what 64- and 128-bit starts
+/// [`Bound::lanes_at_most`] as a plain loop: what 64- and 128-bit starts
 /// use, and the reference the SSE2 versions are tested against.
 #[inline(always)]
-fn window_at_most_portable<B: Bound>(window: &[u16; WINDOW_WORDS], probe: B) -> u64 {
+fn lanes_at_most_portable<B: Bound>(line: &[u16; LINE_WORDS], probe: B) -> u64 {
     let mut at_most = 0u64;
     for lane in 0..B::LANES {
-        at_most |= ((B::read(window, lane * B::WORDS) <= probe) as u64) << lane;
+        at_most |= ((B::read(line, lane * B::WORDS) <= probe) as u64) << lane;
     }
     at_most
 }
@@ -63,20 +62,20 @@ impl Bound for u16 {
     fn read(words: &[u16], at: usize) -> Self {
         words[at]
     }
-    fn write(self, words: &mut Vec<u16>) {
-        words.push(self);
+    fn write(self, words: &mut [u16]) {
+        words[0] = self;
     }
 
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    fn window_at_most(window: &[u16; WINDOW_WORDS], probe: Self) -> u64 {
+    fn lanes_at_most(line: &[u16; LINE_WORDS], probe: Self) -> u64 {
         use std::arch::x86_64::{
             _mm_cmpgt_epi16, _mm_movemask_epi8, _mm_packs_epi16, _mm_set1_epi16, _mm_xor_si128,
         };
-        let vectors = load_window(window);
+        let vectors = load_line(line);
         // SAFETY: SSE2 is part of the x86-64 baseline, so every x86-64 CPU
         // runs these intrinsics; they only compute on registers.
-        // Exercised by `window_counts_agree_with_the_portable_loop`.
+        // Exercised by `lane_counts_agree_with_the_portable_loop`.
         let above = unsafe {
             // SSE2 compares signed words; flipping the sign bit of both
             // sides turns it into the unsigned compare.
@@ -104,20 +103,20 @@ impl Bound for u32 {
     fn read(words: &[u16], at: usize) -> Self {
         words[at] as u32 | (words[at + 1] as u32) << 16
     }
-    fn write(self, words: &mut Vec<u16>) {
-        words.extend([self as u16, (self >> 16) as u16]);
+    fn write(self, words: &mut [u16]) {
+        words[..2].copy_from_slice(&[self as u16, (self >> 16) as u16]);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    fn window_at_most(window: &[u16; WINDOW_WORDS], probe: Self) -> u64 {
+    fn lanes_at_most(line: &[u16; LINE_WORDS], probe: Self) -> u64 {
         use std::arch::x86_64::{
             _mm_cmpgt_epi32, _mm_movemask_epi8, _mm_packs_epi16, _mm_packs_epi32, _mm_set1_epi32,
             _mm_xor_si128,
         };
-        let vectors = load_window(window);
+        let vectors = load_line(line);
         // SAFETY: as for u16: SSE2 register arithmetic only. Exercised by
-        // `window_counts_agree_with_the_portable_loop`.
+        // `lane_counts_agree_with_the_portable_loop`.
         let above = unsafe {
             let flip = _mm_set1_epi32(i32::MIN);
             let probe = _mm_xor_si128(_mm_set1_epi32(probe as i32), flip);
@@ -143,9 +142,9 @@ impl Bound for u64 {
     fn read(words: &[u16], at: usize) -> Self {
         u32::read(words, at) as u64 | (u32::read(words, at + 2) as u64) << 32
     }
-    fn write(self, words: &mut Vec<u16>) {
+    fn write(self, words: &mut [u16]) {
         (self as u32).write(words);
-        ((self >> 32) as u32).write(words);
+        ((self >> 32) as u32).write(&mut words[2..]);
     }
 }
 
@@ -161,56 +160,39 @@ impl Bound for u128 {
     fn read(words: &[u16], at: usize) -> Self {
         u64::read(words, at) as u128 | (u64::read(words, at + 4) as u128) << 64
     }
-    fn write(self, words: &mut Vec<u16>) {
+    fn write(self, words: &mut [u16]) {
         (self as u64).write(words);
-        ((self >> 64) as u64).write(words);
+        ((self >> 64) as u64).write(&mut words[4..]);
     }
 }
 
-/// The window as four 16-byte vectors.
+/// The line as four 16-byte vectors.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn load_window(window: &[u16; WINDOW_WORDS]) -> [std::arch::x86_64::__m128i; 4] {
+fn load_line(line: &[u16; LINE_WORDS]) -> [std::arch::x86_64::__m128i; 4] {
     use std::arch::x86_64::{__m128i, _mm_loadu_si128};
-    const _: () = assert!(WINDOW_WORDS * 2 == 4 * 16, "four 16-byte vectors");
-    let ptr = window.as_ptr() as *const __m128i;
-    // SAFETY: `window` is 32 u16 = 64 readable bytes, so the four unaligned
+    const _: () = assert!(LINE_WORDS * 2 == 4 * 16, "four 16-byte vectors");
+    let ptr = line.as_ptr() as *const __m128i;
+    // SAFETY: `line` is 32 u16 = 64 readable bytes, so the four unaligned
     // 16-byte loads (`_mm_loadu_si128` needs no alignment) stay inside it;
     // SSE2 is part of the x86-64 baseline.
     unsafe { [0, 1, 2, 3].map(|i| _mm_loadu_si128(ptr.add(i))) }
 }
 
-/// How many of the `starts` ascending starts at `words[first..]` are
-/// `<= probe`: the index of the probe's range in a leaf whose first range
-/// (the one at the chunk's own start) is not stored.
-///
-/// `words` must hold [`WINDOW_WORDS`] words past the last start (the leaf
-/// array's padding guarantees it), so the window read never runs off.
+/// The index of the probe's range in a leaf whose `starts` ascending
+/// starts begin at word `at` of `line` (a multiple of `B::WORDS`): how
+/// many of them are `<= probe`. The leaf's first range (the one at the
+/// chunk's own start) is not stored, so the count is the index.
 #[inline(always)]
-pub(super) fn count_at_most<B: Bound>(
-    words: &[u16],
-    first: usize,
+pub(super) fn range_in_line<B: Bound>(
+    line: &[u16; LINE_WORDS],
+    at: usize,
     starts: usize,
     probe: B,
 ) -> usize {
-    let mut low = 0;
-    let mut len = starts;
-    while len > B::LANES {
-        let half = len / 2;
-        if B::read(words, first + (low + half - 1) * B::WORDS) <= probe {
-            low += half;
-        }
-        // When the start at `low + half - 1` is above the probe, so are
-        // the `len - 2 * half` starts after the first `half`: the window
-        // may cover them, they count zero.
-        len -= half;
-    }
-    let at = first + low * B::WORDS;
-    let window: &[u16; WINDOW_WORDS] = words[at..at + WINDOW_WORDS]
-        .try_into()
-        .expect("a slice of WINDOW_WORDS words");
-    let in_question = (1u64 << len) - 1;
-    low + (B::window_at_most(window, probe) & in_question).trailing_ones() as usize
+    debug_assert!(at % B::WORDS == 0 && at / B::WORDS + starts <= B::LANES);
+    let at_most = B::lanes_at_most(line, probe) >> (at / B::WORDS);
+    (at_most & ((1u64 << starts) - 1)).trailing_ones() as usize
 }
 
 #[cfg(test)]
@@ -220,17 +202,16 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     fn check_width<B: Bound>(rng: &mut SmallRng, random: impl Fn(&mut SmallRng) -> B) {
-        // Windows with equal, extreme and random starts; probes on, beside
-        // and between them.
+        // Lines of equal, extreme and random starts; probes on, beside and
+        // between them.
         for _ in 0..2000 {
             let starts: Vec<B> = (0..B::LANES).map(|_| random(rng)).collect();
-            let mut words = Vec::new();
-            for &start in &starts {
-                start.write(&mut words);
+            let mut line = [0u16; LINE_WORDS];
+            for (lane, &start) in starts.iter().enumerate() {
+                start.write(&mut line[lane * B::WORDS..]);
             }
-            let window: [u16; WINDOW_WORDS] = words.try_into().unwrap();
-            for lane in 0..B::LANES {
-                assert_eq!(B::read(&window, lane * B::WORDS), starts[lane]);
+            for (lane, &start) in starts.iter().enumerate() {
+                assert_eq!(B::read(&line, lane * B::WORDS), start);
             }
             for probe in [
                 starts[0],
@@ -239,8 +220,8 @@ mod tests {
                 B::from_bits(u128::MAX),
             ] {
                 assert_eq!(
-                    B::window_at_most(&window, probe),
-                    window_at_most_portable(&window, probe),
+                    B::lanes_at_most(&line, probe),
+                    lanes_at_most_portable(&line, probe),
                     "{starts:?} {probe:?}"
                 );
             }
@@ -250,7 +231,7 @@ mod tests {
     /// The SSE2 overrides (16- and 32-bit starts) against the plain loop,
     /// around the sign bit the unsigned compare flips.
     #[test]
-    fn window_counts_agree_with_the_portable_loop() {
+    fn lane_counts_agree_with_the_portable_loop() {
         let mut rng = SmallRng::seed_from_u64(3);
         let edges16 = [0, 1, 0x7fff, 0x8000, 0x8001, u16::MAX];
         check_width::<u16>(&mut rng, |r| edges16[r.random_range(0..6)]);
@@ -260,28 +241,33 @@ mod tests {
         check_width::<u32>(&mut rng, |r| r.random());
     }
 
+    /// Leaves of every size at every aligned place in a line, with noise
+    /// in the lanes around them.
     fn check_counts<B: Bound>(rng: &mut SmallRng, random: impl Fn(&mut SmallRng) -> B) {
-        for starts_len in (1..80).chain([127, 128, 129, 500, 1000]) {
-            let before = rng.random_range(0..20);
-            let mut starts: Vec<B> = (0..starts_len).map(|_| random(rng)).collect();
-            starts.sort_unstable();
-            let mut words: Vec<u16> = (0..before).map(|_| rng.random()).collect();
-            for &start in &starts {
-                start.write(&mut words);
-            }
-            // Trailing noise, then the padding the leaf array carries.
-            words.extend((0..rng.random_range(0..20)).map(|_| rng.random::<u16>()));
-            words.extend([0u16; WINDOW_WORDS]);
-            let mut probes: Vec<B> = starts.clone();
-            probes.extend((0..300).map(|_| random(rng)));
-            probes.extend([B::from_bits(0), B::from_bits(u128::MAX)]);
-            for probe in probes {
-                let want = starts.iter().filter(|&&s| s <= probe).count();
-                assert_eq!(
-                    count_at_most(&words, before, starts_len, probe),
-                    want,
-                    "{starts_len} starts after {before} words, probe {probe:?}"
-                );
+        for starts_len in 1..=B::LANES {
+            for first_lane in 0..=B::LANES - starts_len {
+                let mut starts: Vec<B> = (0..starts_len).map(|_| random(rng)).collect();
+                starts.sort_unstable();
+                let mut line = [0u16; LINE_WORDS];
+                for lane in 0..B::LANES {
+                    let start = match lane.checked_sub(first_lane) {
+                        Some(i) if i < starts_len => starts[i],
+                        _ => random(rng),
+                    };
+                    start.write(&mut line[lane * B::WORDS..]);
+                }
+                let mut probes: Vec<B> = starts.clone();
+                probes.extend((0..50).map(|_| random(rng)));
+                probes.extend([B::from_bits(0), B::from_bits(u128::MAX)]);
+                for probe in probes {
+                    let want = starts.iter().filter(|&&s| s <= probe).count();
+                    let at = first_lane * B::WORDS;
+                    assert_eq!(
+                        range_in_line(&line, at, starts_len, probe),
+                        want,
+                        "{starts:?} at word {at}, probe {probe:?}"
+                    );
+                }
             }
         }
     }
