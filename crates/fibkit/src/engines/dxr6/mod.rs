@@ -45,9 +45,8 @@
 //!
 //! Memory accesses per lookup: the root entry (`2^K x 4` bytes: 256 KiB at
 //! `K = 16`), one entry per node on the path, one leaf line, the results
-//! table (one slot per distinct label, cache resident). On `dfz-v6-nh`, a
-//! key inside an announced prefix passes 1.2 nodes on average and at most
-//! 6 (docs/ENGINES.md).
+//! table (one slot per distinct label, cache resident). On `dfz-v6-nh`
+//! no path passes more than 6 nodes (`fibkit stats`, "node levels").
 //!
 //! Limits (checked at build, reported as [`BuildError::Limit`]): at most
 //! `2^30` distinct labels; node tables at most `2^26` entries in all and
