@@ -412,12 +412,17 @@ impl<S: Storage> Dxr6<S> {
     /// on it mispredicts often enough to drain the loads in flight.
     // PERF: docs/BENCHMARKS.md, "IPv6: dxr6", "Batch lookup".
     #[inline(always)]
-    fn lookup_group(&self, keys: &[u128], next: &[u128], out: &mut [Option<Label>]) {
-        debug_assert!(keys.len() <= GROUP && out.len() == keys.len());
+    fn lookup_group<const N: usize>(
+        &self,
+        keys: &[u128],
+        next: &[u128],
+        out: &mut [Option<Label>],
+    ) {
+        debug_assert!(keys.len() <= N && N <= GROUP && out.len() == keys.len());
         for &addr in next {
             prefetch(self.entries.as_ptr().wrapping_add(self.root_index(addr)));
         }
-        let mut walks = [Walk::default(); GROUP];
+        let mut walks = [Walk::default(); N];
         let mut marked = 0u64;
         let mut walking = 0u64;
         for (j, (&addr, result)) in keys.iter().zip(out.iter_mut()).enumerate() {
@@ -453,6 +458,20 @@ impl<S: Storage> Dxr6<S> {
     }
 }
 
+impl<S: Storage> Dxr6<S> {
+    /// [`Lookup::lookup_batch`] in groups of `N` keys.
+    #[inline(always)]
+    fn lookup_groups<const N: usize>(&self, addrs: &[u128], out: &mut [Option<Label>]) {
+        let mut start = 0;
+        while start < addrs.len() {
+            let end = addrs.len().min(start + N);
+            let next = &addrs[end..addrs.len().min(end + N)];
+            self.lookup_group::<N>(&addrs[start..end], next, &mut out[start..end]);
+            start = end;
+        }
+    }
+}
+
 impl<S: Storage> Lookup<u128> for Dxr6<S> {
     #[inline(always)]
     fn lookup(&self, addr: u128) -> Option<Label> {
@@ -465,12 +484,13 @@ impl<S: Storage> Lookup<u128> for Dxr6<S> {
 
     fn lookup_batch(&self, addrs: &[u128], out: &mut [Option<Label>]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        let mut start = 0;
-        while start < addrs.len() {
-            let end = addrs.len().min(start + GROUP);
-            let next = &addrs[end..addrs.len().min(end + GROUP)];
-            self.lookup_group(&addrs[start..end], next, &mut out[start..end]);
-            start = end;
+        // PERF: a short burst gets a group no larger than itself: clearing
+        // the walks of a 32-key group cost bursts of 8 random keys a
+        // quarter of their speed (docs/BENCHMARKS.md, "IPv6: dxr6").
+        match addrs.len() {
+            0..=8 => self.lookup_groups::<8>(addrs, out),
+            9..=16 => self.lookup_groups::<16>(addrs, out),
+            _ => self.lookup_groups::<GROUP>(addrs, out),
         }
     }
 
