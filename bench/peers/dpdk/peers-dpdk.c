@@ -1,5 +1,5 @@
 /*
- * peers-dpdk: DPDK's rte_lpm, rte_fib (DIR24_8) and rte_fib6 (TRIE) on the
+ * peers-dpdk: DPDK's rte_lpm, rte_fib (DIR24_8), rte_lpm6 and rte_fib6 (TRIE) on the
  * table and keys that `fibkit-peers prep` wrote, by the same method as
  * fibkit's benchmark: keys precomputed (converted to DPDK's key types before
  * timing), every result stored, runs of at least MIN_SECONDS, RUNS runs.
@@ -17,10 +17,11 @@
  * function keeps a variable-length array of n entries on the stack, so one
  * call over all keys is not possible anyway). IPv4 is timed three ways:
  * rte_lpm_lookup_bulk, rte_lpm_lookupx4 (the SSE path DPDK's l3fwd uses) and
- * rte_fib_lookup_bulk; rte_fib and rte_fib6 are also timed with their AVX-512
+ * rte_fib_lookup_bulk; IPv6 two ways: rte_lpm6_lookup_bulk_func and
+ * rte_fib6_lookup_bulk; rte_fib and rte_fib6 are also timed with their AVX-512
  * lookup where the CPU and the DPDK build have it.
  *
- * Next hops: rte_lpm stores 24 bits and rte_fib/rte_fib6 with 4-byte entries
+ * Next hops: rte_lpm stores 24 bits, rte_lpm6 21 bits and rte_fib/rte_fib6 with 4-byte entries
  * 31 bits (minus the value used for "no route"). When a table's labels do
  * not fit, they are stored as indices into a table of the distinct labels
  * and mapped back after timing (the mapping is outside the timed loop).
@@ -38,6 +39,7 @@
 #include <rte_fib.h>
 #include <rte_fib6.h>
 #include <rte_lpm.h>
+#include <rte_lpm6.h>
 
 #define BURST 64
 #define NO_MATCH UINT32_MAX
@@ -382,6 +384,29 @@ static struct rte_fib6 *build_fib6(const struct route *routes, size_t n, const s
 	}
 }
 
+static struct rte_lpm6 *build_lpm6(const struct route *routes, size_t n, const struct labels *l,
+				   size_t groups, double *build_s)
+{
+	for (size_t tbl8 = groups + groups / 4 + 256;; tbl8 *= 2) {
+		struct rte_lpm6_config conf = {.max_rules = n + 1, .number_tbl8s = tbl8};
+		double t0 = now();
+		struct rte_lpm6 *lpm = rte_lpm6_create("peers_lpm6", SOCKET_ID_ANY, &conf);
+		if (lpm == NULL)
+			die("rte_lpm6_create failed (more memory: raise PEERS_EAL_MEM)");
+		int err = 0;
+		size_t i;
+		for (i = 0; i < n && err == 0; i++)
+			err = rte_lpm6_add(lpm, routes[i].addr, routes[i].plen,
+					   stored(l, routes[i].label));
+		*build_s = now() - t0;
+		if (err == 0)
+			return lpm;
+		rte_lpm6_free(lpm);
+		if (err != -ENOSPC || tbl8 >= (1u << 24))
+			die_route("rte_lpm6_add", 6, &routes[i - 1], err);
+	}
+}
+
 static void run_v4(const char *dir, const struct route *routes, size_t n, double min_s, int runs)
 {
 	size_t nkeys;
@@ -479,9 +504,26 @@ static void run_v6(const char *dir, const struct route *routes, size_t n, double
 	size_t groups = tbl8_groups(routes, n, 128);
 	printf("peers-dpdk: IPv6 %zu keys, %zu prefixes, %zu tbl8 groups\n", nkeys, n, groups);
 
+	/* rte_lpm6: 21-bit next hops, -1 for no match. */
+	struct labels lpm_labels = label_map(routes, n, (1u << 21) - 1);
+	double build_s;
+	struct rte_lpm6 *lpm = build_lpm6(routes, n, &lpm_labels, groups, &build_s);
+	int32_t *lpm_nh = xmalloc(nkeys * sizeof *lpm_nh);
+	TIME_RUNS(nkeys, min_s, runs, mlps, {
+		size_t i_ = 0;
+		for (; i_ + BURST <= nkeys; i_ += BURST)
+			rte_lpm6_lookup_bulk_func(lpm, keys + i_, lpm_nh + i_, BURST);
+		if (i_ < nkeys)
+			rte_lpm6_lookup_bulk_func(lpm, keys + i_, lpm_nh + i_, nkeys - i_);
+	});
+	for (size_t i = 0; i < nkeys; i++)
+		labels[i] = lpm_nh[i] < 0 ? NO_MATCH : loaded(&lpm_labels, (uint32_t)lpm_nh[i]);
+	write_results(dir, "rte_lpm6", "rte_lpm6", nkeys, build_s, mlps, runs, labels);
+	rte_lpm6_free(lpm);
+	free(lpm_nh);
+
 	const uint64_t fib_miss = (1ull << 31) - 1;
 	struct labels fib_labels = label_map(routes, n, fib_miss - 1);
-	double build_s;
 	struct rte_fib6 *fib = build_fib6(routes, n, &fib_labels, fib_miss, groups, &build_s);
 	uint64_t *nh = xmalloc(nkeys * sizeof *nh);
 	for (int avx512 = 0; avx512 < 2; avx512++) {
