@@ -190,7 +190,7 @@ pub(super) fn range_in_line<B: Bound>(
     starts: usize,
     probe: B,
 ) -> usize {
-    debug_assert!(at % B::WORDS == 0 && at / B::WORDS + starts <= B::LANES);
+    debug_assert!(at.is_multiple_of(B::WORDS) && at / B::WORDS + starts <= B::LANES);
     let at_most = B::lanes_at_most(line, probe) >> (at / B::WORDS);
     (at_most & ((1u64 << starts) - 1)).trailing_ones() as usize
 }
