@@ -54,7 +54,7 @@ fn labels_beyond_16_bits_use_wide_leaves() {
         pairs.push((Prefix::new_masked(base | i << 72, 56), label));
         // Nested routes, so that chunks hold several ranges (leaves).
         pairs.push((Prefix::new_masked(base | i << 72 | 1 << 68, 60), label ^ 1));
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             pairs.push((Prefix::new_masked(base | i << 72 | 3 << 40, 88), 7));
             pairs.push((Prefix::new_masked(base | i << 72 | 5, 128), 8));
         }
@@ -105,7 +105,7 @@ fn replay(spec: &str, rib: &Rib<u128>, changes: &[fibkit::Change<u128>], batch: 
     let check_every = (batches / 8).max(1);
     for (i, changes) in changes.chunks(batch).enumerate() {
         fib.apply(changes).unwrap();
-        if i % check_every == 0 {
+        if i.is_multiple_of(check_every) {
             // The changed prefixes' own boundaries would miss stale chunks
             // elsewhere, so every range boundary of the table is checked.
             let report = verify(fib.snapshot(), fib.rib(), 2_000, i as u64);
