@@ -4,6 +4,7 @@
 pub mod cpe;
 pub mod dir24_8;
 pub mod dxr;
+pub mod dxr6;
 pub mod lctrie;
 pub mod radix;
 
