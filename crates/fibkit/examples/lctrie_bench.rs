@@ -15,9 +15,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use fibkit::bench::{self, Mode, Pattern, Settings};
-use fibkit::engines::lctrie::{adversarial_table_v4, LcKey, LcTrie, LookupAlgo};
+use fibkit::engines::lctrie::{
+    adversarial_table_v4, LcTrie, LcTrieConfig, LcTrieUpdater, LookupAlgo, SlotLayout,
+};
 use fibkit::load::{load_table, load_updates, AnyChange, LoadOptions};
-use fibkit::{Addr, Change, ConfigV4, EngineSpec, EngineV4, Lookup, Rib, Updater};
+use fibkit::{Addr, Change, ConfigV4, EngineV4, Lookup, Rib, Updater};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -40,11 +42,15 @@ fn settings() -> Settings {
     }
 }
 
-fn spec(text: &str) -> EngineSpec {
-    EngineSpec::parse(text).expect("valid spec")
+/// The spec of a trie built with `algo`.
+fn spec_of<A: SlotLayout>(trie: &LcTrie<A>) -> String {
+    LcTrieConfig {
+        lookup: trie.algo(),
+    }
+    .to_string()
 }
 
-fn describe<A: LcKey>(name: &str, rib: &Rib<A>, trie: &LcTrie<A>, build_s: f64, keys: &[A]) {
+fn describe<A: SlotLayout>(name: &str, rib: &Rib<A>, trie: &LcTrie<A>, build_s: f64, keys: &[A]) {
     let shape = trie.shape();
     println!(
         "{name}: {} prefixes, built in {:.2} s; {} leaves, {} tnodes, top node 2^{}, max depth {}, \
@@ -76,7 +82,7 @@ fn describe<A: LcKey>(name: &str, rib: &Rib<A>, trie: &LcTrie<A>, build_s: f64, 
 /// Times both algorithms (and dir24-8 if given) on `(pattern name, keys)`.
 /// Runs are interleaved (run 1 of every engine, then run 2, ...) so that load
 /// from other processes on the shared machine drifts into all engines alike.
-fn lookups<A: LcKey>(
+fn lookups<A: SlotLayout>(
     trie: &LcTrie<A>,
     classic: &LcTrie<A>,
     baseline: Option<&dyn Lookup<A>>,
@@ -96,8 +102,8 @@ fn lookups<A: LcKey>(
         };
         let mut engines: Vec<(String, &dyn Lookup<A>)> = Vec::new();
         engines.extend(baseline.map(|b| ("dir24-8".to_string(), b)));
-        engines.push((trie.name(), trie));
-        engines.push((classic.name(), classic));
+        engines.push((spec_of(trie), trie));
+        engines.push((spec_of(classic), classic));
         let mut runs: Vec<Vec<f64>> = vec![Vec::new(); engines.len()];
         for _ in 0..settings().runs {
             for ((engine_name, engine), runs) in engines.iter().zip(runs.iter_mut()) {
@@ -127,12 +133,15 @@ fn lookups<A: LcKey>(
     }
 }
 
-fn build_pair<A: LcKey>(rib: &Rib<A>) -> (LcTrie<A>, LcTrie<A>, f64) {
+fn build_pair<A: SlotLayout>(rib: &Rib<A>) -> (LcTrie<A>, LcTrie<A>, f64) {
+    let build = |lookup| {
+        let (_, trie) = LcTrieUpdater::build(&LcTrieConfig { lookup }, rib).expect("build");
+        trie
+    };
     let start = Instant::now();
-    let trie = LcTrie::build(&spec("lctrie"), rib).expect("build");
+    let trie = build(LookupAlgo::Improved);
     let seconds = start.elapsed().as_secs_f64();
-    let classic = LcTrie::build(&spec("lctrie:lookup=classic"), rib).expect("build");
-    (trie, classic, seconds)
+    (trie, build(LookupAlgo::Classic), seconds)
 }
 
 fn dfz_v4() {

@@ -333,7 +333,7 @@ engine_set! {
         /// `dxr`.
         Dxr(Legacy<u32, engines::dxr::Dxr>),
         /// `lctrie`.
-        LcTrie(Legacy<u32, engines::lctrie::LcTrie<u32>>),
+        LcTrie(engines::lctrie::LcTrieUpdater<u32>),
     }
 }
 
@@ -358,7 +358,7 @@ engine_set! {
         /// `cpe`.
         Cpe(Legacy<u128, engines::cpe::CpeTrie<u128>>),
         /// `lctrie`.
-        LcTrie(Legacy<u128, engines::lctrie::LcTrie<u128>>),
+        LcTrie(engines::lctrie::LcTrieUpdater<u128>),
     }
 }
 
