@@ -9,6 +9,7 @@ mod common;
 use common::*;
 use fibkit::engines::lctrie::{adversarial_table_v4, LcTrieUpdater, LookupAlgo, SlotLayout};
 use fibkit::load::{load_updates, AnyChange, LoadOptions};
+use fibkit::trace::{adversarial_streams_v4, host_routes_v4};
 use fibkit::{build, verify, Addr, Change, EngineFamily, Fib, LocalFib, Lookup, Prefix, Rib};
 use proptest::prelude::*;
 
@@ -196,22 +197,6 @@ fn grow_and_shrink() {
     assert_eq!(trie.snapshot().shape().tnodes, 0);
 }
 
-/// Addresses under 10.0.0.0/8: the first `count` in a row, or `count`
-/// spread over the /8 by a multiplicative hash (distinct while `count` is
-/// at most 2^24).
-fn storm_addrs(count: u32, spread: bool) -> Vec<u32> {
-    (0..count)
-        .map(|i| {
-            0x0a00_0000
-                | if spread {
-                    i.wrapping_mul(0x9e37_79b1) & 0xff_ffff
-                } else {
-                    i
-                }
-        })
-        .collect()
-}
-
 /// Announces `prefixes` one change at a time, then withdraws them in the
 /// given order, checking the structure every `every` changes and the
 /// answers at the end of each phase.
@@ -241,11 +226,9 @@ fn storm(trie: &mut Trie<u32>, announce: &[Prefix<u32>], withdraw: &[Prefix<u32>
 /// suffix lengths fall under a wide node without any slot emptying).
 #[test]
 fn withdraw_storms_keep_the_structure() {
-    let hosts = |addrs: &[u32]| -> Vec<Prefix<u32>> {
-        addrs.iter().map(|&a| Prefix::new_masked(a, 32)).collect()
-    };
+    let region = Prefix::new_masked(0x0a00_0000, 8);
     for spread in [false, true] {
-        let announced = hosts(&storm_addrs(1 << 14, spread));
+        let announced = host_routes_v4(region, 1 << 14, spread);
         let mut reversed = announced.clone();
         reversed.reverse();
         for withdrawn in [&announced, &reversed] {
@@ -256,18 +239,36 @@ fn withdraw_storms_keep_the_structure() {
         }
     }
     // A default route stays through it all; the /31s go, the /32s stay.
-    let addrs = storm_addrs(1 << 13, false);
-    let pairs: Vec<Prefix<u32>> = addrs
+    let hosts = host_routes_v4(region, 1 << 13, false);
+    let pairs: Vec<Prefix<u32>> = hosts
         .iter()
-        .filter(|&&a| a % 2 == 0)
-        .map(|&a| Prefix::new_masked(a, 31))
+        .step_by(2)
+        .map(|p| Prefix::new_masked(p.addr(), 31))
         .collect();
-    let mut announced = hosts(&addrs);
+    let mut announced = hosts.clone();
     announced.extend(&pairs);
     let mut trie = trie("lctrie", &Rib::new());
     apply(&mut trie, &[Change::Announce(Prefix::default_route(), 99)]);
     storm(&mut trie, &announced, &pairs, 499);
-    assert_eq!(trie.updater().len(), addrs.len() + 1);
+    assert_eq!(trie.updater().len(), hosts.len() + 1);
+}
+
+/// The adversarial update streams (session reset, default-route flaps,
+/// de-aggregated /8s, host routes into one region) on a slice of
+/// dfz-v4-nh, one change per batch, keep the structure and the answers.
+#[test]
+fn adversarial_streams_keep_the_structure() {
+    let base = Rib::from_pairs(shared_table("dfz-v4-nh.txt.gz").v4.iter().step_by(16));
+    for stream in adversarial_streams_v4(&base, 1 << 15) {
+        let mut trie = trie("lctrie", &base);
+        for (i, change) in stream.changes.iter().enumerate() {
+            apply(&mut trie, std::slice::from_ref(change));
+            if i % 40_009 == 0 {
+                trie.updater().check_invariants(trie.snapshot()).unwrap();
+            }
+        }
+        assert_sound(&trie, 20_000);
+    }
 }
 
 /// `lookup_batch` answers every slice length from 0 to 300 as the per-key

@@ -111,13 +111,21 @@ impl<A: Addr> Walk<A> {
     }
 }
 
-/// Walks in flight in [`LcTrie::lookup_batch_improved`].
-// PERF: docs/BENCHMARKS.md, "LC-trie: snapshot split, linear withdrawals,
-// batch lookup": 8 walks beat 4 and 16 on dfz-v4-nh and dfz-v6-nh.
-const WALKS: usize = 8;
-
-/// Marks a batch lane with no key.
-const IDLE: usize = usize::MAX;
+// PERF: the batch look-up's shape, from interleaved A/B runs against the
+// per-key loop at each slice length (docs/BENCHMARKS.md, "LC-trie:
+// snapshot split, linear withdrawals, batch lookup"): with 1 or 2 keys the
+// walk bookkeeping costs more than the overlap gains (0.6-0.9x on RND
+// keys); 8 walks beat 12 and 16 on short slices (4-8 keys), 16 beat 8 on
+// long ones of dfz-v4-nh (1.70x against 1.39x at 32 keys) and dfz-v6-nh
+// announced keys.
+/// Slices shorter than this take the per-key loop.
+const BATCH_FROM_KEYS: usize = 4;
+/// Slices this long or longer run [`WIDE_WALKS`] walks.
+const WIDE_FROM_KEYS: usize = 32;
+/// Walks in flight for short slices.
+const NARROW_WALKS: usize = 8;
+/// Walks in flight for long slices.
+const WIDE_WALKS: usize = 16;
 
 impl<A: SlotLayout, S: Storage> LcTrie<A, S> {
     #[inline(always)]
@@ -250,38 +258,56 @@ impl<A: SlotLayout, S: Storage> LcTrie<A, S> {
         }
     }
 
-    /// Duyck's look-up of every key of `addrs`, [`WALKS`] walks at a time:
-    /// each round takes one step of every walk (one slot read) and
+    /// Duyck's look-up of every key of `addrs`: the per-key loop for a
+    /// few keys, else [`LcTrie::lookup_walks`] with as many walks as the
+    /// slice length pays for.
+    pub(super) fn lookup_batch_improved(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        match addrs.len() {
+            0..BATCH_FROM_KEYS => self.lookup_each(addrs, out),
+            BATCH_FROM_KEYS..WIDE_FROM_KEYS => self.lookup_walks::<NARROW_WALKS>(addrs, out),
+            _ => self.lookup_walks::<WIDE_WALKS>(addrs, out),
+        }
+    }
+
+    /// Duyck's look-up of every key of `addrs`, `W` walks at a time: each
+    /// round takes one step of every walk in flight (one slot read) and
     /// prefetches the slot its next step reads, so the cache misses of
     /// different keys overlap instead of following each other.
-    pub(super) fn lookup_batch_improved(&self, addrs: &[A], out: &mut [Option<Label>]) {
+    fn lookup_walks<const W: usize>(&self, addrs: &[A], out: &mut [Option<Label>]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        let mut walks = [Walk::new(A::ZERO); WALKS];
-        // The key each lane walks (its index in `addrs`), or IDLE.
-        let mut owners = [IDLE; WALKS];
+        let mut walks = [Walk::new(A::ZERO); W];
+        // The key each walk looks up (its index in `addrs`). Walks
+        // `0..live` are in flight; a finished walk with no key left to
+        // start is replaced by the last one in flight.
+        let mut owners = [0usize; W];
         let mut next = 0;
         let mut live = 0;
-        for (walk, owner) in walks.iter_mut().zip(owners.iter_mut()) {
-            *owner = self.start_walk(addrs, out, &mut next, walk);
-            if *owner == IDLE {
+        while live < W {
+            let Some((walk, owner)) = self.start_walk(addrs, out, &mut next) else {
                 break;
-            }
+            };
+            (walks[live], owners[live]) = (walk, owner);
             live += 1;
         }
         while live > 0 {
-            for (walk, owner) in walks.iter_mut().zip(owners.iter_mut()) {
-                if *owner == IDLE {
-                    continue;
-                }
-                match self.step(walk, &mut NoProbe) {
+            let mut lane = 0;
+            while lane < live {
+                match self.step(&mut walks[lane], &mut NoProbe) {
                     ControlFlow::Continue(()) => {
-                        prefetch(self.slab.as_ptr().wrapping_add(walk.slot as usize))
+                        prefetch(self.slab.as_ptr().wrapping_add(walks[lane].slot as usize));
+                        lane += 1;
                     }
                     ControlFlow::Break(label) => {
-                        out[*owner] = label;
-                        *owner = self.start_walk(addrs, out, &mut next, walk);
-                        if *owner == IDLE {
-                            live -= 1;
+                        out[owners[lane]] = label;
+                        match self.start_walk(addrs, out, &mut next) {
+                            Some((walk, owner)) => {
+                                (walks[lane], owners[lane]) = (walk, owner);
+                                lane += 1;
+                            }
+                            None => {
+                                live -= 1;
+                                (walks[lane], owners[lane]) = (walks[live], owners[live]);
+                            }
                         }
                     }
                 }
@@ -289,32 +315,31 @@ impl<A: SlotLayout, S: Storage> LcTrie<A, S> {
         }
     }
 
-    /// Starts the walk of key `*next` in `walk` and takes its first step at
-    /// once (the top node's slot is always cached); keys answered by that
-    /// step are written to `out` and the next key taken. Returns the index
-    /// of the key now walking, its next slot prefetched, or [`IDLE`] when
-    /// no key is left.
+    /// Starts the walk of key `*next` and takes its first step at once
+    /// (the top node's slot is always cached); keys answered by that step
+    /// are written to `out` and the next key taken. Returns the walk in
+    /// flight, its next slot prefetched, and its key's index, or `None`
+    /// when no key is left.
     #[inline(always)]
     fn start_walk(
         &self,
         addrs: &[A],
         out: &mut [Option<Label>],
         next: &mut usize,
-        walk: &mut Walk<A>,
-    ) -> usize {
+    ) -> Option<(Walk<A>, usize)> {
         while let Some(&key) = addrs.get(*next) {
             let index = *next;
             *next += 1;
-            *walk = Walk::new(key);
-            match self.step(walk, &mut NoProbe) {
+            let mut walk = Walk::new(key);
+            match self.step(&mut walk, &mut NoProbe) {
                 ControlFlow::Break(label) => out[index] = label,
                 ControlFlow::Continue(()) => {
                     prefetch(self.slab.as_ptr().wrapping_add(walk.slot as usize));
-                    return index;
+                    return Some((walk, index));
                 }
             }
         }
-        IDLE
+        None
     }
 
     /// Looks `addr` up with `algo` and adds its work to `counts`. Slower

@@ -400,7 +400,7 @@ impl<A: SlotLayout, S: Storage> fmt::Debug for LcTrie<A, S> {
 }
 
 impl<A: SlotLayout, S: Storage> Lookup<A> for LcTrie<A, S> {
-    #[inline]
+    #[inline(always)]
     fn lookup(&self, addr: A) -> Option<Label> {
         match self.algo {
             LookupAlgo::Improved => self.lookup_improved(addr),
