@@ -408,6 +408,7 @@ impl<A: SlotLayout, S: Storage> Lookup<A> for LcTrie<A, S> {
         }
     }
 
+    #[inline]
     fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
         match self.algo {
             LookupAlgo::Improved => self.lookup_batch_improved(addrs, out),
