@@ -22,7 +22,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use fibkit::bench::{self, Mode, Pattern, Settings};
+use fibkit::bench::{self, median, Mode, Pattern, Settings};
 use fibkit::engines::lctrie::{
     adversarial_table_v4, LcTrie, LcTrieConfig, LcTrieUpdater, LookupAlgo, SlotLayout,
 };
@@ -331,12 +331,6 @@ const BURST_KEYS: usize = 1 << 20;
 const BURSTS: [usize; 10] = [1, 2, 3, 4, 8, 16, 32, 64, 256, 0];
 /// Interleaved rounds per measurement.
 const ROUNDS: usize = 5;
-
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted[sorted.len() / 2]
-}
 
 fn shown(values: &[f64]) -> String {
     let values: Vec<String> = values.iter().map(|v| format!("{v:.2}")).collect();
