@@ -367,7 +367,7 @@ engine_set! {
         /// `dxr`.
         Dxr(engines::dxr::DxrUpdater),
         /// `lctrie`.
-        LcTrie(Legacy<u32, engines::lctrie::LcTrie<u32>>),
+        LcTrie(engines::lctrie::LcTrieUpdater<u32>),
     }
 }
 
@@ -394,7 +394,7 @@ engine_set! {
         /// `dxr6`.
         Dxr6(engines::dxr6::Dxr6Updater),
         /// `lctrie`.
-        LcTrie(Legacy<u128, engines::lctrie::LcTrie<u128>>),
+        LcTrie(engines::lctrie::LcTrieUpdater<u128>),
     }
 }
 
