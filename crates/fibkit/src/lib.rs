@@ -28,8 +28,6 @@ mod error;
 pub mod fib;
 pub mod image;
 pub mod labels;
-#[doc(hidden)]
-pub mod legacy;
 pub mod load;
 pub mod prefix;
 pub mod registry;

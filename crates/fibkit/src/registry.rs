@@ -15,7 +15,6 @@ use crate::addr::{Addr, Family};
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::engines;
 use crate::image::{Image, ImageError, Mapped, SectionData};
-use crate::legacy::Legacy;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 use crate::spec::EngineSpec;
