@@ -70,6 +70,13 @@ pub const ENGINES: &[EngineInfo] = &[
         about: "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X",
     },
     EngineInfo {
+        name: "bspl",
+        ipv4: true,
+        ipv6: true,
+        about: "binary search on prefix lengths with expansion: bspl:levels=K (program-chosen \
+                lengths), first=F, lengths=16+24+32, hybrid (hash 32/64/96 + tries)",
+    },
+    EngineInfo {
         name: "lctrie",
         ipv4: true,
         ipv6: true,
@@ -334,6 +341,8 @@ engine_set! {
         Dxr(Legacy<u32, engines::dxr::Dxr>),
         /// `lctrie`.
         LcTrie(Legacy<u32, engines::lctrie::LcTrie<u32>>),
+        /// `bspl`.
+        Bspl(engines::bspl::BsplUpdater<u32>),
     }
 }
 
@@ -359,6 +368,8 @@ engine_set! {
         Cpe(Legacy<u128, engines::cpe::CpeTrie<u128>>),
         /// `lctrie`.
         LcTrie(Legacy<u128, engines::lctrie::LcTrie<u128>>),
+        /// `bspl`.
+        Bspl(engines::bspl::BsplUpdater<u128>),
     }
 }
 

@@ -24,6 +24,10 @@ const ENGINES: &[(&str, bool, bool)] = &[
     ("dxr:d=12,x=8", true, false),
     ("lctrie", true, true),
     ("lctrie:lookup=classic", true, true),
+    ("bspl", true, true),
+    ("bspl:levels=3", true, false),
+    ("bspl:first=8,levels=6", true, false),
+    ("bspl:hybrid", true, true),
 ];
 
 #[test]
