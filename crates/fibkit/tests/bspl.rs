@@ -10,8 +10,8 @@ use fibkit::load::{load_updates, LoadOptions};
 use fibkit::trace::generate_changes;
 use fibkit::verify::check_addresses;
 use fibkit::{
-    build, verify, BuildError, Change, ConfigV4, EngineFamily, Label, LocalFib, Lookup, Prefix,
-    Rib, SnapshotV4, SnapshotV6,
+    build, verify, Addr, BuildError, Change, ConfigV4, EngineFamily, Label, LocalFib, Lookup,
+    Prefix, Rib, SnapshotV4, SnapshotV6,
 };
 use proptest::prelude::*;
 
@@ -189,8 +189,10 @@ fn dense_blocks_build_and_answer() {
 }
 
 /// Applies `changes` in batches of 1, 2, 3, ... changes to a `LocalFib` of
-/// `spec`, verifying a few thousand addresses after every tenth batch and
-/// the whole table at the end; returns (batches, batches that rebuilt).
+/// `spec`, checking after every batch the addresses at and beside each
+/// changed prefix's edges and middle against the reference, the whole
+/// table (every range boundary) after every hundredth batch and at the
+/// end; returns (batches, batches that rebuilt).
 fn replay<A: EngineFamily>(spec: &str, rib: &Rib<A>, changes: &[Change<A>]) -> (usize, usize) {
     let mut fib = LocalFib::<A>::new(spec, rib.clone()).unwrap_or_else(|e| panic!("{spec}: {e}"));
     let (mut batches, mut rebuilt) = (0, 0);
@@ -201,7 +203,20 @@ fn replay<A: EngineFamily>(spec: &str, rib: &Rib<A>, changes: &[Change<A>]) -> (
         let summary = fib.apply(batch).unwrap_or_else(|e| panic!("{spec}: {e}"));
         rebuilt += summary.rebuilt.is_some() as usize;
         batches += 1;
-        if batches % 10 == 0 {
+        for change in batch {
+            let prefix = change.prefix();
+            let (first, last) = (prefix.first(), prefix.last());
+            let middle = first | (last ^ first) >> 1;
+            let edges = [first.checked_prev(), Some(first), Some(middle), Some(last)];
+            for addr in edges.into_iter().chain([last.checked_next()]).flatten() {
+                assert_eq!(
+                    fib.lookup(addr),
+                    fib.rib().lookup(addr),
+                    "{spec} after batch {batches} ({change:?}) at {addr:?}"
+                );
+            }
+        }
+        if batches % 100 == 0 {
             let report = verify(&fib, fib.rib(), 2_000, batches as u64);
             assert!(
                 report.ok(),
