@@ -1,7 +1,10 @@
 //! The `fibkit` command: argument parsing and printing around the library.
 
+mod bench;
 mod commands;
+mod image;
 mod plots;
+mod replay;
 
 use std::path::PathBuf;
 
@@ -54,6 +57,8 @@ enum Command {
     /// Longest match for each ADDR, or for each line of standard input.
     ///
     /// Prints `address prefix label`, or `address - none` without a match.
+    /// TABLE may also be an image written by `fibkit build` (the prefix is
+    /// then printed as `?`: an image keeps no reference table).
     Lookup {
         #[command(flatten)]
         table: TableArgs,
@@ -70,8 +75,15 @@ enum Command {
         #[command(flatten)]
         table: TableArgs,
         /// Engines to check (repeatable).
-        #[arg(long = "engine", value_name = "SPEC", required = true)]
+        #[arg(
+            long = "engine",
+            value_name = "SPEC",
+            required_unless_present = "image"
+        )]
         engines: Vec<String>,
+        /// Check this saved image (`fibkit build`) against the table instead.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["engines", "updates"])]
+        image: Option<PathBuf>,
         /// Random addresses checked besides the range boundaries.
         #[arg(long, default_value_t = 1_000_000)]
         random: usize,
@@ -86,6 +98,9 @@ enum Command {
         #[arg(long, default_value_t = 5000)]
         check_every: usize,
     },
+    /// Build an engine and save it as an image that `lookup`, `verify
+    /// --image` and the library open with a memory map, without rebuilding.
+    Build(image::BuildArgs),
     /// Write a table (any input format) as `prefix label` text.
     Convert {
         #[command(flatten)]
@@ -97,8 +112,9 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         nexthops_out: Option<PathBuf>,
     },
-    /// Measure lookup throughput (thesis 003, section 3.6 method).
-    Bench(commands::BenchArgs),
+    /// Measure lookup throughput (thesis 003, section 3.6 method) in
+    /// alternating rounds: run 1 of every configuration, then run 2, ...
+    Bench(bench::BenchArgs),
     /// The stride programs of Srinivasan and Varghese (seed 000, Tables 5-8):
     /// memory in KB per level count for fixed and variable strides, with and
     /// without leaf pushing and packed nodes, the programs' own run time, and
@@ -135,6 +151,11 @@ enum Command {
         #[arg(long, default_value_t = 1 << 20)]
         keys: usize,
     },
+    /// Replay an update stream onto a live table while reader threads look
+    /// up keys: changes applied per second, update-to-visible latency,
+    /// reader throughput during the churn against idle, and a final check
+    /// against the reference table on every range boundary.
+    Replay(replay::ReplayArgs),
     /// Generate synthetic traces, or summarise a trace against a table.
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -252,11 +273,19 @@ fn main() {
         } => commands::lookup(&table, &addrs, &engine),
         Command::Verify {
             table,
+            image: Some(image),
+            random,
+            seed,
+            ..
+        } => image::verify(&table, &image, random, seed),
+        Command::Verify {
+            table,
             engines,
             random,
             seed,
             updates,
             check_every,
+            image: None,
         } => commands::verify(
             &table,
             &engines,
@@ -270,7 +299,9 @@ fn main() {
             output,
             nexthops_out,
         } => commands::convert(&table, output.as_deref(), nexthops_out.as_deref()),
-        Command::Bench(args) => commands::bench(&args),
+        Command::Bench(args) => bench::bench(&args),
+        Command::Build(args) => image::build(&args),
+        Command::Replay(args) => replay::replay_command(&args),
         Command::Strides {
             table,
             levels,

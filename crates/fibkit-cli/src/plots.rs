@@ -3,6 +3,9 @@
 //! - `throughput.svg`: median Mlps per engine, one bar per pattern and mode;
 //! - `threads.svg`: aggregate Mlps versus thread count (when several counts
 //!   were measured);
+//! - `bursts.svg`: median Mlps versus keys per call (the `key` mode at 1,
+//!   each `burstN` at N), one line per engine and pattern (when a line has
+//!   two points or more);
 //! - `dxr.svg`: for DXR configurations, RND throughput and bytes per prefix
 //!   versus K (the direct table's bits; D + X for the extended layout), one
 //!   line per layout family (D{K}R, and D{D}X{X}R for each D).
@@ -23,11 +26,7 @@ pub struct EngineFacts {
 }
 
 fn series_name(m: &Measurement) -> String {
-    let mode = match m.mode {
-        Mode::Plain => "plain",
-        Mode::Batch => "batch",
-    };
-    format!("{} {}", m.pattern, mode)
+    format!("{} {}", m.pattern, m.mode)
 }
 
 fn plot_error<E: std::fmt::Debug>(path: &Path) -> impl FnOnce(E) -> anyhow::Error + '_ {
@@ -127,6 +126,11 @@ pub fn write_plots(
     if thread_counts.len() > 1 {
         let path = dir.join("threads.svg");
         threads_lines(&path, measurements, &thread_counts)?;
+        written.push(path);
+    }
+    if !burst_points(&single).is_empty() {
+        let path = dir.join("bursts.svg");
+        bursts_lines(&path, &single)?;
         written.push(path);
     }
     let dxr: Vec<(Layout, &EngineFacts)> = engines
@@ -280,6 +284,62 @@ fn threads_lines(path: &Path, measurements: &[Measurement], thread_counts: &[usi
     Ok(())
 }
 
+/// Keys per call of a measurement's mode: 1 for `key`, N for `burstN`;
+/// `None` for the modes that are not one call per burst.
+fn keys_per_call(mode: Mode) -> Option<usize> {
+    match mode {
+        Mode::Key => Some(1),
+        Mode::Burst(keys) => Some(keys),
+        _ => None,
+    }
+}
+
+/// The (log2 keys per call, median Mlps) points of each engine and
+/// pattern, for the lines with two points or more.
+fn burst_points(measurements: &[&Measurement]) -> Vec<(String, Vec<(f64, f64)>)> {
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for m in measurements {
+        let Some(keys) = keys_per_call(m.mode) else {
+            continue;
+        };
+        let name = format!("{} {}", m.engine, m.pattern);
+        let point = ((keys as f64).log2(), m.median_mlps);
+        match lines.iter_mut().find(|(line, _)| *line == name) {
+            Some((_, points)) => points.push(point),
+            None => lines.push((name, vec![point])),
+        }
+    }
+    lines.retain(|(_, points)| points.len() > 1);
+    for (_, points) in &mut lines {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    lines
+}
+
+fn bursts_lines(path: &Path, measurements: &[&Measurement]) -> Result<()> {
+    let lines = burst_points(measurements);
+    let points = lines.iter().flat_map(|(_, points)| points);
+    let max = points.clone().map(|p| p.1).fold(0.0, f64::max) * 1.1 + 1e-9;
+    let x_max = points.map(|p| p.0).fold(0.0, f64::max);
+    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_error(path))?;
+    let mut chart = xy_chart(
+        &root,
+        path,
+        "Throughput versus keys per call (key = 1, burstN = N)",
+        -0.5..x_max + 0.5,
+        max,
+        ("log2 of keys per call", "million lookups per second"),
+    )?;
+    for (index, (name, points)) in lines.into_iter().enumerate() {
+        let color = Palette99::pick(index).to_rgba();
+        line_with_points(&mut chart, path, points, color, name)?;
+    }
+    legend(&mut chart, path, SeriesLabelPosition::UpperLeft)?;
+    root.present().map_err(plot_error(path))?;
+    Ok(())
+}
+
 fn dxr_versus_k(
     path: &Path,
     dxr: &[(Layout, &EngineFacts)],
@@ -357,6 +417,74 @@ fn dxr_versus_k(
         line_with_points(&mut chart, path, points, color, family.clone())?;
     }
     legend(&mut chart, path, SeriesLabelPosition::UpperLeft)?;
+    root.present().map_err(plot_error(path))?;
+    Ok(())
+}
+
+/// The timeline of `fibkit replay`: reader throughput (top) and changes
+/// published (bottom) per step, over the replay's seconds.
+pub fn replay_timeline(path: &Path, report: &fibkit::replay::ReplayReport) -> Result<()> {
+    let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_error(path))?;
+    let (top, bottom) = root.split_vertically(300);
+    let steps = &report.timeline;
+    let end = steps.last().map_or(1.0, |s| s.at_seconds) + steps.first().map_or(0.1, |_| 0.1);
+    let width = if steps.len() > 1 {
+        steps[1].at_seconds - steps[0].at_seconds
+    } else {
+        end
+    };
+    let max_mlps = steps.iter().map(|s| s.reader_mlps).fold(0.0, f64::max);
+    let mut chart = xy_chart(
+        &top,
+        path,
+        &format!("{}: readers during the replay", report.engine),
+        0.0..end,
+        (max_mlps * 1.15).max(1.0),
+        ("seconds", "reader Mlookups/s"),
+    )?;
+    let idle = report.idle_reader_mlps;
+    line_with_points(
+        &mut chart,
+        path,
+        steps
+            .iter()
+            .map(|s| (s.at_seconds + width / 2.0, s.reader_mlps))
+            .collect(),
+        BLUE.to_rgba(),
+        "during the replay".to_string(),
+    )?;
+    if idle > 0.0 {
+        chart
+            .draw_series(LineSeries::new(
+                vec![(0.0, idle), (end, idle)],
+                BLACK.mix(0.6).stroke_width(1),
+            ))
+            .map_err(plot_error(path))?
+            .label(format!("idle ({idle:.1})"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], BLACK.mix(0.6)));
+    }
+    legend(&mut chart, path, SeriesLabelPosition::LowerRight)?;
+    let max_changes = steps.iter().map(|s| s.changes).max().unwrap_or(0) as f64;
+    let mut chart = xy_chart(
+        &bottom,
+        path,
+        "changes made visible per step",
+        0.0..end,
+        (max_changes * 1.15).max(1.0),
+        ("seconds", "changes"),
+    )?;
+    chart
+        .draw_series(steps.iter().map(|s| {
+            Rectangle::new(
+                [
+                    (s.at_seconds, 0.0),
+                    (s.at_seconds + width * 0.9, s.changes as f64),
+                ],
+                RED.mix(0.7).filled(),
+            )
+        }))
+        .map_err(plot_error(path))?;
     root.present().map_err(plot_error(path))?;
     Ok(())
 }

@@ -198,6 +198,8 @@ fn bench_writes_json_with_every_run() {
         "0",
         "--patterns",
         "rnd,seq,announced",
+        "--modes",
+        "plain,batch",
         "--threads",
         "1,2",
         "--json",
@@ -210,11 +212,122 @@ fn bench_writes_json_with_every_run() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["family"], "IPv6");
     let measurements = report["measurements"].as_array().unwrap();
-    // (rnd: plain+batch, seq: plain, announced: plain+batch) x 2 thread counts x (ceiling + radix)
-    assert_eq!(measurements.len(), 5 * 2 * 2);
+    // Per thread count (2): the ceiling once per pattern (3), radix in
+    // plain and batch for rnd and announced, plain only for seq (5).
+    assert_eq!(measurements.len(), (3 + 5) * 2);
     assert!(measurements
         .iter()
         .all(|m| m["runs_mlps"].as_array().unwrap().len() == 3));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bench_measures_every_mode_in_rounds_with_a_baseline() {
+    let dir = scratch("bench-modes");
+    let json = dir.join("bench.json");
+    let table = data("linx-rib-ipv6.20141225.txt.gz");
+    let out = fibkit(&[
+        "bench",
+        &table,
+        "--engine",
+        "radix",
+        "--engine",
+        "lctrie",
+        "--keys",
+        "3000",
+        "--runs",
+        "3",
+        "--min-seconds",
+        "0",
+        "--patterns",
+        "rnd,seq",
+        "--modes",
+        "plain,key,reader,batch,burst",
+        "--burst",
+        "8,32",
+        "--baseline",
+        "radix/key",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        dir.join("plots").to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for head in [
+        "median Mlps",
+        "min Mlps",
+        "ns/lookup",
+        "Mlps of rounds 1..3",
+    ] {
+        assert!(stdout.contains(head), "missing {head}: {stdout}");
+    }
+    assert!(
+        stdout.contains("ratio to radix/key: median of the per-round ratios"),
+        "{stdout}"
+    );
+    assert!(text(&out.stderr).contains("round 3 of 3 done"));
+    assert!(dir.join("plots/bursts.svg").exists());
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let measurements = report["measurements"].as_array().unwrap();
+    let modes = |pattern: &str, engine: &str| -> Vec<String> {
+        measurements
+            .iter()
+            .filter(|m| m["pattern"] == pattern && m["engine"] == engine)
+            .map(|m| m["mode"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        modes("rnd", "lctrie"),
+        ["plain", "key", "reader", "batch", "burst8", "burst32"]
+    );
+    // Dependent lookups are not batched.
+    assert_eq!(modes("seq", "radix"), ["plain", "key", "reader"]);
+    assert_eq!(modes("rnd", "ceiling"), ["plain"]);
+    for m in measurements {
+        assert_eq!(m["runs_mlps"].as_array().unwrap().len(), 3, "{m}");
+        let ratio = &m["ratio"];
+        assert_eq!(ratio["baseline"], "radix/key", "{m}");
+        assert_eq!(ratio["rounds"].as_array().unwrap().len(), 3, "{m}");
+        if m["engine"] == "radix" && m["mode"] == "key" {
+            assert_eq!(ratio["median"], 1.0);
+        }
+    }
+    // Every mode of every engine gave the same results on the same keys.
+    for pattern in ["rnd", "seq"] {
+        let mut checksums = measurements
+            .iter()
+            .filter(|m| m["pattern"] == pattern && m["engine"] != "ceiling")
+            .map(|m| m["checksum"].as_u64().unwrap());
+        let first = checksums.next().unwrap();
+        assert!(checksums.all(|c| c == first), "{pattern}");
+    }
+    let bad: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--modes", "fast"], "`fast` is not a mode"),
+        (vec!["--burst", "0"], "--burst"),
+        (
+            vec!["--baseline", "cpe"],
+            "`cpe` is not among the measured engines",
+        ),
+        (
+            vec!["--baseline", "radix/burst64"],
+            "mode burst64 is not measured",
+        ),
+        (vec!["--baseline", "radix/turbo"], "`turbo` is not a mode"),
+        (
+            vec!["--baseline", "ceiling", "--no-ceiling"],
+            "drop --no-ceiling",
+        ),
+    ];
+    for (extra, expected) in bad {
+        let mut args = vec!["bench", &table, "--engine", "radix", "--keys", "100"];
+        args.extend(extra.iter().copied());
+        let out = fibkit(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(expected), "{extra:?}: {stderr}");
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -346,4 +459,176 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(out.status.success());
     assert!(text(&out.stderr).contains("cleared host bits of 1 prefixes"));
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn replay_reports_rates_latency_readers_and_checks_the_result() {
+    let dir = scratch("replay");
+    let json = dir.join("replay.json");
+    let plot = dir.join("replay.svg");
+    let out = fibkit(&[
+        "replay",
+        &data("dfz-v4-nh.txt.gz"),
+        "--updates",
+        &data("linx-updates-ipv4.20141217.txt.gz"),
+        "--engine",
+        "dxr:k=16",
+        "--speed",
+        "max",
+        "--readers",
+        "1",
+        "--idle-seconds",
+        "0.1",
+        "--keys",
+        "10000",
+        "--random",
+        "1000",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    for want in [
+        "engine           dxr:k=16",
+        "23446 changes (15426 effective, 8020 no-ops) at speed max",
+        "changes/s",
+        "update-to-visible p50",
+        "readers (1)",
+        " 0 failed",
+    ] {
+        assert!(stdout.contains(want), "missing `{want}` in:\n{stdout}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["changes"], 23446);
+    assert!(report["timeline"].as_array().is_some_and(|t| !t.is_empty()));
+    assert!(std::fs::read_to_string(&plot).unwrap().contains("<svg"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A hostile stream: withdrawals of absent prefixes, duplicate
+/// announcements, /0 and /32 changes and malformed lines. Without
+/// `--skip-bad` the first bad line stops it with `file:line`; with it every
+/// bad line is reported, the good changes apply and the table still equals
+/// the reference.
+#[test]
+fn replay_of_a_hostile_stream() {
+    let dir = scratch("hostile");
+    let table = dir.join("table.txt");
+    std::fs::write(&table, "10.0.0.0/8 1\n192.0.2.0/24 2\n").unwrap();
+    let updates = dir.join("updates.txt");
+    std::fs::write(
+        &updates,
+        "100 w 172.16.0.0/12 0.0.0.0\n\
+         100 a 10.1.0.0/16 192.0.2.1\n\
+         100 a 10.1.0.0/16 192.0.2.1\n\
+         101 a 0.0.0.0/0 192.0.2.9\n\
+         101 a 10.1.2.3/32 192.0.2.7\n\
+         102 x 10.2.0.0/16 192.0.2.1\n\
+         102 a 10.2.0.0/33 192.0.2.1\n\
+         not a line at all\n\
+         103 w 0.0.0.0/0 0.0.0.0\n\
+         103 w 10.1.2.3/32 0.0.0.0\n\
+         104 w 10.1.2.3/32 0.0.0.0\n",
+    )
+    .unwrap();
+    let args = |skip: bool| {
+        let mut args = vec![
+            "replay".to_string(),
+            table.display().to_string(),
+            "--format".into(),
+            "table".into(),
+            "--updates".into(),
+            updates.display().to_string(),
+            "--readers".into(),
+            "1".into(),
+            "--idle-seconds".into(),
+            "0".into(),
+            "--keys".into(),
+            "100".into(),
+        ];
+        if skip {
+            args.push("--skip-bad".into());
+        }
+        args
+    };
+    let strict: Vec<String> = args(false);
+    let out = fibkit(&strict.iter().map(String::as_str).collect::<Vec<_>>());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("updates.txt:6:"), "{stderr}");
+    let lenient: Vec<String> = args(true);
+    let out = fibkit(&lenient.iter().map(String::as_str).collect::<Vec<_>>());
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for line in ["line 6:", "line 7:", "line 8:"] {
+        assert!(stderr.contains(line), "`{line}` not reported:\n{stderr}");
+    }
+    assert!(stderr.contains("skipped 3 bad lines"), "{stderr}");
+    // 8 good changes: 5 effective (10.1.0.0/16, /0 and the /32 in, /0
+    // and the /32 out); the withdrawal of an absent prefix, the repeated
+    // announcement and the repeated withdrawal are no-ops.
+    assert!(
+        stdout.contains("8 changes (5 effective, 3 no-ops)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" 0 failed"), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn build_an_image_then_look_up_and_verify_from_it() {
+    let dir = scratch("image");
+    let image = dir.join("v4.fib");
+    let image_arg = image.to_str().unwrap();
+    let out = fibkit(&[
+        "build",
+        &data("dfz-v4-nh.txt.gz"),
+        "--engine",
+        "dir24-8",
+        "-o",
+        image_arg,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("wrote "));
+    let out = fibkit(&["lookup", image_arg, "8.8.8.8", "10.0.0.1"]);
+    assert_eq!(text(&out.stdout), "8.8.8.8 ? 191\n10.0.0.1 - none\n");
+    let out = fibkit(&["lookup", image_arg, "2001:db8::1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("not an IPv4 address"));
+    let out = fibkit(&[
+        "verify",
+        &data("dfz-v4-nh.txt.gz"),
+        "--image",
+        image_arg,
+        "--random",
+        "1000",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains(", 0 failed"));
+    // A damaged image is an error naming the file, not a panic.
+    let mut bytes = std::fs::read(&image).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&image, &bytes).unwrap();
+    let out = fibkit(&["lookup", image_arg, "8.8.8.8"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("v4.fib: checksum mismatch"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = fibkit(&[
+        "build",
+        &data("dfz-v4-nh.txt.gz"),
+        "--engine",
+        "radix",
+        "-o",
+        image_arg,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("cannot be saved as an image"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

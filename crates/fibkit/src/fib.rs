@@ -162,6 +162,15 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
         writer.updater.stats(&self.current.load())
     }
 
+    /// The longest matching prefix and its label, from the reference table
+    /// (engines answer labels only: a DXR range or a trie entry does not
+    /// know which prefix it came from). Costs a walk of the reference trie
+    /// under the writer's lock, about as slow as the `radix` engine: for
+    /// reporting, not for every packet.
+    pub fn lookup_prefix(&self, addr: A) -> Option<(Prefix<A>, Label)> {
+        self.lock().rib.longest_match(addr)
+    }
+
     /// Runs `f` on the reference table (the writer waits meanwhile).
     pub fn with_rib<R>(&self, f: impl FnOnce(&Rib<A>) -> R) -> R {
         f(&self.lock().rib)
@@ -369,6 +378,13 @@ impl<A: EngineFamily, U: Updater<A>> LocalFib<A, U> {
     /// The reference table.
     pub fn rib(&self) -> &Rib<A> {
         &self.rib
+    }
+
+    /// The longest matching prefix and its label, from the reference table
+    /// (a walk of the reference trie, about as slow as the `radix` engine;
+    /// [`Lookup::lookup`] gives the label alone at the engine's speed).
+    pub fn lookup_prefix(&self, addr: A) -> Option<(Prefix<A>, Label)> {
+        self.rib.longest_match(addr)
     }
 
     /// The engine's updater.

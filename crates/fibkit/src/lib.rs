@@ -24,13 +24,16 @@ pub mod addr;
 pub mod bench;
 pub mod engine;
 pub mod engines;
+mod error;
 pub mod fib;
+pub mod image;
 pub mod labels;
 #[doc(hidden)]
 pub mod legacy;
 pub mod load;
 pub mod prefix;
 pub mod registry;
+pub mod replay;
 pub mod rib;
 pub mod spec;
 pub mod storage;
@@ -39,6 +42,7 @@ pub mod verify;
 
 pub use addr::{Addr, Family};
 pub use engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
+pub use error::Error;
 pub use fib::{Fib, LocalFib, Published, Reader, UpdateSummary};
 pub use prefix::{Label, Prefix, PrefixError};
 pub use registry::{

@@ -3,6 +3,8 @@
 use std::cmp::Ordering;
 use std::fmt::{self, Display};
 
+use std::net::{Ipv4Addr, Ipv6Addr};
+
 use crate::addr::{Addr, Family};
 
 /// What a prefix maps to: an opaque 32-bit value (a next-hop index, an AS
@@ -220,12 +222,96 @@ impl<A: Addr> Display for Prefix<A> {
     }
 }
 
+/// `(address, length)` pairs of the standard library's address types as
+/// prefixes, host bits cleared (`(Ipv4Addr::new(10, 1, 2, 3), 8)` is
+/// `10.0.0.0/8`); lengths past the address width are an error.
+impl TryFrom<(Ipv4Addr, u8)> for Prefix<u32> {
+    type Error = PrefixError;
+    fn try_from((addr, plen): (Ipv4Addr, u8)) -> Result<Self, PrefixError> {
+        prefix_from_parts(u32::from(addr), plen)
+    }
+}
+
+/// See the IPv4 conversion.
+impl TryFrom<(Ipv6Addr, u8)> for Prefix<u128> {
+    type Error = PrefixError;
+    fn try_from((addr, plen): (Ipv6Addr, u8)) -> Result<Self, PrefixError> {
+        prefix_from_parts(u128::from(addr), plen)
+    }
+}
+
+fn prefix_from_parts<A: Addr>(addr: A, plen: u8) -> Result<Prefix<A>, PrefixError> {
+    if plen > A::BITS {
+        return Err(PrefixError::BadLength {
+            text: plen.to_string(),
+            max: A::BITS,
+        });
+    }
+    Ok(Prefix::new_masked(addr, plen))
+}
+
+/// `ipnet` prefixes (feature `ipnet`): always valid, host bits cleared.
+#[cfg(feature = "ipnet")]
+impl From<ipnet::Ipv4Net> for Prefix<u32> {
+    fn from(net: ipnet::Ipv4Net) -> Self {
+        Prefix::new_masked(u32::from(net.addr()), net.prefix_len())
+    }
+}
+
+/// See the IPv4 conversion.
+#[cfg(feature = "ipnet")]
+impl From<ipnet::Ipv6Net> for Prefix<u128> {
+    fn from(net: ipnet::Ipv6Net) -> Self {
+        Prefix::new_masked(u128::from(net.addr()), net.prefix_len())
+    }
+}
+
+/// A prefix back as an `ipnet` prefix (feature `ipnet`).
+#[cfg(feature = "ipnet")]
+impl From<Prefix<u32>> for ipnet::Ipv4Net {
+    fn from(prefix: Prefix<u32>) -> Self {
+        ipnet::Ipv4Net::new(Ipv4Addr::from(prefix.addr()), prefix.plen())
+            .expect("a prefix length is at most 32")
+    }
+}
+
+/// See the IPv4 conversion.
+#[cfg(feature = "ipnet")]
+impl From<Prefix<u128>> for ipnet::Ipv6Net {
+    fn from(prefix: Prefix<u128>) -> Self {
+        ipnet::Ipv6Net::new(Ipv6Addr::from(prefix.addr()), prefix.plen())
+            .expect("a prefix length is at most 128")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn v4(text: &str) -> Prefix<u32> {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn std_and_ipnet_conversions() {
+        use std::net::{Ipv4Addr, Ipv6Addr};
+        let p = Prefix::<u32>::try_from((Ipv4Addr::new(10, 1, 2, 3), 8)).unwrap();
+        assert_eq!(p.to_string(), "10.0.0.0/8");
+        assert!(Prefix::<u32>::try_from((Ipv4Addr::LOCALHOST, 33)).is_err());
+        let p6 = Prefix::<u128>::try_from((Ipv6Addr::LOCALHOST, 128)).unwrap();
+        assert_eq!(p6.to_string(), "::1/128");
+        #[cfg(feature = "ipnet")]
+        {
+            let net: ipnet::Ipv4Net = "192.0.2.0/24".parse().unwrap();
+            let p: Prefix<u32> = net.into();
+            assert_eq!(p.to_string(), "192.0.2.0/24");
+            assert_eq!(ipnet::Ipv4Net::from(p), net);
+            let net6: ipnet::Ipv6Net = "2001:db8::/32".parse().unwrap();
+            assert_eq!(ipnet::Ipv6Net::from(Prefix::<u128>::from(net6)), net6);
+            let mut rib = crate::Rib::<u32>::new();
+            rib.insert(net.into(), 7);
+            assert_eq!(rib.lookup(0xc000_0201), Some(7));
+        }
     }
 
     #[test]

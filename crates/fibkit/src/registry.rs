@@ -14,6 +14,7 @@ use std::fmt;
 use crate::addr::{Addr, Family};
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::engines;
+use crate::image::{Image, ImageError, Mapped, SectionData};
 use crate::legacy::Legacy;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
@@ -403,6 +404,117 @@ pub fn build<A: EngineFamily>(spec: &str, rib: &Rib<A>) -> Result<A::Snapshot, B
     let config: A::Config = spec.parse()?;
     let (_, snapshot) = A::Engine::build(&config, rib)?;
     Ok(snapshot)
+}
+
+/// The engines that can be saved as an image (`fibkit build`), per family,
+/// and the snapshots that read one in place.
+pub trait ImageFamily: EngineFamily {
+    /// A snapshot read in place from an image.
+    type Mapped: Lookup<Self> + Clone;
+
+    /// The arrays of `snapshot` to save, or `None` if its engine cannot be
+    /// saved.
+    fn image_sections(snapshot: &Self::Snapshot) -> Option<Vec<SectionData<'_>>>;
+
+    /// The snapshot saved in `image` (whose family is this one), checked.
+    fn open_image(image: &Image) -> Result<Self::Mapped, ImageError>;
+}
+
+/// Engines whose snapshots can be saved as images, for error messages.
+const IMAGE_ENGINES: &str = "dir24-8";
+
+fn image_unsupported(spec: &str) -> ImageError {
+    ImageError::Unsupported {
+        engine: spec.to_string(),
+        engines: IMAGE_ENGINES.to_string(),
+    }
+}
+
+/// An IPv4 snapshot read in place from an image.
+#[derive(Clone)]
+pub enum MappedV4 {
+    /// `dir24-8`.
+    Dir24_8(engines::dir24_8::Dir24_8<Mapped>),
+}
+
+impl Lookup<u32> for MappedV4 {
+    #[inline(always)]
+    fn lookup(&self, addr: u32) -> Option<Label> {
+        match self {
+            MappedV4::Dir24_8(snapshot) => snapshot.lookup(addr),
+        }
+    }
+    fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<Label>]) {
+        match self {
+            MappedV4::Dir24_8(snapshot) => snapshot.lookup_batch(addrs, out),
+        }
+    }
+    fn memory_bytes(&self) -> usize {
+        match self {
+            MappedV4::Dir24_8(snapshot) => snapshot.memory_bytes(),
+        }
+    }
+}
+
+impl ImageFamily for u32 {
+    type Mapped = MappedV4;
+
+    fn image_sections(snapshot: &SnapshotV4) -> Option<Vec<SectionData<'_>>> {
+        match snapshot {
+            SnapshotV4::Dir24_8(snapshot) => Some(snapshot.image_sections()),
+            _ => None,
+        }
+    }
+
+    fn open_image(image: &Image) -> Result<MappedV4, ImageError> {
+        let spec = EngineSpec::parse(image.spec()).map_err(|e| image.invalid(e.to_string()))?;
+        match spec.name.as_str() {
+            "dir24-8" => Ok(MappedV4::Dir24_8(engines::dir24_8::Dir24_8::from_image(
+                image,
+            )?)),
+            _ => Err(image_unsupported(image.spec())),
+        }
+    }
+}
+
+/// An IPv6 snapshot read in place from an image (no IPv6 engine is saved
+/// yet, so none can be).
+#[derive(Clone)]
+pub enum MappedV6 {}
+
+impl Lookup<u128> for MappedV6 {
+    fn lookup(&self, _: u128) -> Option<Label> {
+        match *self {}
+    }
+    fn memory_bytes(&self) -> usize {
+        match *self {}
+    }
+}
+
+impl ImageFamily for u128 {
+    type Mapped = MappedV6;
+
+    fn image_sections(_: &SnapshotV6) -> Option<Vec<SectionData<'_>>> {
+        None
+    }
+
+    fn open_image(image: &Image) -> Result<MappedV6, ImageError> {
+        Err(image_unsupported(image.spec()))
+    }
+}
+
+/// Saves the engine `spec` built from `rib` as an image at `path`.
+pub fn save_image<A: ImageFamily>(
+    spec: &str,
+    rib: &Rib<A>,
+    path: &std::path::Path,
+) -> Result<(), crate::Error> {
+    let config: A::Config = spec.parse()?;
+    let (_, snapshot) = A::Engine::build(&config, rib)?;
+    let canonical = config.to_string();
+    let sections = A::image_sections(&snapshot).ok_or_else(|| image_unsupported(&canonical))?;
+    crate::image::write(path, A::FAMILY, &canonical, &sections)?;
+    Ok(())
 }
 
 #[cfg(test)]

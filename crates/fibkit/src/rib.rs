@@ -166,6 +166,8 @@ impl<A: Addr> Rib<A> {
     }
 
     /// Inserts `prefix` with `label`; returns the label it replaced, if any.
+    /// Other prefix types convert with `.into()` (`ipnet::Ipv4Net`, with the
+    /// `ipnet` feature) or `try_into()` (`(Ipv4Addr, u8)`).
     pub fn insert(&mut self, prefix: Prefix<A>, label: Label) -> Option<Label> {
         let mut slot = Slot::Root;
         loop {

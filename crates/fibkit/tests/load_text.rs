@@ -159,6 +159,10 @@ fn skip_bad_counts_lines_and_duplicates() {
     let table = load_table(&path, &skip).unwrap();
     assert_eq!(table.stats.records, 6);
     assert_eq!(table.stats.skipped, 3); // /33, nonsense, host bits
+    let problems = &table.stats.skipped_problems;
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert!(problems[0].starts_with("line 2: ") && problems[0].contains("prefix length"));
+    assert!(problems[1].starts_with("line 3: ") && problems[2].starts_with("line 6: "));
     assert_eq!(table.stats.routes, 3);
     assert_eq!(table.stats.duplicates, 1);
     // The later label wins.

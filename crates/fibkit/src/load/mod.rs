@@ -14,6 +14,31 @@
 //!
 //! IPv4 and IPv6 prefixes may be mixed in one file; each family goes to its
 //! own reference table.
+//!
+//! Loading a table, building an engine on it, and applying an update
+//! stream:
+//!
+//! ```
+//! use fibkit::load::{load_table, load_updates, LoadOptions};
+//! use fibkit::{Fib, Lookup};
+//!
+//! let dir = std::env::temp_dir().join(format!("fibkit-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! std::fs::write(dir.join("rib.txt"), "10.0.0.0/8 192.0.2.1\n2001:db8::/32 192.0.2.1\n")?;
+//! std::fs::write(dir.join("updates.txt"), "1700000000 a 10.1.0.0/16 192.0.2.2\n")?;
+//!
+//! let table = load_table(&dir.join("rib.txt"), &LoadOptions::default())?;
+//! let fib = Fib::new("dxr", table.v4.clone())?;
+//! let updates = load_updates(&dir.join("updates.txt"), &LoadOptions::default(), table.nexthops.clone())?;
+//! let (v4_changes, _v6_changes) = updates.changes_by_family();
+//! fib.apply(&v4_changes)?;
+//!
+//! // Labels are next-hop indices; the table maps them back to addresses.
+//! let label = fib.snapshot().lookup(u32::from(std::net::Ipv4Addr::new(10, 1, 2, 3)));
+//! assert_eq!(updates.nexthops.addr(label.unwrap()), Some("192.0.2.2".parse()?));
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod mrt;
 pub mod text;
@@ -25,6 +50,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use crate::addr::Addr;
 use crate::prefix::Label;
 use crate::rib::{Change, Rib};
 
@@ -194,8 +220,26 @@ pub struct LoadStats {
     pub duplicates: u64,
     /// Bad lines or records skipped under `skip_bad`.
     pub skipped: u64,
+    /// What was wrong with the first [`MAX_SKIPPED_REPORTED`] of them:
+    /// `line N: problem` (or `record N: problem` for MRT).
+    pub skipped_problems: Vec<String>,
     /// Prefixes whose host bits were cleared under `lenient`.
     pub masked: u64,
+}
+
+/// How many skipped lines [`LoadStats::skipped_problems`] describes; the
+/// rest are only counted, so a file of garbage cannot fill memory.
+pub const MAX_SKIPPED_REPORTED: usize = 1000;
+
+impl LoadStats {
+    /// Counts a skipped line or record and keeps what was wrong with it.
+    pub fn skip(&mut self, place: &str, number: u64, what: &str) {
+        self.skipped += 1;
+        if self.skipped_problems.len() < MAX_SKIPPED_REPORTED {
+            self.skipped_problems
+                .push(format!("{place} {number}: {what}"));
+        }
+    }
 }
 
 /// A loaded table: one reference trie per family.
@@ -246,7 +290,56 @@ pub struct LoadedUpdates {
     pub notes: Vec<String>,
 }
 
+/// What a family takes from loaded tables and update streams: lets code
+/// written once for both families pick its part.
+pub trait FamilyPart: Addr {
+    /// This family's table.
+    fn rib(table: &LoadedTable) -> &Rib<Self>;
+    /// This family's table, to change.
+    fn rib_mut(table: &mut LoadedTable) -> &mut Rib<Self>;
+    /// The change, if it is of this family.
+    fn change(change: AnyChange) -> Option<Change<Self>>;
+}
+
+impl FamilyPart for u32 {
+    fn rib(table: &LoadedTable) -> &Rib<u32> {
+        &table.v4
+    }
+    fn rib_mut(table: &mut LoadedTable) -> &mut Rib<u32> {
+        &mut table.v4
+    }
+    fn change(change: AnyChange) -> Option<Change<u32>> {
+        match change {
+            AnyChange::V4(change) => Some(change),
+            AnyChange::V6(_) => None,
+        }
+    }
+}
+
+impl FamilyPart for u128 {
+    fn rib(table: &LoadedTable) -> &Rib<u128> {
+        &table.v6
+    }
+    fn rib_mut(table: &mut LoadedTable) -> &mut Rib<u128> {
+        &mut table.v6
+    }
+    fn change(change: AnyChange) -> Option<Change<u128>> {
+        match change {
+            AnyChange::V6(change) => Some(change),
+            AnyChange::V4(_) => None,
+        }
+    }
+}
+
 impl LoadedUpdates {
+    /// The changes of family `A` with their timestamps, in stream order.
+    pub fn timed<A: FamilyPart>(&self) -> Vec<(u64, Change<A>)> {
+        self.updates
+            .iter()
+            .filter_map(|update| Some((update.time, A::change(update.change)?)))
+            .collect()
+    }
+
     /// The changes split by family, each in stream order.
     pub fn changes_by_family(&self) -> (Vec<Change<u32>>, Vec<Change<u128>>) {
         let mut v4 = Vec::new();

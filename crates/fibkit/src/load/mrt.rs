@@ -931,7 +931,7 @@ fn framing_failure(
     what: &str,
 ) -> Result<(), LoadError> {
     if options.skip_bad {
-        stats.skipped += 1;
+        stats.skip("record", records.number, what);
         notes.push(format!(
             "MRT: stopped reading at record {} (byte {}): {what}",
             records.number, records.offset
@@ -968,7 +968,7 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
             }
         };
         reader.stats.records += 1;
-        if records.number % PROGRESS_EVERY_RECORDS == 0 {
+        if records.number.is_multiple_of(PROGRESS_EVERY_RECORDS) {
             if let Some(progress) = progress {
                 progress(records.input.raw_bytes_read());
             }
@@ -1007,7 +1007,7 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
         };
         if let Err(what) = result {
             if options.skip_bad {
-                reader.stats.skipped += 1;
+                reader.stats.skip("record", records.number, &what);
             } else {
                 return Err(records.error(&what));
             }
@@ -1057,7 +1057,7 @@ pub fn read_updates(
             }
         };
         loaded.stats.records += 1;
-        if records.number % PROGRESS_EVERY_RECORDS == 0 {
+        if records.number.is_multiple_of(PROGRESS_EVERY_RECORDS) {
             if let Some(progress) = options.progress {
                 progress(records.input.raw_bytes_read());
             }
@@ -1085,7 +1085,7 @@ pub fn read_updates(
         });
         if let Err(what) = result {
             if options.skip_bad {
-                loaded.stats.skipped += 1;
+                loaded.stats.skip("record", records.number, &what);
             } else {
                 return Err(records.error(&what));
             }

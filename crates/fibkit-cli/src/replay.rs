@@ -1,0 +1,198 @@
+//! `fibkit replay`: an update stream replayed onto a live table while reader
+//! threads look up keys (the library's `fibkit::replay`), then a check that
+//! the table equals the reference on every range boundary.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use fibkit::bench::{generate_keys, Pattern};
+use fibkit::load::{self, FamilyPart, LoadOptions, LoadedTable};
+use fibkit::replay::{replay, spread_over_seconds, ReplayOptions, ReplayReport, Speed};
+use fibkit::{EngineFamily, Fib};
+
+use crate::TableArgs;
+
+/// Arguments of `fibkit replay`.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    table: TableArgs,
+    /// The update stream: `time a|w prefix nexthop` text or MRT BGP4MP.
+    #[arg(long, value_name = "FILE")]
+    updates: PathBuf,
+    /// Engine to keep in line with the stream (default: dxr for IPv4,
+    /// cpe for IPv6).
+    #[arg(long = "engine", value_name = "SPEC")]
+    engine: Option<String>,
+    /// Pace of the stream: `max` (as fast as the writer goes), or a factor
+    /// of its recorded pace (`1x`, `100x`).
+    #[arg(long, default_value = "max")]
+    speed: Speed,
+    /// Reader threads looking up keys during the replay (0: none).
+    #[arg(long, default_value_t = 1)]
+    readers: usize,
+    /// Keys per reader call: 1 is one lookup per call through the reader's
+    /// handle, more its batch lookup on that many keys.
+    #[arg(long, default_value_t = 32)]
+    burst: usize,
+    /// Changes due within this many milliseconds of the first pending one
+    /// are applied as one batch.
+    #[arg(long, default_value_t = 1.0)]
+    coalesce_ms: f64,
+    /// The largest batch.
+    #[arg(long, default_value_t = 4096)]
+    max_batch: usize,
+    /// Seconds the readers run on the idle table first (their baseline).
+    #[arg(long, default_value_t = 1.0)]
+    idle_seconds: f64,
+    /// Distinct keys the readers cycle through (uniformly random addresses).
+    #[arg(long, default_value_t = 1 << 20)]
+    keys: usize,
+    /// Random addresses checked at the end besides every range boundary.
+    #[arg(long, default_value_t = 100_000)]
+    random: usize,
+    /// Family to replay: v4 or v6 (default: v4 if the stream has IPv4 changes).
+    #[arg(long, value_parser = ["v4", "v6"])]
+    family: Option<String>,
+    /// Write the report (with its timeline) as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Draw the timeline (reader throughput and changes per step) as SVG.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+}
+
+pub fn replay_command(args: &ReplayArgs) -> Result<bool> {
+    let (table, _) = crate::commands::load_table(&args.table)?;
+    let options = LoadOptions {
+        format: None,
+        skip_bad: args.table.skip_bad,
+        lenient: args.table.lenient,
+        ..LoadOptions::default()
+    };
+    let updates = load::load_updates(&args.updates, &options, table.nexthops.clone())?;
+    for note in &updates.notes {
+        eprintln!("fibkit: {note}");
+    }
+    crate::commands::report_skipped(&args.updates, &updates.stats);
+    let has_v4 = !updates.timed::<u32>().is_empty();
+    let v6 = match args.family.as_deref() {
+        Some(family) => family == "v6",
+        None => !has_v4,
+    };
+    if v6 {
+        replay_family::<u128>(args, &table, &updates, "cpe")
+    } else {
+        replay_family::<u32>(args, &table, &updates, "dxr")
+    }
+}
+
+fn replay_family<A: EngineFamily + FamilyPart>(
+    args: &ReplayArgs,
+    table: &LoadedTable,
+    updates: &load::LoadedUpdates,
+    default_engine: &str,
+) -> Result<bool> {
+    let stream = spread_over_seconds(&updates.timed::<A>());
+    if stream.is_empty() {
+        bail!(
+            "{}: no {} changes to replay",
+            args.updates.display(),
+            A::FAMILY
+        );
+    }
+    let rib = A::rib(table);
+    let spec = args.engine.as_deref().unwrap_or(default_engine);
+    let fib = Fib::<A>::new(spec, rib.clone())?;
+    let keys = if args.readers > 0 {
+        generate_keys::<A>(&Pattern::Rnd, args.keys.max(1), 1, rib)?
+    } else {
+        Vec::new()
+    };
+    let options = ReplayOptions {
+        speed: args.speed,
+        coalesce: Duration::from_secs_f64(args.coalesce_ms.max(0.0) / 1e3),
+        max_batch: args.max_batch,
+        readers: args.readers,
+        reader_burst: args.burst,
+        idle: Duration::from_secs_f64(args.idle_seconds.max(0.0)),
+        ..ReplayOptions::default()
+    };
+    let report = replay(&fib, &stream, &keys, &options);
+    print_report(&report, &args.speed, args.readers)?;
+    let check = fib.with_rib(|rib| fibkit::verify(&*fib.snapshot(), rib, args.random, 1));
+    writeln!(
+        std::io::stdout(),
+        "final check      {} addresses, {} passed, {} failed",
+        check.checked,
+        check.passed,
+        check.failed
+    )?;
+    for mismatch in &check.mismatches {
+        writeln!(std::io::stdout(), "  mismatch {mismatch}")?;
+    }
+    if let Some(path) = &args.json {
+        let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        serde_json::to_writer_pretty(BufWriter::new(file), &report)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.plot {
+        crate::plots::replay_timeline(path, &report)?;
+        eprintln!("fibkit: wrote {}", path.display());
+    }
+    Ok(check.ok() && report.errors.is_empty())
+}
+
+fn print_report(report: &ReplayReport, speed: &Speed, readers: usize) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let speed = match speed {
+        Speed::Max => "max".to_string(),
+        Speed::Factor(factor) => format!("{factor}x"),
+    };
+    writeln!(out, "engine           {}", report.engine)?;
+    writeln!(
+        out,
+        "stream           {} changes ({} effective, {} no-ops) at speed {speed}",
+        report.changes, report.effective, report.no_ops
+    )?;
+    writeln!(
+        out,
+        "batches          {} ({} rebuilds, {} failed)",
+        report.batches,
+        report.rebuilds,
+        report.errors.len()
+    )?;
+    for error in &report.errors {
+        writeln!(out, "  failed: {error}")?;
+    }
+    writeln!(
+        out,
+        "time             {:.3} s wall, writer busy {:.3} s",
+        report.seconds, report.writer_busy_seconds
+    )?;
+    writeln!(
+        out,
+        "changes/s        {:.0} per wall second, {:.0} per busy second",
+        report.changes_per_second, report.changes_per_busy_second
+    )?;
+    writeln!(
+        out,
+        "update-to-visible p50 {:.1} us, p99 {:.1} us, max {:.1} us",
+        report.latency.p50_us, report.latency.p99_us, report.latency.max_us
+    )?;
+    if readers > 0 {
+        writeln!(
+            out,
+            "readers ({readers})      {:.1} Mlps idle, {:.1} Mlps during the replay ({:.1}%)",
+            report.idle_reader_mlps,
+            report.churn_reader_mlps,
+            100.0 * report.reader_ratio
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,547 @@
+//! Saved FIB images: a built snapshot written to a file once, then opened
+//! anywhere with a memory map and looked up in place, without copying or
+//! rebuilding (as regex-automata serialises its DFAs).
+//!
+//! ```text
+//! offset  size  field
+//! 0       8     magic "FIBKITIM"
+//! 8       4     format version (little-endian u32, as every header field)
+//! 12      4     byte-order mark 0x01020304 written in the writer's order
+//! 16      1     address family: 4 or 6
+//! 17      1     pointer width of the writer in bytes
+//! 18      2     engine spec length n
+//! 20      4     section count s
+//! 24      8     CRC-32C of every byte after this header, and of the header
+//!               with this field zeroed
+//! 32      8     file length in bytes
+//! 40      n     engine spec, UTF-8 (`dxr:k=20`)
+//! ...     s x 40  sections: name [16 bytes, NUL-padded], offset u64,
+//!                 length u64 (elements), element size u32, reserved u32
+//! then the sections' data, each at a 64-byte-aligned offset, in the
+//! writer's byte order
+//! ```
+//!
+//! Opening checks, before any lookup: the magic, version, byte order and
+//! pointer width (an image from another version or architecture is an
+//! error naming it), the file length, the checksum, and that every section
+//! lies inside the file, is aligned for its element type and has the
+//! element size the reader expects. The engine then checks every invariant
+//! its lookups rely on (every index in bounds), so a tampered image with a
+//! correct checksum is still an error, never an out-of-bounds read.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::addr::Family;
+use crate::storage::{Plain, Storage};
+
+/// The first bytes of every image.
+pub const MAGIC: &[u8; 8] = b"FIBKITIM";
+/// The format version this build writes and reads.
+pub const VERSION: u32 = 1;
+const BYTE_ORDER_MARK: u32 = 0x0102_0304;
+const HEADER_BYTES: usize = 40;
+const SECTION_ENTRY_BYTES: usize = 40;
+const SECTION_NAME_BYTES: usize = 16;
+/// Sections start on cache-line boundaries.
+const SECTION_ALIGN: usize = 64;
+/// The largest section count a reader accepts (engines have a handful).
+const MAX_SECTIONS: usize = 64;
+
+/// Why an image could not be written or opened.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// Reading or writing the file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid image of this version for this machine.
+    #[error("{path}: {why}")]
+    Invalid {
+        /// The file (or `<bytes>` for an image in memory).
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The engine cannot be saved as an image.
+    #[error("engine `{engine}` cannot be saved as an image (engines that can: {engines})")]
+    Unsupported {
+        /// The engine spec.
+        engine: String,
+        /// Engines that can.
+        engines: String,
+    },
+}
+
+/// A section to write: its name and its elements' bytes.
+pub struct SectionData<'a> {
+    name: &'static str,
+    bytes: &'a [u8],
+    elements: usize,
+    element_bytes: usize,
+}
+
+impl<'a> SectionData<'a> {
+    /// The section `name` holding `elements`.
+    pub fn new<T: Plain>(name: &'static str, elements: &'a [T]) -> Self {
+        assert!(name.len() <= SECTION_NAME_BYTES, "section name too long");
+        // SAFETY: `T: Plain` has no padding bytes, so every byte of the
+        // slice is initialised; the length is the slice's size in bytes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                elements.as_ptr().cast::<u8>(),
+                std::mem::size_of_val(elements),
+            )
+        };
+        SectionData {
+            name,
+            bytes,
+            elements: elements.len(),
+            element_bytes: std::mem::size_of::<T>(),
+        }
+    }
+}
+
+/// Serialises an engine's snapshot: `family`, `spec`, and its sections.
+pub fn to_bytes(family: Family, spec: &str, sections: &[SectionData<'_>]) -> Vec<u8> {
+    let table_end = HEADER_BYTES + spec.len() + sections.len() * SECTION_ENTRY_BYTES;
+    let mut offsets = Vec::with_capacity(sections.len());
+    let mut end = table_end;
+    for section in sections {
+        let start = end.next_multiple_of(SECTION_ALIGN);
+        offsets.push(start);
+        end = start + section.bytes.len();
+    }
+    let mut bytes = vec![0u8; end];
+    bytes[..8].copy_from_slice(MAGIC);
+    bytes[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    bytes[12..16].copy_from_slice(&BYTE_ORDER_MARK.to_ne_bytes());
+    bytes[16] = match family {
+        Family::V4 => 4,
+        Family::V6 => 6,
+    };
+    bytes[17] = std::mem::size_of::<usize>() as u8;
+    bytes[18..20].copy_from_slice(&(spec.len() as u16).to_le_bytes());
+    bytes[20..24].copy_from_slice(&(sections.len() as u32).to_le_bytes());
+    bytes[32..40].copy_from_slice(&(end as u64).to_le_bytes());
+    bytes[HEADER_BYTES..HEADER_BYTES + spec.len()].copy_from_slice(spec.as_bytes());
+    for (i, (section, &offset)) in sections.iter().zip(&offsets).enumerate() {
+        let entry = HEADER_BYTES + spec.len() + i * SECTION_ENTRY_BYTES;
+        bytes[entry..entry + section.name.len()].copy_from_slice(section.name.as_bytes());
+        let at = entry + SECTION_NAME_BYTES;
+        bytes[at..at + 8].copy_from_slice(&(offset as u64).to_le_bytes());
+        bytes[at + 8..at + 16].copy_from_slice(&(section.elements as u64).to_le_bytes());
+        bytes[at + 16..at + 20].copy_from_slice(&(section.element_bytes as u32).to_le_bytes());
+        bytes[offset..offset + section.bytes.len()].copy_from_slice(section.bytes);
+    }
+    let checksum = crc32fast::hash(&bytes) as u64;
+    bytes[24..32].copy_from_slice(&checksum.to_le_bytes());
+    bytes
+}
+
+/// Writes an image to `path`.
+pub fn write(
+    path: &Path,
+    family: Family,
+    spec: &str,
+    sections: &[SectionData<'_>],
+) -> Result<(), ImageError> {
+    std::fs::write(path, to_bytes(family, spec, sections)).map_err(|source| ImageError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The bytes of an opened image: a memory map, or an aligned copy in memory.
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    /// `u64` words keep the buffer 8-byte aligned; `len` bytes are used.
+    Owned {
+        words: Vec<u64>,
+        len: usize,
+    },
+}
+
+impl Bytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(map) => map,
+            // SAFETY: the words vector holds at least `len` initialised bytes.
+            Bytes::Owned { words, len } => unsafe {
+                std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), *len)
+            },
+        }
+    }
+}
+
+/// An opened, validated image: its family, engine spec and sections, over
+/// bytes that stay alive as long as any array taken from it.
+#[derive(Clone)]
+pub struct Image {
+    bytes: Arc<Bytes>,
+    path: PathBuf,
+    family: Family,
+    spec: String,
+    sections: Vec<Section>,
+}
+
+#[derive(Clone, Debug)]
+struct Section {
+    name: String,
+    offset: usize,
+    elements: usize,
+    element_bytes: usize,
+}
+
+impl fmt::Debug for Image {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Image")
+            .field("path", &self.path)
+            .field("family", &self.family)
+            .field("spec", &self.spec)
+            .field("sections", &self.sections)
+            .finish()
+    }
+}
+
+impl Image {
+    /// Maps `path` and validates its header, checksum and section table.
+    pub fn open(path: &Path) -> Result<Image, ImageError> {
+        let io = |source| ImageError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        // SAFETY: the map is read-only; fibkit never writes the file while
+        // it is mapped. Another process truncating or rewriting the file
+        // underneath would change what lookups read (as for any mapped
+        // file); images are written once and then only read.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        Self::validate(Bytes::Mapped(map), path.to_path_buf())
+    }
+
+    /// Validates an image held in memory (copied into aligned storage).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Image, ImageError> {
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        // SAFETY: `words` has at least `bytes.len()` bytes of room.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                words.as_mut_ptr().cast::<u8>(),
+                bytes.len(),
+            );
+        }
+        Self::validate(
+            Bytes::Owned {
+                words,
+                len: bytes.len(),
+            },
+            PathBuf::from("<bytes>"),
+        )
+    }
+
+    fn validate(bytes: Bytes, path: PathBuf) -> Result<Image, ImageError> {
+        let invalid = |why: String| ImageError::Invalid {
+            path: path.clone(),
+            why,
+        };
+        let data = bytes.as_slice();
+        if data.len() < HEADER_BYTES || &data[..8] != MAGIC {
+            return Err(invalid(
+                "not a fibkit image (no FIBKITIM header)".to_string(),
+            ));
+        }
+        let u32_at = |at: usize| u32::from_le_bytes(data[at..at + 4].try_into().expect("4 bytes"));
+        let u64_at = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().expect("8 bytes"));
+        let version = u32_at(8);
+        if version != VERSION {
+            return Err(invalid(format!(
+                "image format version {version}, but this fibkit reads version {VERSION} \
+                 (rebuild the image with this fibkit)"
+            )));
+        }
+        if data[12..16] != BYTE_ORDER_MARK.to_ne_bytes() {
+            return Err(invalid(
+                "the image was written on a machine of the other byte order (rebuild it here)"
+                    .to_string(),
+            ));
+        }
+        if data[17] as usize != std::mem::size_of::<usize>() {
+            return Err(invalid(format!(
+                "the image was written on a {}-bit machine, this is {}-bit (rebuild it here)",
+                data[17] as usize * 8,
+                std::mem::size_of::<usize>() * 8
+            )));
+        }
+        let family = match data[16] {
+            4 => Family::V4,
+            6 => Family::V6,
+            other => return Err(invalid(format!("unknown address family byte {other}"))),
+        };
+        let file_len = u64_at(32);
+        if file_len != data.len() as u64 {
+            return Err(invalid(format!(
+                "the file has {} bytes but its header says {file_len} (truncated or extended)",
+                data.len()
+            )));
+        }
+        let stored = u64_at(24);
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&data[..24]);
+        hasher.update(&[0u8; 8]);
+        hasher.update(&data[32..]);
+        if hasher.finalize() as u64 != stored {
+            return Err(invalid(
+                "checksum mismatch: the image is damaged".to_string(),
+            ));
+        }
+        let spec_len = u16::from_le_bytes([data[18], data[19]]) as usize;
+        let section_count = u32_at(20) as usize;
+        if section_count > MAX_SECTIONS {
+            return Err(invalid(format!(
+                "{section_count} sections (at most {MAX_SECTIONS})"
+            )));
+        }
+        let table_end = HEADER_BYTES + spec_len + section_count * SECTION_ENTRY_BYTES;
+        if table_end > data.len() {
+            return Err(invalid(
+                "the section table runs past the end of the file".to_string(),
+            ));
+        }
+        let spec = std::str::from_utf8(&data[HEADER_BYTES..HEADER_BYTES + spec_len])
+            .map_err(|_| invalid("the engine spec is not UTF-8".to_string()))?
+            .to_string();
+        let mut sections = Vec::with_capacity(section_count);
+        for i in 0..section_count {
+            let entry = HEADER_BYTES + spec_len + i * SECTION_ENTRY_BYTES;
+            let name_bytes = &data[entry..entry + SECTION_NAME_BYTES];
+            let name_len = name_bytes
+                .iter()
+                .position(|&b| b == 0)
+                .unwrap_or(SECTION_NAME_BYTES);
+            let name = std::str::from_utf8(&name_bytes[..name_len])
+                .map_err(|_| invalid(format!("section {i} has a name that is not UTF-8")))?
+                .to_string();
+            let at = entry + SECTION_NAME_BYTES;
+            let offset = u64_at(at);
+            let elements = u64_at(at + 8);
+            let element_bytes = u32_at(at + 16) as u64;
+            let end = elements
+                .checked_mul(element_bytes)
+                .and_then(|len| len.checked_add(offset));
+            if offset < table_end as u64 || end.is_none_or(|end| end > data.len() as u64) {
+                return Err(invalid(format!(
+                    "section `{name}` ({elements} x {element_bytes} bytes at {offset}) lies outside the file"
+                )));
+            }
+            if !(offset as usize).is_multiple_of(SECTION_ALIGN) {
+                return Err(invalid(format!("section `{name}` is not aligned")));
+            }
+            sections.push(Section {
+                name,
+                offset: offset as usize,
+                elements: elements as usize,
+                element_bytes: element_bytes as usize,
+            });
+        }
+        Ok(Image {
+            bytes: Arc::new(bytes),
+            path,
+            family,
+            spec,
+            sections,
+        })
+    }
+
+    /// The address family of the saved engine.
+    pub fn family(&self) -> Family {
+        self.family
+    }
+
+    /// The saved engine's spec (`dxr:k=20`).
+    pub fn spec(&self) -> &str {
+        &self.spec
+    }
+
+    /// The file the image was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes of the whole image.
+    pub fn len_bytes(&self) -> usize {
+        self.bytes.as_slice().len()
+    }
+
+    /// An error about this image's content, for engines validating it.
+    pub fn invalid(&self, why: impl Into<String>) -> ImageError {
+        ImageError::Invalid {
+            path: self.path.clone(),
+            why: why.into(),
+        }
+    }
+
+    /// The section `name` as an array of `T`, checked for element size.
+    pub fn array<T: Plain>(&self, name: &str) -> Result<MappedArray<T>, ImageError> {
+        let section = self
+            .sections
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| {
+                self.invalid(format!(
+                    "no section `{name}` (the image is not of this engine)"
+                ))
+            })?;
+        if section.element_bytes != std::mem::size_of::<T>() {
+            return Err(self.invalid(format!(
+                "section `{name}` has {}-byte elements, expected {}",
+                section.element_bytes,
+                std::mem::size_of::<T>()
+            )));
+        }
+        // Sections are 64-byte aligned in the file, and the file bytes are
+        // page-aligned (map) or 8-byte aligned (copy).
+        let base = self.bytes.as_slice().as_ptr();
+        // SAFETY: validation checked `offset + elements * size <= len`.
+        let ptr = unsafe { base.add(section.offset) }.cast::<T>();
+        if !(ptr as usize).is_multiple_of(std::mem::align_of::<T>()) {
+            return Err(self.invalid(format!("section `{name}` is misaligned for its elements")));
+        }
+        Ok(MappedArray {
+            ptr,
+            len: section.elements,
+            _owner: Arc::clone(&self.bytes),
+        })
+    }
+}
+
+/// Arrays read in place from an [`Image`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mapped;
+
+impl Storage for Mapped {
+    type Array<T: Plain> = MappedArray<T>;
+}
+
+/// An array inside an opened image; keeps the image's bytes alive.
+pub struct MappedArray<T> {
+    ptr: *const T,
+    len: usize,
+    _owner: Arc<Bytes>,
+}
+
+// SAFETY: the array is read-only and its bytes are owned by the `Arc` it
+// holds (a read-only map or a private copy), which is `Send + Sync`; `T` is
+// `Plain`, so sharing reads across threads is sound.
+unsafe impl<T: Plain> Send for MappedArray<T> {}
+// SAFETY: as above.
+unsafe impl<T: Plain> Sync for MappedArray<T> {}
+
+impl<T> Clone for MappedArray<T> {
+    fn clone(&self) -> Self {
+        MappedArray {
+            ptr: self.ptr,
+            len: self.len,
+            _owner: Arc::clone(&self._owner),
+        }
+    }
+}
+
+impl<T: Plain> std::ops::Deref for MappedArray<T> {
+    type Target = [T];
+    #[inline(always)]
+    fn deref(&self) -> &[T] {
+        // SAFETY: `Image::array` checked that the `len` elements at `ptr`
+        // lie inside the image's bytes and that `ptr` is aligned for `T`;
+        // `_owner` keeps those bytes alive and unchanged; `T: Plain`
+        // accepts any bit pattern.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T: Plain> fmt::Debug for MappedArray<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MappedArray({} elements)", self.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        let words: Vec<u32> = (0..1000).collect();
+        let halves: Vec<u16> = (0..7).collect();
+        to_bytes(
+            Family::V4,
+            "test:k=1",
+            &[
+                SectionData::new("words", &words),
+                SectionData::new("halves", &halves),
+            ],
+        )
+    }
+
+    #[test]
+    fn round_trip_in_memory_and_on_disk() {
+        let bytes = sample();
+        let image = Image::from_bytes(&bytes).unwrap();
+        assert_eq!(image.spec(), "test:k=1");
+        assert_eq!(image.family(), Family::V4);
+        let words = image.array::<u32>("words").unwrap();
+        assert_eq!(words.len(), 1000);
+        assert_eq!(words[999], 999);
+        assert_eq!(
+            &image.array::<u16>("halves").unwrap()[..],
+            &[0, 1, 2, 3, 4, 5, 6]
+        );
+        assert!(image
+            .array::<u64>("words")
+            .unwrap_err()
+            .to_string()
+            .contains("4-byte"));
+        assert!(image.array::<u32>("nothing").is_err());
+        let path = std::env::temp_dir().join(format!("fibkit-image-{}.fib", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let mapped = Image::open(&path).unwrap();
+        let words = mapped.array::<u32>("words").unwrap();
+        drop(mapped);
+        // The array keeps the map alive after the image handle is gone.
+        assert_eq!(words.iter().map(|&w| w as u64).sum::<u64>(), 999 * 1000 / 2);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn damage_is_an_error_naming_it() {
+        let bytes = sample();
+        let err = |bytes: &[u8]| Image::from_bytes(bytes).unwrap_err().to_string();
+        assert!(err(&bytes[..bytes.len() - 1]).contains("truncated"));
+        assert!(err(b"hello").contains("not a fibkit image"));
+        let mut flipped = bytes.clone();
+        flipped[bytes.len() - 3] ^= 1;
+        assert!(err(&flipped).contains("checksum"));
+        let mut version = bytes.clone();
+        version[8] = 9;
+        assert!(err(&version).contains("version 9"));
+        let mut order = bytes.clone();
+        order[12..16].reverse();
+        assert!(err(&order).contains("byte order"));
+        // A section pointing outside the file, with the checksum fixed up.
+        let mut outside = bytes.clone();
+        let entry = HEADER_BYTES + "test:k=1".len() + SECTION_NAME_BYTES;
+        outside[entry..entry + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        outside[24..32].fill(0);
+        let checksum = crc32fast::hash(&outside) as u64;
+        outside[24..32].copy_from_slice(&checksum.to_le_bytes());
+        assert!(err(&outside).contains("outside the file"));
+        // Every prefix of the file is rejected without a panic.
+        for len in 0..bytes.len().min(400) {
+            assert!(Image::from_bytes(&bytes[..len]).is_err());
+        }
+    }
+}
