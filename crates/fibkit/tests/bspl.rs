@@ -233,7 +233,7 @@ fn replay<A: EngineFamily>(spec: &str, rib: &Rib<A>, changes: &[Change<A>]) -> (
 #[test]
 fn generated_update_streams_v4() {
     let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
-    let changes = generate_changes(rib, 3_000, 11);
+    let changes = generate_changes(rib, 600, 11);
     for spec in ["bspl", "bspl:hybrid"] {
         let (batches, rebuilt) = replay(spec, rib, &changes);
         assert!(
@@ -247,7 +247,7 @@ fn generated_update_streams_v4() {
 fn generated_update_streams_v6() {
     for name in ["dfz-v6-nh.txt.gz", "linx-rib-ipv6.20141225.txt.gz"] {
         let rib = &shared_table(name).v6;
-        let changes = generate_changes(rib, 3_000, 12);
+        let changes = generate_changes(rib, 600, 12);
         for spec in ["bspl", "bspl:hybrid"] {
             let (batches, rebuilt) = replay(spec, rib, &changes);
             // A fresh length the tables cannot hold (a /67 below a
