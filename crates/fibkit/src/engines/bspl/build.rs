@@ -110,10 +110,10 @@ impl SearchTree {
             pending.push((r + 1, lo + len - r - 1, h - 1, d + 1));
         }
         let mut roots = [[0u8; 16]; 16];
-        for lo in 0..n {
-            for hi in lo..n {
+        for (lo, row) in roots.iter_mut().enumerate().take(n) {
+            for (hi, root) in row.iter_mut().enumerate().take(n).skip(lo) {
                 let shallowest = (lo..=hi).min_by_key(|&j| depth[j]).expect("lo <= hi");
-                roots[lo][hi] = shallowest as u8;
+                *root = shallowest as u8;
             }
         }
         SearchTree { roots }
@@ -526,9 +526,9 @@ pub(crate) fn build<A: Addr>(
     let mut snapshot = Bspl {
         first,
         first_bits,
-        levels: [Level::default(); 16],
+        levels: Box::new([Level::default(); 16]),
         level_count: lengths.len() as u8,
-        tree,
+        tree: Box::new(tree),
         b32: Vec::new(),
         b64: Vec::new(),
         b128: Vec::new(),
@@ -553,7 +553,7 @@ pub(crate) fn build<A: Addr>(
         labels,
         entries: per_level.iter().map(Vec::len).sum(),
         blocks,
-        build_stats: stats,
+        build_stats: Box::new(stats),
         trie_nodes: HashMap::new(),
         trie_free: Vec::new(),
     };
@@ -724,7 +724,7 @@ pub(crate) fn replace_entries<A: Addr>(
     work: &mut SeedWork,
     engine: &str,
 ) -> Result<(), BuildError> {
-    let levels = snapshot.levels;
+    let levels = *snapshot.levels;
     for &(level, key) in old {
         let removed = remove_entry(snapshot, &levels[level as usize], key);
         debug_assert!(removed, "a block's recorded keys are in its tables");

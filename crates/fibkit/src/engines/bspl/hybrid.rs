@@ -525,9 +525,9 @@ pub(crate) fn build<A: Addr>(
     let mut snapshot = Bspl {
         first,
         first_bits,
-        levels: [Level::default(); 16],
+        levels: Box::new([Level::default(); 16]),
         level_count: lengths.len() as u8,
-        tree,
+        tree: Box::new(tree),
         b32: Vec::new(),
         b64: Vec::new(),
         b128: Vec::new(),
@@ -552,7 +552,7 @@ pub(crate) fn build<A: Addr>(
         labels,
         entries: per_level.iter().map(Vec::len).sum(),
         blocks,
-        build_stats: stats,
+        build_stats: Box::new(stats),
         trie_nodes,
         trie_free: free,
     };

@@ -158,8 +158,8 @@ pub fn plan_levels<A: Addr>(
     // last at j; from[r][j] the previous table's position.
     let mut best = vec![vec![f64::INFINITY; d + 1]; rounds + 1];
     let mut from = vec![vec![0usize; d + 1]; rounds + 1];
-    for j in 1..=d {
-        best[1][j] = cost(0, j);
+    for (j, bytes) in best[1].iter_mut().enumerate().skip(1) {
+        *bytes = cost(0, j);
     }
     for r in 2..=rounds {
         for j in r..=d {

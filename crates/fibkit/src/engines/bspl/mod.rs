@@ -141,10 +141,13 @@ fn entry_tables(entry: u64) -> (usize, usize) {
 pub struct Bspl<A, S: Storage = Owned> {
     first: S::Array<u64>,
     first_bits: u8,
-    // 16 so that any 4-bit table index is in bounds without a check.
-    levels: [Level; 16],
+    // 16 so that any 4-bit table index is in bounds without a check;
+    // boxed, like the tree, to keep the snapshot enum small.
+    levels: Box<[Level; 16]>,
     level_count: u8,
-    tree: SearchTree,
+    // Boxed: the 256-byte tree would make the snapshot enum of every
+    // engine as large.
+    tree: Box<SearchTree>,
     b32: S::Array<Bucket32>,
     b64: S::Array<Bucket64>,
     b128: S::Array<Bucket128>,
@@ -164,9 +167,9 @@ impl<A, S: Storage> Clone for Bspl<A, S> {
         Bspl {
             first: self.first.clone(),
             first_bits: self.first_bits,
-            levels: self.levels,
+            levels: self.levels.clone(),
             level_count: self.level_count,
-            tree: self.tree,
+            tree: self.tree.clone(),
             b32: self.b32.clone(),
             b64: self.b64.clone(),
             b128: self.b128.clone(),
@@ -185,9 +188,9 @@ impl<A, S: Storage> Clone for Bspl<A, S> {
     fn clone_from(&mut self, source: &Self) {
         self.first.clone_from(&source.first);
         self.first_bits = source.first_bits;
-        self.levels = source.levels;
+        self.levels.clone_from(&source.levels);
         self.level_count = source.level_count;
-        self.tree = source.tree;
+        self.tree.clone_from(&source.tree);
         self.b32.clone_from(&source.b32);
         self.b64.clone_from(&source.b64);
         self.b128.clone_from(&source.b128);
@@ -922,7 +925,7 @@ pub struct BsplUpdater<A> {
     /// Entries in all tables.
     entries: usize,
     /// Statistics of the last full build (and seed work since).
-    build_stats: BsplStats,
+    build_stats: Box<BsplStats>,
     /// Hybrid: the trie nodes (as pointers) each block allocated.
     trie_nodes: HashMap<u32, Vec<u32>>,
     /// Hybrid: freed trie nodes' bases, by stride.
@@ -956,7 +959,7 @@ impl<A: Addr> Updater<A> for BsplUpdater<A> {
     }
 
     fn stats(&self, snapshot: &Bspl<A>) -> BsplStats {
-        let mut stats = self.build_stats.clone();
+        let mut stats = (*self.build_stats).clone();
         let [first, tables, trie, results] = snapshot.part_bytes();
         stats.first_bytes = first;
         stats.table_bytes = tables;
