@@ -604,7 +604,7 @@ fn bspl_report<A: Addr>(
 ) -> Result<()> {
     use fibkit::engines::bspl::{BsplConfig, BsplUpdater};
     use fibkit::{EngineConfig, EngineSpec};
-    let addrs = bench::generate_keys(&Pattern::Rnd, keys, 1, rib)?;
+    let addrs = bench::generate_keys(&bench::Pattern::Rnd, keys, 1, rib)?;
     say!("{} ({} prefixes)", A::FAMILY, rib.len());
     say!(
         "{:<24} {:<28} {:>10} {:>10} {:>10} {:>8} {:>9} {:>9}",

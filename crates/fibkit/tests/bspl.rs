@@ -10,8 +10,8 @@ use fibkit::load::{load_updates, LoadOptions};
 use fibkit::trace::generate_changes;
 use fibkit::verify::check_addresses;
 use fibkit::{
-    build, verify, Addr, BuildError, Change, ConfigV4, EngineFamily, Label, LocalFib, Lookup,
-    Prefix, Rib, SnapshotV4, SnapshotV6,
+    build, verify, BuildError, Change, ConfigV4, EngineFamily, Label, LocalFib, Lookup, Prefix,
+    Rib, SnapshotV4, SnapshotV6,
 };
 use proptest::prelude::*;
 
@@ -180,7 +180,7 @@ fn dense_blocks_build_and_answer() {
     let mut v6 = Rib::<u128>::new();
     let base = 0x2001_0db8_0001u128 << 80;
     for i in 0..40_000u128 {
-        v6.insert(Prefix::new_masked(base | i * 0x1_0001, 128), i as u32);
+        v6.insert(Prefix::new_masked(base | (i * 0x1_0001), 128), i as u32);
     }
     v6.insert(Prefix::new_masked(base, 48), 1);
     for spec in ["bspl", "bspl:hybrid"] {
