@@ -80,6 +80,13 @@ pub const ENGINES: &[EngineInfo] = &[
                 density=1..64)",
     },
     EngineInfo {
+        name: "bspl",
+        ipv4: true,
+        ipv6: true,
+        about: "binary search on prefix lengths with expansion: bspl:levels=K (program-chosen \
+                lengths), first=F, lengths=16+24+32, hybrid (hash 32/64/96 + tries)",
+    },
+    EngineInfo {
         name: "lctrie",
         ipv4: true,
         ipv6: true,
@@ -367,6 +374,8 @@ engine_set! {
         Dxr(engines::dxr::DxrUpdater),
         /// `lctrie`.
         LcTrie(engines::lctrie::LcTrieUpdater<u32>),
+        /// `bspl`.
+        Bspl(engines::bspl::BsplUpdater<u32>),
     }
 }
 
@@ -394,6 +403,8 @@ engine_set! {
         Dxr6(engines::dxr6::Dxr6Updater),
         /// `lctrie`.
         LcTrie(engines::lctrie::LcTrieUpdater<u128>),
+        /// `bspl`.
+        Bspl(engines::bspl::BsplUpdater<u128>),
     }
 }
 

@@ -26,6 +26,10 @@ const ENGINES: &[(&str, bool, bool)] = &[
     ("dxr6:k=8,stride=3", false, true),
     ("lctrie", true, true),
     ("lctrie:lookup=classic", true, true),
+    ("bspl", true, true),
+    ("bspl:levels=3", true, false),
+    ("bspl:first=8,levels=6", true, false),
+    ("bspl:hybrid", true, true),
 ];
 
 #[test]
