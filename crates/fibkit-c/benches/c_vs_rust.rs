@@ -15,7 +15,7 @@
 
 // The C library's source, compiled into this benchmark: its entry points
 // are the ones a C program links.
-#[allow(dead_code, clippy::all, missing_docs)]
+#[allow(dead_code, unused_imports, clippy::all, missing_docs)]
 #[path = "../src/lib.rs"]
 mod c_api;
 
