@@ -144,7 +144,6 @@ impl PyFamily for u32 {
             None => Ok(None),
         }
     }
-
 }
 
 impl PyFamily for u128 {
@@ -174,7 +173,6 @@ impl PyFamily for u128 {
             None => Ok(None),
         }
     }
-
 }
 
 /// Parses every element of a Python sequence: `str` (text address),
