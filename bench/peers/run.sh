@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Peers side by side: fibkit's engines, DPDK rte_lpm / rte_fib / rte_fib6,
 # Go's bart and the Rust crates prefix-trie and treebitmap on the same table
-# and the same keys; checks that every engine returns the reference's label
-# for every key, then prints one comparison table (and saves it as JSON).
+# and the same keys, in alternating rounds (run 1 of every configuration of
+# every harness, then run 2, ...); checks that every engine returns the
+# reference's label for every key, then prints the rounds, the medians and
+# fibkit's ratios to DPDK's call shapes (median of per-round ratios), and
+# saves it all as JSON.
 #
 #   bench/peers/run.sh TABLE [FAMILY]      FAMILY: 4, 6 or all (default: all
 #                                          the families the table has)
@@ -12,13 +15,20 @@
 #   PEERS_PATTERNS     key patterns [rnd for IPv4, announced for IPv6]
 #   PEERS_ENGINES      fibkit engine specs, comma-separated [every registered
 #                      engine of the family but radix, the reference]
+#   PEERS_MODES        fibkit's modes [plain,key,reader,batch,burst]
+#   PEERS_BURSTS       keys per call of fibkit's burst mode [8,32]
+#   PEERS_BASELINES    the configurations fibkit's ratios are taken to
+#                      [DPDK's: rte_lpm/key, rte_lpm/burst8, rte_lpm/burst32,
+#                      rte_fib/burst8, rte_fib/burst32, rte_fib/batch, and
+#                      rte_fib6/burst8, rte_fib6/burst32, rte_fib6/batch]
 #   PEERS_MIN_SECONDS  each run lasts at least this long [1]
-#   PEERS_RUNS         runs per engine, the median is reported [5]
+#   PEERS_ROUNDS       rounds, each running every configuration once; medians
+#                      over rounds are reported [5]
 #   PEERS_SEED         key generator seed [1]
 #   PEERS_CORE         CPU every harness is pinned to [0]
 #   PEERS_EAL_MEM      MB of (non-huge) memory for DPDK's EAL [4096]
 #   PEERS_OUT          scratch directory [bench/peers/target]
-# A quick check: PEERS_KEYS=1000000 PEERS_MIN_SECONDS=0.2 PEERS_RUNS=3.
+# A quick check: PEERS_KEYS=1000000 PEERS_MIN_SECONDS=0.2 PEERS_ROUNDS=3.
 # Exit status: 0 when every engine agrees with the reference on every key,
 # 1 on any disagreement, 2 on any other failure.
 set -euo pipefail
@@ -30,7 +40,9 @@ table="$(realpath "$1")"
 family="${2:-all}"
 keys="${PEERS_KEYS:-16777216}"
 min_seconds="${PEERS_MIN_SECONDS:-1}"
-runs="${PEERS_RUNS:-5}"
+rounds="${PEERS_ROUNDS:-5}"
+bursts="${PEERS_BURSTS:-8,32}"
+baselines="${PEERS_BASELINES:-rte_lpm/key,rte_lpm/burst8,rte_lpm/burst32,rte_fib/burst8,rte_fib/burst32,rte_fib/batch,rte_fib6/burst8,rte_fib6/burst32,rte_fib6/batch}"
 seed="${PEERS_SEED:-1}"
 core="${PEERS_CORE:-0}"
 eal_mem="${PEERS_EAL_MEM:-4096}"
@@ -89,7 +101,7 @@ for fam in $families; do
         patterns=announced # uniform IPv6 keys almost never match a prefix
     fi
     engines="${PEERS_ENGINES:-$("$peers" engines --family "$fam")}"
-    modes=plain,batch
+    modes="${PEERS_MODES:-plain,key,reader,batch,burst}"
     # radix alone (no other engine for the family) is slow: its plain loop only.
     [ "$engines" = radix ] && modes=plain
     for pattern in ${patterns//,/ }; do
@@ -99,12 +111,15 @@ for fam in $families; do
         echo "== IPv$fam, $pattern keys"
         "$peers" prep "$table" --family "$fam" --pattern "$pattern" --keys "$keys" \
             --seed "$seed" --out "$dir"
-        "${pin[@]}" "$peers" run "$dir" --engines "$engines" --modes "$modes" \
-            --min-seconds "$min_seconds" --runs "$runs"
-        "$out/dpdk/peers-dpdk" --no-huge --no-pci --no-shconf --no-telemetry -l "$core" \
-            -m "$eal_mem" --log-level=lib.eal:error --force-max-simd-bitwidth=512 \
-            -- "$fam" "$dir" "$min_seconds" "$runs" </dev/null
-        "${pin[@]}" "$out/bart/peers-bart" "$fam" "$dir" "$min_seconds" "$runs"
+        # The harnesses build their tables, then the driver runs round 1 of
+        # every configuration of every harness, round 2, ... (rounds.rs).
+        "$peers" rounds "$dir" --rounds "$rounds" -- \
+            "${pin[@]}" "$peers" serve "$dir" --engines "$engines" --modes "$modes" \
+                --burst "$bursts" --min-seconds "$min_seconds" :: \
+            "$out/dpdk/peers-dpdk" --no-huge --no-pci --no-shconf --no-telemetry -l "$core" \
+                -m "$eal_mem" --log-level=lib.eal:error --force-max-simd-bitwidth=512 \
+                -- "$fam" "$dir" "$min_seconds" :: \
+            "${pin[@]}" "$out/bart/peers-bart" "$fam" "$dir" "$min_seconds"
         dirs+=("$dir")
     done
 done
@@ -112,7 +127,7 @@ done
 # ---- compare and report
 echo
 echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, every harness on CPU $core;" \
-    "$keys keys, $runs runs of >= $min_seconds s, median (min-max) Mlps)"
+    "$keys keys, $rounds rounds of runs >= $min_seconds s; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 status=0
-"$peers" compare "${dirs[@]}" --json "$out/results.json" || status=$?
+"$peers" compare "${dirs[@]}" --json "$out/results.json" --baselines "$baselines" || status=$?
 exit "$status"

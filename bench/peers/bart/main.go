@@ -1,14 +1,18 @@
 // Command peers-bart times github.com/gaissmai/bart (its Table and its Fast
 // table) on the table and keys that `fibkit-peers prep` wrote, by the method
 // of fibkit's benchmark: keys precomputed (converted to netip.Addr before
-// timing), every result stored, runs of at least MIN_SECONDS, RUNS runs.
+// timing), every result stored, runs of at least MIN_SECONDS.
 //
-//	peers-bart FAMILY DIR MIN_SECONDS RUNS
+//	peers-bart FAMILY DIR MIN_SECONDS
 //
 // Reads DIR/table.txt (`prefix/len label` lines) and DIR/keys.bin (a fibkit
-// binary trace: 8-byte header, then big-endian addresses); writes
-// DIR/results/NAME.res (uint32 label per key, little-endian, MaxUint32 for no
-// match) and DIR/results/NAME.timing. Formats: bench/peers/README.md.
+// binary trace: 8-byte header, then big-endian addresses), builds both
+// tables, then speaks the rounds protocol of `fibkit-peers rounds`
+// (bench/peers/rust/src/rounds.rs) on standard input and output: announces
+// `config NAME peer key BUILD_S` per table and `ready`; for each `run NAME
+// FILE` line times one run, answers `mlps VALUE` and, when FILE is given,
+// writes the results there (uint32 label per key, little-endian, MaxUint32
+// for no match). Formats: bench/peers/README.md.
 package main
 
 import (
@@ -19,7 +23,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -105,64 +108,90 @@ func readKeys(path string, family int) []netip.Addr {
 	return keys
 }
 
-// timeRuns is the timing loop of fibkit's benchmark: whole passes over the
-// keys until at least min has elapsed; Mlps of each run.
-func timeRuns(keys int, min time.Duration, runs int, pass func()) []float64 {
-	mlps := make([]float64, runs)
-	for r := range mlps {
-		start := time.Now()
-		lookups := 0
-		for {
-			pass()
-			lookups += keys
-			if elapsed := time.Since(start); elapsed >= min {
-				mlps[r] = float64(lookups) / elapsed.Seconds() / 1e6
-				break
-			}
+// timeRun is the timing loop of fibkit's benchmark: whole passes over the
+// keys until at least min has elapsed; Mlps.
+func timeRun(keys int, min time.Duration, pass func()) float64 {
+	start := time.Now()
+	lookups := 0
+	for {
+		pass()
+		lookups += keys
+		if elapsed := time.Since(start); elapsed >= min {
+			return float64(lookups) / elapsed.Seconds() / 1e6
 		}
 	}
-	return mlps
 }
 
-func store(dir, stem, engine string, build time.Duration, mlps []float64, out []uint32) {
+func writeResults(path string, out []uint32) {
 	raw := make([]byte, 4*len(out))
 	for i, label := range out {
 		binary.LittleEndian.PutUint32(raw[4*i:], label)
 	}
-	base := filepath.Join(dir, "results", stem)
-	if err := os.WriteFile(base+".res", raw, 0o644); err != nil {
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		fail("%v", err)
 	}
-	runs := make([]string, len(mlps))
-	for i, m := range mlps {
-		runs[i] = strconv.FormatFloat(m, 'f', 4, 64)
+}
+
+// config is one table as the rounds see it: its name, build time and one
+// run into out.
+type config struct {
+	name  string
+	build time.Duration
+	run   func() float64
+}
+
+// serve speaks the rounds protocol until `quit` or the end of input.
+func serve(configs []config, out []uint32) {
+	for _, c := range configs {
+		fmt.Printf("config\t%s\tpeer\tkey\t%.4f\n", c.name, c.build.Seconds())
 	}
-	line := fmt.Sprintf("peer\t%s\t%d\t%.4f\t%s\n", engine, len(out), build.Seconds(), strings.Join(runs, ","))
-	if err := os.WriteFile(base+".timing", []byte(line), 0o644); err != nil {
+	fmt.Println("ready")
+	input := bufio.NewScanner(os.Stdin)
+	input.Buffer(make([]byte, 1<<16), 1<<20)
+	for input.Scan() {
+		fields := strings.SplitN(input.Text(), "\t", 3)
+		if fields[0] == "quit" {
+			return
+		}
+		if fields[0] != "run" || len(fields) < 2 {
+			fail("unknown command `%s`", input.Text())
+		}
+		found := false
+		for _, c := range configs {
+			if c.name != fields[1] {
+				continue
+			}
+			found = true
+			mlps := c.run()
+			if len(fields) == 3 && fields[2] != "" {
+				writeResults(fields[2], out)
+			}
+			fmt.Printf("mlps\t%.4f\n", mlps)
+		}
+		if !found {
+			fail("no configuration `%s`", fields[1])
+		}
+	}
+	if err := input.Err(); err != nil {
 		fail("%v", err)
 	}
-	sorted := append([]float64(nil), mlps...)
-	sort.Float64s(sorted)
-	fmt.Printf("  %-24s %8.2f Mlps (%.2f-%.2f), build %.2f s\n", engine,
-		sorted[len(sorted)/2], sorted[0], sorted[len(sorted)-1], build.Seconds())
 }
 
 func main() {
-	if len(os.Args) != 5 {
-		fail("usage: peers-bart FAMILY DIR MIN_SECONDS RUNS")
+	if len(os.Args) != 4 {
+		fail("usage: peers-bart FAMILY DIR MIN_SECONDS")
 	}
 	family, _ := strconv.Atoi(os.Args[1])
 	dir := os.Args[2]
-	minSeconds, err1 := strconv.ParseFloat(os.Args[3], 64)
-	runs, err2 := strconv.Atoi(os.Args[4])
-	if (family != 4 && family != 6) || err1 != nil || err2 != nil || runs < 1 {
-		fail("FAMILY must be 4 or 6, MIN_SECONDS a number and RUNS at least 1")
+	minSeconds, err := strconv.ParseFloat(os.Args[3], 64)
+	if (family != 4 && family != 6) || err != nil {
+		fail("FAMILY must be 4 or 6 and MIN_SECONDS a number")
 	}
 	min := time.Duration(minSeconds * float64(time.Second))
 	routes := readTable(filepath.Join(dir, "table.txt"))
 	keys := readKeys(filepath.Join(dir, "keys.bin"), family)
 	out := make([]uint32, len(keys))
-	fmt.Printf("peers-bart: IPv%d %d keys, %d prefixes\n", family, len(keys), len(routes))
+	fmt.Fprintf(os.Stderr, "peers-bart: IPv%d %d keys, %d prefixes\n", family, len(keys), len(routes))
 
 	// The two table types are timed by two copies of the loop: a generic
 	// or interface loop would add an indirect call per lookup.
@@ -171,33 +200,35 @@ func main() {
 	for _, r := range routes {
 		table.Insert(r.prefix, r.label)
 	}
-	build := time.Since(start)
-	mlps := timeRuns(len(keys), min, runs, func() {
-		for i, key := range keys {
-			label, ok := table.Lookup(key)
-			if !ok {
-				label = noMatch
-			}
-			out[i] = label
-		}
-	})
-	store(dir, "bart", "bart", build, mlps, out)
-	table = nil
-
+	tableBuild := time.Since(start)
 	start = time.Now()
 	fast := new(bart.Fast[uint32])
 	for _, r := range routes {
 		fast.Insert(r.prefix, r.label)
 	}
-	build = time.Since(start)
-	mlps = timeRuns(len(keys), min, runs, func() {
-		for i, key := range keys {
-			label, ok := fast.Lookup(key)
-			if !ok {
-				label = noMatch
-			}
-			out[i] = label
-		}
-	})
-	store(dir, "bart-fast", "bart/fast", build, mlps, out)
+	fastBuild := time.Since(start)
+	serve([]config{
+		{"bart", tableBuild, func() float64 {
+			return timeRun(len(keys), min, func() {
+				for i, key := range keys {
+					label, ok := table.Lookup(key)
+					if !ok {
+						label = noMatch
+					}
+					out[i] = label
+				}
+			})
+		}},
+		{"bart/fast", fastBuild, func() float64 {
+			return timeRun(len(keys), min, func() {
+				for i, key := range keys {
+					label, ok := fast.Lookup(key)
+					if !ok {
+						label = noMatch
+					}
+					out[i] = label
+				}
+			})
+		}},
+	}, out)
 }

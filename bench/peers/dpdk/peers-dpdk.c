@@ -2,23 +2,30 @@
  * peers-dpdk: DPDK's rte_lpm, rte_fib (DIR24_8) and rte_fib6 (TRIE) on the
  * table and keys that `fibkit-peers prep` wrote, by the same method as
  * fibkit's benchmark: keys precomputed (converted to DPDK's key types before
- * timing), every result stored, runs of at least MIN_SECONDS, RUNS runs.
+ * timing), every result stored, runs of at least MIN_SECONDS.
  *
- *   peers-dpdk [EAL args] -- FAMILY DIR MIN_SECONDS RUNS
+ *   peers-dpdk [EAL args] -- FAMILY DIR MIN_SECONDS
  *
  * FAMILY is 4 or 6. Reads DIR/table.txt (`prefix/len label` lines) and
  * DIR/keys.bin (a fibkit binary trace: 8-byte header, then big-endian
- * addresses); writes DIR/results/NAME.res (u32 label per key, UINT32_MAX
- * for no match) and DIR/results/NAME.timing (`peer NAME keys build_s
- * mlps,...`). File formats: bench/peers/README.md.
+ * addresses), builds the structures, then speaks the rounds protocol of
+ * `fibkit-peers rounds` on standard input and output (bench/peers/rust/
+ * src/rounds.rs): it announces its configurations (`config NAME KIND SHAPE
+ * BUILD_S` lines, then `ready`), and for each `run NAME FILE` line times one
+ * run of NAME, answers `mlps VALUE` and, when FILE is given, writes the
+ * run's results there (u32 label per key, UINT32_MAX for no match). Other
+ * output goes to standard error (EAL's own log lines may reach standard
+ * output; the driver passes them on).
  *
- * Lookups go through DPDK's bulk functions in bursts of 64 keys, as DPDK
- * applications call them per burst of received packets (rte_lpm's bulk
- * function keeps a variable-length array of n entries on the stack, so one
- * call over all keys is not possible anyway). IPv4 is timed three ways:
- * rte_lpm_lookup_bulk, rte_lpm_lookupx4 (the SSE path DPDK's l3fwd uses) and
- * rte_fib_lookup_bulk; rte_fib and rte_fib6 are also timed with their AVX-512
- * lookup where the CPU and the DPDK build have it.
+ * The shapes a datapath calls, per structure:
+ * - rte_lpm: rte_lpm_lookup, one key per call, inline (`rte_lpm/key`);
+ *   rte_lpm_lookupx4, the SSE path of DPDK's l3fwd (`rte_lpm/x4`);
+ *   rte_lpm_lookup_bulk in bursts of 8, 32 and 64 (`rte_lpm/burstN`; its
+ *   variable-length array of n entries on the stack rules out longer calls);
+ * - rte_fib (IPv4) and rte_fib6 (IPv6): the bulk lookup in bursts of 8 and
+ *   32 and on the whole key array in one call (`/burst8`, `/burst32`,
+ *   `/batch`), scalar, and with the AVX-512 lookup (`/avx512/...`) where the
+ *   CPU and the DPDK build have it.
  *
  * Next hops: rte_lpm stores 24 bits and rte_fib/rte_fib6 with 4-byte entries
  * 31 bits (minus the value used for "no route"). When a table's labels do
@@ -242,60 +249,6 @@ static size_t tbl8_groups(const struct route *routes, size_t n, int bits)
 	return total;
 }
 
-struct timing {
-	double build_s;
-	double *mlps;
-};
-
-static void write_results(const char *dir, const char *stem, const char *engine, size_t nkeys,
-			  double build_s, const double *mlps, int runs, const uint32_t *labels)
-{
-	char path[4096];
-	snprintf(path, sizeof path, "%s/results/%s.res", dir, stem);
-	FILE *f = fopen(path, "wb");
-	if (f == NULL || fwrite(labels, sizeof *labels, nkeys, f) != nkeys || fclose(f) != 0) {
-		perror(path);
-		exit(2);
-	}
-	snprintf(path, sizeof path, "%s/results/%s.timing", dir, stem);
-	f = fopen(path, "w");
-	if (f == NULL) {
-		perror(path);
-		exit(2);
-	}
-	fprintf(f, "peer\t%s\t%zu\t%.4f\t", engine, nkeys, build_s);
-	for (int r = 0; r < runs; r++)
-		fprintf(f, "%s%.4f", r ? "," : "", mlps[r]);
-	fprintf(f, "\n");
-	fclose(f);
-	double sorted[64];
-	memcpy(sorted, mlps, runs * sizeof *mlps);
-	for (int i = 1; i < runs; i++)
-		for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
-			double t = sorted[j];
-			sorted[j] = sorted[j - 1];
-			sorted[j - 1] = t;
-		}
-	printf("  %-24s %8.2f Mlps (%.2f-%.2f), build %.2f s\n", engine, sorted[runs / 2],
-	       sorted[0], sorted[runs - 1], build_s);
-}
-
-/* The timing loop of fibkit's benchmark: whole passes over the keys until
- * at least `min_s` has elapsed; Mlps of each of `runs` runs into `mlps`. */
-#define TIME_RUNS(nkeys, min_s, runs, mlps, PASS)                              \
-	do {                                                                       \
-		for (int run_ = 0; run_ < (runs); run_++) {                            \
-			double start_ = now(), elapsed_;                                   \
-			uint64_t lookups_ = 0;                                             \
-			do {                                                               \
-				PASS;                                                          \
-				lookups_ += (nkeys);                                           \
-				elapsed_ = now() - start_;                                     \
-			} while (elapsed_ < (min_s));                                      \
-			(mlps)[run_] = lookups_ / elapsed_ / 1e6;                          \
-		}                                                                      \
-	} while (0)
-
 /*
  * Builders. tbl8 groups are allocated up front; `groups` is what the routes
  * need at the least (tbl8_groups), and a build that runs out (ENOSPC) is
@@ -382,134 +335,257 @@ static struct rte_fib6 *build_fib6(const struct route *routes, size_t n, const s
 	}
 }
 
-static void run_v4(const char *dir, const struct route *routes, size_t n, double min_s, int runs)
-{
-	size_t nkeys;
-	char path[4096];
-	snprintf(path, sizeof path, "%s/keys.bin", dir);
-	uint32_t *keys = read_keys(path, 4, &nkeys);
-	for (size_t i = 0; i < nkeys; i++) /* rte_lpm and rte_fib take host order */
-		keys[i] = ntohl(keys[i]);
-	uint32_t *labels = xmalloc(nkeys * sizeof *labels);
-	double mlps[64];
-	size_t groups = tbl8_groups(routes, n, 32);
-	printf("peers-dpdk: IPv4 %zu keys, %zu prefixes, %zu tbl8 groups\n", nkeys, n, groups);
+/* The timing loop of fibkit's benchmark: whole passes over the keys until
+ * at least `min_s` has elapsed; Mlps into `mlps`. */
+#define TIME_RUN(nkeys, min_s, mlps, PASS)                                     \
+	do {                                                                       \
+		double start_ = now(), elapsed_;                                       \
+		uint64_t lookups_ = 0;                                                 \
+		do {                                                                   \
+			PASS;                                                              \
+			lookups_ += (nkeys);                                               \
+			elapsed_ = now() - start_;                                         \
+		} while (elapsed_ < (min_s));                                          \
+		(mlps) = lookups_ / elapsed_ / 1e6;                                    \
+	} while (0)
 
-	/* rte_lpm: 24-bit next hops, lookups flagged with RTE_LPM_LOOKUP_SUCCESS. */
-	struct labels lpm_labels = label_map(routes, n, (1u << 24) - 1);
+/* How a configuration calls DPDK. */
+enum call { LPM_KEY, LPM_X4, LPM_BULK, FIB_BULK, FIB6_BULK };
+
+struct config {
+	char name[48];
+	char shape[16];
+	enum call call;
+	size_t burst; /* keys per call; 0: the whole key array in one call */
+	int avx512;
 	double build_s;
-	struct rte_lpm *lpm = build_lpm(routes, n, &lpm_labels, groups, &build_s);
-	uint32_t *hops = xmalloc(nkeys * sizeof *hops);
-	TIME_RUNS(nkeys, min_s, runs, mlps, {
-		size_t i_ = 0;
-		for (; i_ + BURST <= nkeys; i_ += BURST)
-			rte_lpm_lookup_bulk(lpm, keys + i_, hops + i_, BURST);
-		if (i_ < nkeys)
-			rte_lpm_lookup_bulk(lpm, keys + i_, hops + i_, nkeys - i_);
-	});
-	for (size_t i = 0; i < nkeys; i++)
-		labels[i] = (hops[i] & RTE_LPM_LOOKUP_SUCCESS)
-				    ? loaded(&lpm_labels, hops[i] & 0x00ffffff)
-				    : NO_MATCH;
-	write_results(dir, "rte_lpm", "rte_lpm", nkeys, build_s, mlps, runs, labels);
+};
 
-	/* The x4 SSE lookup; "no route" is a value no stored next hop has. */
-	const uint32_t lpm_miss = 1u << 24;
-	TIME_RUNS(nkeys, min_s, runs, mlps, {
-		size_t i_ = 0;
-		for (; i_ + 4 <= nkeys; i_ += 4)
-			rte_lpm_lookupx4(lpm, _mm_loadu_si128((const __m128i *)(keys + i_)),
-					 hops + i_, lpm_miss);
-		for (; i_ < nkeys; i_++)
-			if (rte_lpm_lookup(lpm, keys[i_], hops + i_) != 0)
-				hops[i_] = lpm_miss;
-	});
-	for (size_t i = 0; i < nkeys; i++)
-		labels[i] = hops[i] == lpm_miss ? NO_MATCH : loaded(&lpm_labels, hops[i]);
-	write_results(dir, "rte_lpm-x4", "rte_lpm/x4", nkeys, build_s, mlps, runs, labels);
-	rte_lpm_free(lpm);
-	free(hops);
+#define MAX_CONFIGS 16
 
-	/* rte_fib DIR24_8 with 4-byte entries: next hops up to 2^31 - 1; the
-	 * largest one is kept for "no route". */
-	const uint64_t fib_miss = (1ull << 31) - 1;
-	struct labels fib_labels = label_map(routes, n, fib_miss - 1);
-	struct rte_fib *fib = build_fib(routes, n, &fib_labels, fib_miss, groups, &build_s);
-	uint64_t *nh = xmalloc(nkeys * sizeof *nh);
-	for (int avx512 = 0; avx512 < 2; avx512++) {
-		/* Chosen explicitly: with --force-max-simd-bitwidth=512 DPDK's
-		 * default would already be the AVX-512 lookup. */
-		if (!avx512 &&
-		    rte_fib_select_lookup(fib, RTE_FIB_LOOKUP_DIR24_8_SCALAR_INLINE) != 0)
-			die("rte_fib_select_lookup(SCALAR_INLINE) failed");
-		if (avx512 &&
-		    rte_fib_select_lookup(fib, RTE_FIB_LOOKUP_DIR24_8_VECTOR_AVX512) != 0) {
-			printf("  %-24s skipped: no AVX-512 lookup here (needs the CPU flag and "
-			       "EAL --force-max-simd-bitwidth=512)\n", "rte_fib/avx512");
-			break;
-		}
-		TIME_RUNS(nkeys, min_s, runs, mlps, {
-			size_t i_ = 0;
-			for (; i_ + BURST <= nkeys; i_ += BURST)
-				rte_fib_lookup_bulk(fib, keys + i_, nh + i_, BURST);
-			if (i_ < nkeys)
-				rte_fib_lookup_bulk(fib, keys + i_, nh + i_, nkeys - i_);
-		});
-		for (size_t i = 0; i < nkeys; i++)
-			labels[i] = nh[i] == fib_miss ? NO_MATCH : loaded(&fib_labels, nh[i]);
-		write_results(dir, avx512 ? "rte_fib-avx512" : "rte_fib",
-			      avx512 ? "rte_fib/avx512" : "rte_fib", nkeys, build_s, mlps, runs,
-			      labels);
-	}
-	rte_fib_free(fib);
-	free(nh);
-	free(keys);
-	free(labels);
+/* Everything the runs need: keys, structures, result buffers. */
+struct bench {
+	double min_s;
+	size_t nkeys;
+	uint32_t *keys4;        /* host order */
+	uint8_t (*keys6)[16];   /* network order */
+	struct rte_lpm *lpm;
+	struct labels lpm_labels;
+	struct rte_fib *fib;
+	struct rte_fib6 *fib6;
+	struct labels fib_labels;
+	uint32_t *hops; /* rte_lpm's results */
+	uint64_t *nh;   /* rte_fib's and rte_fib6's results */
+	uint32_t *labels;
+	struct config configs[MAX_CONFIGS];
+	int nconfigs;
+};
+
+/* "no route" for rte_lpm's per-key and x4 lookups: a value no stored next
+ * hop has (they are 24 bits). */
+#define LPM_MISS (1u << 24)
+/* rte_fib and rte_fib6 with 4-byte entries keep 31 bits; the largest value
+ * is the default next hop, "no route". */
+#define FIB_MISS ((1ull << 31) - 1)
+
+static void offer(struct bench *b, const char *structure, const char *variant, const char *shape,
+		  enum call call, size_t burst, int avx512, double build_s)
+{
+	if (b->nconfigs == MAX_CONFIGS)
+		die("too many configurations");
+	struct config *c = &b->configs[b->nconfigs++];
+	snprintf(c->name, sizeof c->name, "%s%s/%s", structure, variant, shape);
+	snprintf(c->shape, sizeof c->shape, "%s", shape);
+	c->call = call;
+	c->burst = burst;
+	c->avx512 = avx512;
+	c->build_s = build_s;
 }
 
-static void run_v6(const char *dir, const struct route *routes, size_t n, double min_s, int runs)
+/* Offers the bulk lookup of rte_fib or rte_fib6 in bursts of 8 and 32 and
+ * on the whole key array. */
+static void offer_bulk(struct bench *b, const char *structure, int avx512, enum call call,
+		       double build_s)
 {
-	size_t nkeys;
-	char path[4096];
-	snprintf(path, sizeof path, "%s/keys.bin", dir);
-	/* Network-order bytes: already rte_fib6's key type. */
-	uint8_t (*keys)[16] = read_keys(path, 6, &nkeys);
-	uint32_t *labels = xmalloc(nkeys * sizeof *labels);
-	double mlps[64];
-	size_t groups = tbl8_groups(routes, n, 128);
-	printf("peers-dpdk: IPv6 %zu keys, %zu prefixes, %zu tbl8 groups\n", nkeys, n, groups);
+	const char *variant = avx512 ? "/avx512" : "";
+	offer(b, structure, variant, "burst8", call, 8, avx512, build_s);
+	offer(b, structure, variant, "burst32", call, 32, avx512, build_s);
+	offer(b, structure, variant, "batch", call, 0, avx512, build_s);
+}
 
-	const uint64_t fib_miss = (1ull << 31) - 1;
-	struct labels fib_labels = label_map(routes, n, fib_miss - 1);
+static void prepare_v4(struct bench *b, const struct route *routes, size_t n)
+{
+	for (size_t i = 0; i < b->nkeys; i++) /* rte_lpm and rte_fib take host order */
+		b->keys4[i] = ntohl(b->keys4[i]);
+	size_t groups = tbl8_groups(routes, n, 32);
+	fprintf(stderr, "peers-dpdk: IPv4 %zu keys, %zu prefixes, %zu tbl8 groups\n", b->nkeys,
+		n, groups);
 	double build_s;
-	struct rte_fib6 *fib = build_fib6(routes, n, &fib_labels, fib_miss, groups, &build_s);
-	uint64_t *nh = xmalloc(nkeys * sizeof *nh);
-	for (int avx512 = 0; avx512 < 2; avx512++) {
-		if (!avx512 && rte_fib6_select_lookup(fib, RTE_FIB6_LOOKUP_TRIE_SCALAR) != 0)
-			die("rte_fib6_select_lookup(TRIE_SCALAR) failed");
-		if (avx512 &&
-		    rte_fib6_select_lookup(fib, RTE_FIB6_LOOKUP_TRIE_VECTOR_AVX512) != 0) {
-			printf("  %-24s skipped: no AVX-512 lookup here (needs the CPU flag and "
-			       "EAL --force-max-simd-bitwidth=512)\n", "rte_fib6/avx512");
+	b->lpm_labels = label_map(routes, n, (1u << 24) - 1);
+	b->lpm = build_lpm(routes, n, &b->lpm_labels, groups, &build_s);
+	offer(b, "rte_lpm", "", "key", LPM_KEY, 1, 0, build_s);
+	offer(b, "rte_lpm", "", "x4", LPM_X4, 4, 0, build_s);
+	offer(b, "rte_lpm", "", "burst8", LPM_BULK, 8, 0, build_s);
+	offer(b, "rte_lpm", "", "burst32", LPM_BULK, 32, 0, build_s);
+	offer(b, "rte_lpm", "", "burst64", LPM_BULK, 64, 0, build_s);
+	b->hops = xmalloc(b->nkeys * sizeof *b->hops);
+	b->fib_labels = label_map(routes, n, FIB_MISS - 1);
+	b->fib = build_fib(routes, n, &b->fib_labels, FIB_MISS, groups, &build_s);
+	offer_bulk(b, "rte_fib", 0, FIB_BULK, build_s);
+	/* Chosen explicitly per run: with --force-max-simd-bitwidth=512 DPDK's
+	 * default would already be the AVX-512 lookup. */
+	if (rte_fib_select_lookup(b->fib, RTE_FIB_LOOKUP_DIR24_8_VECTOR_AVX512) == 0)
+		offer_bulk(b, "rte_fib", 1, FIB_BULK, build_s);
+	else
+		fprintf(stderr, "  %-24s skipped: no AVX-512 lookup here (needs the CPU flag and "
+				"EAL --force-max-simd-bitwidth=512)\n", "rte_fib/avx512");
+}
+
+static void prepare_v6(struct bench *b, const struct route *routes, size_t n)
+{
+	size_t groups = tbl8_groups(routes, n, 128);
+	fprintf(stderr, "peers-dpdk: IPv6 %zu keys, %zu prefixes, %zu tbl8 groups\n", b->nkeys,
+		n, groups);
+	double build_s;
+	b->fib_labels = label_map(routes, n, FIB_MISS - 1);
+	b->fib6 = build_fib6(routes, n, &b->fib_labels, FIB_MISS, groups, &build_s);
+	offer_bulk(b, "rte_fib6", 0, FIB6_BULK, build_s);
+	if (rte_fib6_select_lookup(b->fib6, RTE_FIB6_LOOKUP_TRIE_VECTOR_AVX512) == 0)
+		offer_bulk(b, "rte_fib6", 1, FIB6_BULK, build_s);
+	else
+		fprintf(stderr, "  %-24s skipped: no AVX-512 lookup here (needs the CPU flag and "
+				"EAL --force-max-simd-bitwidth=512)\n", "rte_fib6/avx512");
+}
+
+/* One run of `c`; Mlps. */
+static double run_config(struct bench *b, const struct config *c)
+{
+	const size_t nkeys = b->nkeys;
+	const size_t step = c->burst ? c->burst : nkeys;
+	double mlps = 0;
+	switch (c->call) {
+	case LPM_KEY:
+		TIME_RUN(nkeys, b->min_s, mlps, {
+			for (size_t i_ = 0; i_ < nkeys; i_++) {
+				uint32_t hop_;
+				b->hops[i_] = rte_lpm_lookup(b->lpm, b->keys4[i_], &hop_) == 0
+						      ? hop_
+						      : LPM_MISS;
+			}
+		});
+		break;
+	case LPM_X4:
+		TIME_RUN(nkeys, b->min_s, mlps, {
+			size_t i_ = 0;
+			for (; i_ + 4 <= nkeys; i_ += 4)
+				rte_lpm_lookupx4(b->lpm,
+						 _mm_loadu_si128((const __m128i *)(b->keys4 + i_)),
+						 b->hops + i_, LPM_MISS);
+			for (; i_ < nkeys; i_++)
+				if (rte_lpm_lookup(b->lpm, b->keys4[i_], b->hops + i_) != 0)
+					b->hops[i_] = LPM_MISS;
+		});
+		break;
+	case LPM_BULK:
+		TIME_RUN(nkeys, b->min_s, mlps, {
+			for (size_t i_ = 0; i_ < nkeys; i_ += step)
+				rte_lpm_lookup_bulk(b->lpm, b->keys4 + i_, b->hops + i_,
+						    nkeys - i_ < step ? nkeys - i_ : step);
+		});
+		break;
+	case FIB_BULK:
+		if (rte_fib_select_lookup(b->fib, c->avx512 ? RTE_FIB_LOOKUP_DIR24_8_VECTOR_AVX512
+							    : RTE_FIB_LOOKUP_DIR24_8_SCALAR_INLINE) != 0)
+			die("rte_fib_select_lookup failed");
+		TIME_RUN(nkeys, b->min_s, mlps, {
+			for (size_t i_ = 0; i_ < nkeys; i_ += step)
+				rte_fib_lookup_bulk(b->fib, b->keys4 + i_, b->nh + i_,
+						    nkeys - i_ < step ? nkeys - i_ : step);
+		});
+		break;
+	case FIB6_BULK:
+		if (rte_fib6_select_lookup(b->fib6, c->avx512 ? RTE_FIB6_LOOKUP_TRIE_VECTOR_AVX512
+							      : RTE_FIB6_LOOKUP_TRIE_SCALAR) != 0)
+			die("rte_fib6_select_lookup failed");
+		TIME_RUN(nkeys, b->min_s, mlps, {
+			for (size_t i_ = 0; i_ < nkeys; i_ += step)
+				rte_fib6_lookup_bulk(b->fib6, b->keys6 + i_, b->nh + i_,
+						     nkeys - i_ < step ? nkeys - i_ : step);
+		});
+		break;
+	}
+	return mlps;
+}
+
+/* The last run of `c`, mapped back to labels, into b->labels. */
+static void labels_of(struct bench *b, const struct config *c)
+{
+	for (size_t i = 0; i < b->nkeys; i++) {
+		switch (c->call) {
+		case LPM_KEY:
+		case LPM_X4:
+			b->labels[i] = b->hops[i] == LPM_MISS ? NO_MATCH
+							      : loaded(&b->lpm_labels, b->hops[i]);
+			break;
+		case LPM_BULK: /* results flagged with RTE_LPM_LOOKUP_SUCCESS */
+			b->labels[i] = (b->hops[i] & RTE_LPM_LOOKUP_SUCCESS)
+					       ? loaded(&b->lpm_labels, b->hops[i] & 0x00ffffff)
+					       : NO_MATCH;
+			break;
+		case FIB_BULK:
+		case FIB6_BULK:
+			b->labels[i] = b->nh[i] == FIB_MISS ? NO_MATCH : loaded(&b->fib_labels, b->nh[i]);
 			break;
 		}
-		TIME_RUNS(nkeys, min_s, runs, mlps, {
-			size_t i_ = 0;
-			for (; i_ + BURST <= nkeys; i_ += BURST)
-				rte_fib6_lookup_bulk(fib, keys + i_, nh + i_, BURST);
-			if (i_ < nkeys)
-				rte_fib6_lookup_bulk(fib, keys + i_, nh + i_, nkeys - i_);
-		});
-		for (size_t i = 0; i < nkeys; i++)
-			labels[i] = nh[i] == fib_miss ? NO_MATCH : loaded(&fib_labels, nh[i]);
-		write_results(dir, avx512 ? "rte_fib6-avx512" : "rte_fib6",
-			      avx512 ? "rte_fib6/avx512" : "rte_fib6", nkeys, build_s, mlps, runs,
-			      labels);
 	}
-	rte_fib6_free(fib);
-	free(nh);
-	free(keys);
-	free(labels);
+}
+
+static void write_labels(const char *path, const uint32_t *labels, size_t nkeys)
+{
+	FILE *f = fopen(path, "wb");
+	if (f == NULL || fwrite(labels, sizeof *labels, nkeys, f) != nkeys || fclose(f) != 0) {
+		perror(path);
+		exit(2);
+	}
+}
+
+/* The rounds protocol (bench/peers/rust/src/rounds.rs). */
+static void serve(struct bench *b)
+{
+	for (int i = 0; i < b->nconfigs; i++)
+		printf("config\t%s\tpeer\t%s\t%.4f\n", b->configs[i].name, b->configs[i].shape,
+		       b->configs[i].build_s);
+	printf("ready\n");
+	fflush(stdout);
+	char line[8192];
+	while (fgets(line, sizeof line, stdin) != NULL) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (strcmp(line, "quit") == 0)
+			return;
+		if (strncmp(line, "run\t", 4) != 0) {
+			fprintf(stderr, "peers-dpdk: unknown command `%s`\n", line);
+			exit(2);
+		}
+		char *name = line + 4;
+		char *file = strchr(name, '\t');
+		if (file != NULL)
+			*file++ = '\0';
+		const struct config *c = NULL;
+		for (int i = 0; i < b->nconfigs; i++)
+			if (strcmp(b->configs[i].name, name) == 0)
+				c = &b->configs[i];
+		if (c == NULL) {
+			fprintf(stderr, "peers-dpdk: no configuration `%s`\n", name);
+			exit(2);
+		}
+		double mlps = run_config(b, c);
+		if (file != NULL && *file != '\0') {
+			labels_of(b, c);
+			write_labels(file, b->labels, b->nkeys);
+		}
+		printf("mlps\t%.4f\n", mlps);
+		fflush(stdout);
+	}
 }
 
 int main(int argc, char **argv)
@@ -521,23 +597,32 @@ int main(int argc, char **argv)
 	}
 	argc -= eal_args;
 	argv += eal_args;
-	if (argc != 5)
-		die("usage: peers-dpdk [EAL args] -- FAMILY DIR MIN_SECONDS RUNS");
+	if (argc != 4)
+		die("usage: peers-dpdk [EAL args] -- FAMILY DIR MIN_SECONDS");
 	int family = atoi(argv[1]);
 	const char *dir = argv[2];
-	double min_s = atof(argv[3]);
-	int runs = atoi(argv[4]);
-	if ((family != 4 && family != 6) || runs < 1 || runs > 64)
-		die("FAMILY must be 4 or 6 and RUNS 1..64");
+	if (family != 4 && family != 6)
+		die("FAMILY must be 4 or 6");
+	struct bench b = {.min_s = atof(argv[3])};
 	char path[4096];
 	snprintf(path, sizeof path, "%s/table.txt", dir);
 	size_t n;
 	struct route *routes = read_table(path, family, &n);
-	if (family == 4)
-		run_v4(dir, routes, n, min_s, runs);
-	else
-		run_v6(dir, routes, n, min_s, runs);
+	snprintf(path, sizeof path, "%s/keys.bin", dir);
+	if (family == 4) {
+		b.keys4 = read_keys(path, 4, &b.nkeys);
+		prepare_v4(&b, routes, n);
+	} else {
+		b.keys6 = read_keys(path, 6, &b.nkeys);
+		prepare_v6(&b, routes, n);
+	}
 	free(routes);
+	b.nh = xmalloc(b.nkeys * sizeof *b.nh);
+	b.labels = xmalloc(b.nkeys * sizeof *b.labels);
+	serve(&b);
+	rte_lpm_free(b.lpm);
+	rte_fib_free(b.fib);
+	rte_fib6_free(b.fib6);
 	rte_eal_cleanup();
 	return 0;
 }

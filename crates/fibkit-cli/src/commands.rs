@@ -2,13 +2,12 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufWriter, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
 
-use fibkit::bench::{self, Measurement, Mode, Pattern, Settings};
+use fibkit::bench;
 use fibkit::load::{self, LoadOptions, LoadedTable};
 use fibkit::{Addr, BuildError, Change, EngineFamily, EngineStats, Fib, Lookup, Rib, Updater};
 
@@ -21,6 +20,7 @@ macro_rules! say {
         writeln!(std::io::stdout(), $($arg)*)?
     };
 }
+pub(crate) use say;
 
 /// Loads the table, with a progress bar on a terminal; prints notes and
 /// skipped counts to standard error.
@@ -94,15 +94,18 @@ pub(crate) fn report_skipped(path: &Path, stats: &load::LoadStats) {
 
 /// An engine built for one family: its updater, its snapshot, its
 /// canonical spec and its build time in seconds.
-struct Built<A: EngineFamily> {
-    updater: A::Engine,
-    snapshot: A::Snapshot,
-    spec: String,
-    seconds: f64,
+pub(crate) struct Built<A: EngineFamily> {
+    pub updater: A::Engine,
+    pub snapshot: A::Snapshot,
+    pub spec: String,
+    pub seconds: f64,
 }
 
 /// Builds `spec` for one family, timing it.
-fn build_timed<A: EngineFamily>(spec: &str, rib: &Rib<A>) -> Result<Built<A>, BuildError> {
+pub(crate) fn build_timed<A: EngineFamily>(
+    spec: &str,
+    rib: &Rib<A>,
+) -> Result<Built<A>, BuildError> {
     let config: A::Config = spec.parse()?;
     let start = Instant::now();
     let (updater, snapshot) = A::Engine::build(&config, rib)?;
@@ -458,249 +461,6 @@ pub fn convert(
         file.flush()?;
     }
     Ok(true)
-}
-
-/// Arguments of `fibkit bench`.
-#[derive(Args, Debug)]
-pub struct BenchArgs {
-    #[command(flatten)]
-    table: TableArgs,
-    /// Engines to measure (repeatable).
-    #[arg(long = "engine", value_name = "SPEC", required = true)]
-    engines: Vec<String>,
-    /// Key patterns, comma separated: rnd, rnd-public, announced, seq, rep, trace:FILE.
-    #[arg(long, value_delimiter = ',', default_value = "rnd,seq")]
-    patterns: Vec<Pattern>,
-    /// Lookup modes, comma separated: plain, batch (seq is always plain).
-    #[arg(long, value_delimiter = ',', default_value = "plain,batch", value_parser = parse_mode)]
-    modes: Vec<Mode>,
-    /// Keys in the precomputed key array.
-    #[arg(long, default_value_t = 1 << 24)]
-    keys: usize,
-    /// Runs per configuration; the median is reported.
-    #[arg(long, default_value_t = 5)]
-    runs: usize,
-    /// Minimum duration of one run, in seconds.
-    #[arg(long, default_value_t = 1.0)]
-    min_seconds: f64,
-    /// Thread counts to measure, comma separated (each thread gets its own slice of keys).
-    #[arg(long, value_delimiter = ',', default_value = "1")]
-    threads: Vec<usize>,
-    /// Seed of the key generator.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Address family to measure: v4 or v6 (default: v4 if the table has IPv4 prefixes).
-    #[arg(long, value_parser = ["v4", "v6"])]
-    family: Option<String>,
-    /// Leave out the 2^16-array ceiling measurement.
-    #[arg(long)]
-    no_ceiling: bool,
-    /// Write every measurement as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Write SVG plots into this directory (throughput per engine and
-    /// pattern, throughput versus threads, DXR throughput and footprint versus K).
-    #[arg(long, value_name = "DIR")]
-    plot: Option<PathBuf>,
-}
-
-fn parse_mode(text: &str) -> Result<Mode, String> {
-    match text {
-        "plain" => Ok(Mode::Plain),
-        "batch" => Ok(Mode::Batch),
-        _ => Err(format!("`{text}` is not a mode (plain, batch)")),
-    }
-}
-
-/// One engine's build facts, for the report and JSON.
-#[derive(serde::Serialize)]
-struct EngineReport {
-    engine: String,
-    build_ms: f64,
-    memory_bytes: usize,
-    bytes_per_prefix: f64,
-}
-
-#[derive(serde::Serialize)]
-struct BenchReport {
-    table: String,
-    family: String,
-    prefixes: usize,
-    settings: Settings,
-    seed: u64,
-    engines: Vec<EngineReport>,
-    measurements: Vec<Measurement>,
-}
-
-pub fn bench(args: &BenchArgs) -> Result<bool> {
-    let (table, _) = load_table(&args.table)?;
-    let family = args
-        .family
-        .clone()
-        .unwrap_or_else(|| if table.v4.is_empty() { "v6" } else { "v4" }.to_string());
-    if family == "v4" {
-        bench_family(args, &table.v4)
-    } else {
-        bench_family(args, &table.v6)
-    }
-}
-
-fn bench_family<A: EngineFamily>(args: &BenchArgs, rib: &Rib<A>) -> Result<bool> {
-    if rib.is_empty() {
-        bail!(
-            "{}: no {} prefixes to benchmark",
-            args.table.path.display(),
-            A::FAMILY
-        );
-    }
-    if args.keys == 0 || args.runs == 0 {
-        bail!("--keys and --runs must be at least 1");
-    }
-    let mut engines: Vec<(String, A::Snapshot)> = Vec::new();
-    let mut reports = Vec::new();
-    for spec in &args.engines {
-        let built = build_timed(spec, rib)?;
-        let bytes = built.snapshot.memory_bytes();
-        reports.push(EngineReport {
-            engine: built.spec.clone(),
-            build_ms: built.seconds * 1e3,
-            memory_bytes: bytes,
-            bytes_per_prefix: bytes as f64 / rib.len() as f64,
-        });
-        engines.push((built.spec, built.snapshot));
-    }
-    say!(
-        "{} {} prefixes; {} keys per pattern, {} runs of >= {} s",
-        A::FAMILY,
-        rib.len(),
-        args.keys,
-        args.runs,
-        args.min_seconds
-    );
-    say!(
-        "{:<24} {:>10} {:>12} {:>10}",
-        "engine",
-        "build ms",
-        "bytes",
-        "B/prefix"
-    );
-    for r in &reports {
-        say!(
-            "{:<24} {:>10.1} {:>12} {:>10.2}",
-            r.engine,
-            r.build_ms,
-            r.memory_bytes,
-            r.bytes_per_prefix
-        );
-    }
-    say!();
-    say!(
-        "{:<24} {:<12} {:<6} {:>3} {:>9} {:>9} {:>9} {:>8} {:>9}",
-        "engine",
-        "pattern",
-        "mode",
-        "thr",
-        "median",
-        "min",
-        "max",
-        "ns/look",
-        "%ceiling"
-    );
-    let ceiling = bench::Ceiling::default();
-    let mut measurements = Vec::new();
-    for pattern in &args.patterns {
-        let keys = bench::generate_keys::<A>(pattern, args.keys, args.seed, rib)?;
-        for &threads in &args.threads {
-            let settings = Settings {
-                min_seconds: args.min_seconds,
-                runs: args.runs,
-                threads,
-            };
-            let modes: Vec<Mode> = if *pattern == Pattern::Seq {
-                vec![Mode::Plain]
-            } else {
-                args.modes.clone()
-            };
-            for &mode in &modes {
-                let mut ceiling_mlps = None;
-                if !args.no_ceiling {
-                    let m = bench::measure::<A, _>(
-                        "ceiling", &ceiling, pattern, &keys, mode, &settings,
-                    );
-                    print_measurement(&m, Some(m.median_mlps))?;
-                    ceiling_mlps = Some(m.median_mlps);
-                    measurements.push(m);
-                }
-                let mut checksums = Vec::new();
-                for (name, engine) in &engines {
-                    let m = bench::measure(name, engine, pattern, &keys, mode, &settings);
-                    print_measurement(&m, ceiling_mlps)?;
-                    checksums.push((m.engine.clone(), m.checksum));
-                    measurements.push(m);
-                }
-                if checksums.windows(2).any(|w| w[0].1 != w[1].1) {
-                    bail!(
-                        "engines disagree on the results of pattern {}: {:?}",
-                        pattern.name(),
-                        checksums
-                    );
-                }
-            }
-        }
-    }
-    if let Some(dir) = &args.plot {
-        let facts: Vec<crate::plots::EngineFacts> = reports
-            .iter()
-            .map(|r| crate::plots::EngineFacts {
-                engine: r.engine.clone(),
-                bytes_per_prefix: r.bytes_per_prefix,
-            })
-            .collect();
-        for path in crate::plots::write_plots(dir, &facts, &measurements)? {
-            eprintln!("fibkit: wrote {}", path.display());
-        }
-    }
-    if let Some(path) = &args.json {
-        let report = BenchReport {
-            table: args.table.path.display().to_string(),
-            family: A::FAMILY.to_string(),
-            prefixes: rib.len(),
-            settings: Settings {
-                min_seconds: args.min_seconds,
-                runs: args.runs,
-                threads: 0,
-            },
-            seed: args.seed,
-            engines: reports,
-            measurements,
-        };
-        let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        serde_json::to_writer_pretty(BufWriter::new(file), &report)?;
-    }
-    Ok(true)
-}
-
-fn print_measurement(m: &Measurement, ceiling: Option<f64>) -> Result<()> {
-    let mode = match m.mode {
-        Mode::Plain => "plain",
-        Mode::Batch => "batch",
-    };
-    let share = ceiling.map_or(String::from("-"), |c| {
-        format!("{:.0}%", 100.0 * m.median_mlps / c)
-    });
-    say!(
-        "{:<24} {:<12} {:<6} {:>3} {:>9.2} {:>9.2} {:>9.2} {:>8.2} {:>9}",
-        m.engine,
-        m.pattern,
-        mode,
-        m.threads,
-        m.median_mlps,
-        m.min_mlps,
-        m.max_mlps,
-        m.ns_per_lookup,
-        share
-    );
-    Ok(())
 }
 
 pub fn trace_gen(

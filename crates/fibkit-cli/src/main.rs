@@ -1,5 +1,6 @@
 //! The `fibkit` command: argument parsing and printing around the library.
 
+mod bench;
 mod commands;
 mod image;
 mod plots;
@@ -111,8 +112,9 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         nexthops_out: Option<PathBuf>,
     },
-    /// Measure lookup throughput (thesis 003, section 3.6 method).
-    Bench(commands::BenchArgs),
+    /// Measure lookup throughput (thesis 003, section 3.6 method) in
+    /// alternating rounds: run 1 of every configuration, then run 2, ...
+    Bench(bench::BenchArgs),
     /// The stride programs of Srinivasan and Varghese (seed 000, Tables 5-8):
     /// memory in KB per level count for fixed and variable strides, with and
     /// without leaf pushing and packed nodes, the programs' own run time, and
@@ -278,7 +280,7 @@ fn main() {
             output,
             nexthops_out,
         } => commands::convert(&table, output.as_deref(), nexthops_out.as_deref()),
-        Command::Bench(args) => commands::bench(&args),
+        Command::Bench(args) => bench::bench(&args),
         Command::Build(args) => image::build(&args),
         Command::Replay(args) => replay::replay_command(&args),
         Command::Strides {

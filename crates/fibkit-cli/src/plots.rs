@@ -3,6 +3,9 @@
 //! - `throughput.svg`: median Mlps per engine, one bar per pattern and mode;
 //! - `threads.svg`: aggregate Mlps versus thread count (when several counts
 //!   were measured);
+//! - `bursts.svg`: median Mlps versus keys per call (the `key` mode at 1,
+//!   each `burstN` at N), one line per engine and pattern (when a line has
+//!   two points or more);
 //! - `dxr.svg`: for DXR configurations, RND throughput and bytes per prefix
 //!   versus K (the direct table's bits; D + X for the extended layout), one
 //!   line per layout family (D{K}R, and D{D}X{X}R for each D).
@@ -23,11 +26,7 @@ pub struct EngineFacts {
 }
 
 fn series_name(m: &Measurement) -> String {
-    let mode = match m.mode {
-        Mode::Plain => "plain",
-        Mode::Batch => "batch",
-    };
-    format!("{} {}", m.pattern, mode)
+    format!("{} {}", m.pattern, m.mode)
 }
 
 fn plot_error<E: std::fmt::Debug>(path: &Path) -> impl FnOnce(E) -> anyhow::Error + '_ {
@@ -127,6 +126,11 @@ pub fn write_plots(
     if thread_counts.len() > 1 {
         let path = dir.join("threads.svg");
         threads_lines(&path, measurements, &thread_counts)?;
+        written.push(path);
+    }
+    if !burst_points(&single).is_empty() {
+        let path = dir.join("bursts.svg");
+        bursts_lines(&path, &single)?;
         written.push(path);
     }
     let dxr: Vec<(Layout, &EngineFacts)> = engines
@@ -276,6 +280,62 @@ fn threads_lines(path: &Path, measurements: &[Measurement], thread_counts: &[usi
         )?;
     }
     legend(&mut chart, path, SeriesLabelPosition::MiddleRight)?;
+    root.present().map_err(plot_error(path))?;
+    Ok(())
+}
+
+/// Keys per call of a measurement's mode: 1 for `key`, N for `burstN`;
+/// `None` for the modes that are not one call per burst.
+fn keys_per_call(mode: Mode) -> Option<usize> {
+    match mode {
+        Mode::Key => Some(1),
+        Mode::Burst(keys) => Some(keys),
+        _ => None,
+    }
+}
+
+/// The (log2 keys per call, median Mlps) points of each engine and
+/// pattern, for the lines with two points or more.
+fn burst_points(measurements: &[&Measurement]) -> Vec<(String, Vec<(f64, f64)>)> {
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for m in measurements {
+        let Some(keys) = keys_per_call(m.mode) else {
+            continue;
+        };
+        let name = format!("{} {}", m.engine, m.pattern);
+        let point = ((keys as f64).log2(), m.median_mlps);
+        match lines.iter_mut().find(|(line, _)| *line == name) {
+            Some((_, points)) => points.push(point),
+            None => lines.push((name, vec![point])),
+        }
+    }
+    lines.retain(|(_, points)| points.len() > 1);
+    for (_, points) in &mut lines {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    lines
+}
+
+fn bursts_lines(path: &Path, measurements: &[&Measurement]) -> Result<()> {
+    let lines = burst_points(measurements);
+    let points = lines.iter().flat_map(|(_, points)| points);
+    let max = points.clone().map(|p| p.1).fold(0.0, f64::max) * 1.1 + 1e-9;
+    let x_max = points.map(|p| p.0).fold(0.0, f64::max);
+    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_error(path))?;
+    let mut chart = xy_chart(
+        &root,
+        path,
+        "Throughput versus keys per call (key = 1, burstN = N)",
+        -0.5..x_max + 0.5,
+        max,
+        ("log2 of keys per call", "million lookups per second"),
+    )?;
+    for (index, (name, points)) in lines.into_iter().enumerate() {
+        let color = Palette99::pick(index).to_rgba();
+        line_with_points(&mut chart, path, points, color, name)?;
+    }
+    legend(&mut chart, path, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(plot_error(path))?;
     Ok(())
 }

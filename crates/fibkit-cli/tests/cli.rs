@@ -198,6 +198,8 @@ fn bench_writes_json_with_every_run() {
         "0",
         "--patterns",
         "rnd,seq,announced",
+        "--modes",
+        "plain,batch",
         "--threads",
         "1,2",
         "--json",
@@ -210,11 +212,122 @@ fn bench_writes_json_with_every_run() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["family"], "IPv6");
     let measurements = report["measurements"].as_array().unwrap();
-    // (rnd: plain+batch, seq: plain, announced: plain+batch) x 2 thread counts x (ceiling + radix)
-    assert_eq!(measurements.len(), 5 * 2 * 2);
+    // Per thread count (2): the ceiling once per pattern (3), radix in
+    // plain and batch for rnd and announced, plain only for seq (5).
+    assert_eq!(measurements.len(), (3 + 5) * 2);
     assert!(measurements
         .iter()
         .all(|m| m["runs_mlps"].as_array().unwrap().len() == 3));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bench_measures_every_mode_in_rounds_with_a_baseline() {
+    let dir = scratch("bench-modes");
+    let json = dir.join("bench.json");
+    let table = data("linx-rib-ipv6.20141225.txt.gz");
+    let out = fibkit(&[
+        "bench",
+        &table,
+        "--engine",
+        "radix",
+        "--engine",
+        "lctrie",
+        "--keys",
+        "3000",
+        "--runs",
+        "3",
+        "--min-seconds",
+        "0",
+        "--patterns",
+        "rnd,seq",
+        "--modes",
+        "plain,key,reader,batch,burst",
+        "--burst",
+        "8,32",
+        "--baseline",
+        "radix/key",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        dir.join("plots").to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for head in [
+        "median Mlps",
+        "min Mlps",
+        "ns/lookup",
+        "Mlps of rounds 1..3",
+    ] {
+        assert!(stdout.contains(head), "missing {head}: {stdout}");
+    }
+    assert!(
+        stdout.contains("ratio to radix/key: median of the per-round ratios"),
+        "{stdout}"
+    );
+    assert!(text(&out.stderr).contains("round 3 of 3 done"));
+    assert!(dir.join("plots/bursts.svg").exists());
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let measurements = report["measurements"].as_array().unwrap();
+    let modes = |pattern: &str, engine: &str| -> Vec<String> {
+        measurements
+            .iter()
+            .filter(|m| m["pattern"] == pattern && m["engine"] == engine)
+            .map(|m| m["mode"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        modes("rnd", "lctrie"),
+        ["plain", "key", "reader", "batch", "burst8", "burst32"]
+    );
+    // Dependent lookups are not batched.
+    assert_eq!(modes("seq", "radix"), ["plain", "key", "reader"]);
+    assert_eq!(modes("rnd", "ceiling"), ["plain"]);
+    for m in measurements {
+        assert_eq!(m["runs_mlps"].as_array().unwrap().len(), 3, "{m}");
+        let ratio = &m["ratio"];
+        assert_eq!(ratio["baseline"], "radix/key", "{m}");
+        assert_eq!(ratio["rounds"].as_array().unwrap().len(), 3, "{m}");
+        if m["engine"] == "radix" && m["mode"] == "key" {
+            assert_eq!(ratio["median"], 1.0);
+        }
+    }
+    // Every mode of every engine gave the same results on the same keys.
+    for pattern in ["rnd", "seq"] {
+        let mut checksums = measurements
+            .iter()
+            .filter(|m| m["pattern"] == pattern && m["engine"] != "ceiling")
+            .map(|m| m["checksum"].as_u64().unwrap());
+        let first = checksums.next().unwrap();
+        assert!(checksums.all(|c| c == first), "{pattern}");
+    }
+    let bad: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--modes", "fast"], "`fast` is not a mode"),
+        (vec!["--burst", "0"], "--burst"),
+        (
+            vec!["--baseline", "cpe"],
+            "`cpe` is not among the measured engines",
+        ),
+        (
+            vec!["--baseline", "radix/burst64"],
+            "mode burst64 is not measured",
+        ),
+        (vec!["--baseline", "radix/turbo"], "`turbo` is not a mode"),
+        (
+            vec!["--baseline", "ceiling", "--no-ceiling"],
+            "drop --no-ceiling",
+        ),
+    ];
+    for (extra, expected) in bad {
+        let mut args = vec!["bench", &table, "--engine", "radix", "--keys", "100"];
+        args.extend(extra.iter().copied());
+        let out = fibkit(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(expected), "{extra:?}: {stderr}");
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 

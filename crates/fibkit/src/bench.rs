@@ -1,11 +1,19 @@
-//! The benchmark method of thesis 003, section 3.6.
+//! The benchmark method of thesis 003, section 3.6, run in alternating
+//! rounds.
 //!
 //! Keys are generated before timing starts into one array (default 2^24 keys,
 //! seeded); every result is stored into a result array, so no lookup can be
-//! optimised away; each measurement loops over the key array until at least
-//! `min_seconds` have passed; a configuration is measured `runs` times and
-//! reported by median, minimum and maximum, in million lookups per second
+//! optimised away; each run loops over the key array until at least
+//! `min_seconds` have passed, and is reported in million lookups per second
 //! (Mlps) and nanoseconds per lookup.
+//!
+//! Rounds ([`interleave`]): this machine's neighbours move one engine's
+//! figure by up to 2x between runs seconds apart, so configurations compared
+//! with each other are not measured one after the other but in rounds: run 1
+//! of every configuration, then run 2 of every one, and so on. Each
+//! configuration is reported by the median of its runs; against a baseline,
+//! by the median of the per-round ratios ([`Ratio`]), each of which pairs
+//! runs seconds apart.
 //!
 //! Key patterns ([`Pattern`]):
 //! - `rnd`: uniform over the whole address space;
@@ -18,21 +26,31 @@
 //!   (temporal locality, as in real traffic);
 //! - `trace:FILE`: addresses from a file, one per line.
 //!
+//! Modes ([`Mode`]), the call paths users have:
+//! - `plain`: the engine's own per-key loop ([`Lookup::lookup_each`]);
+//! - `key`: one call per key through what the caller holds (a [`Handle`]:
+//!   for `fibkit bench` the registry's snapshot enum, a `match` per call);
+//! - `reader`: one call per key through a [`Reader`] of a live
+//!   [`Fib`](crate::Fib), one atomic load per call;
+//! - `batch`: [`Lookup::lookup_batch`] on the whole key array;
+//! - `burstN`: [`Lookup::lookup_batch`] on consecutive slices of N keys, the
+//!   bursts a datapath passes (DPDK's is 32).
+//!
 //! With several threads, each looks up its own slice of the key array, pinned
 //! to its own core when possible; the aggregate rate is reported.
-//!
-//! Modes: `plain` ([`Fib::lookup_each`], one lookup after another) and `batch`
-//! ([`Fib::lookup_batch`], where engines keep several lookups in flight).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::addr::Addr;
-use crate::engine::Lookup;
+use crate::engine::{BuildError, Lookup, Updater};
+use crate::fib::{Published, Reader};
 use crate::prefix::{Label, Prefix};
+use crate::registry::EngineFamily;
 use crate::rib::Rib;
 
 /// A key pattern.
@@ -88,13 +106,98 @@ impl std::str::FromStr for Pattern {
 }
 
 /// How lookups are issued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mode {
-    /// One lookup after another ([`Fib::lookup_each`]).
+    /// The engine's own per-key loop ([`Lookup::lookup_each`]): one call
+    /// per slice, the loop inside the engine.
     Plain,
-    /// The engine's batch lookup ([`Fib::lookup_batch`]).
+    /// One call per key through what the caller holds ([`Handle::lookup`];
+    /// for `fibkit bench`, the registry's snapshot enum, whose lookup is a
+    /// `match`).
+    Key,
+    /// One call per key through a [`Reader`] of a [`Fib`](crate::Fib): one
+    /// atomic load per call, then the snapshot's lookup.
+    Reader,
+    /// The engine's batch lookup ([`Lookup::lookup_batch`]) on the whole
+    /// key slice.
     Batch,
+    /// The engine's batch lookup on consecutive slices of this many keys
+    /// (32 is DPDK's burst).
+    Burst(usize),
+}
+
+impl Mode {
+    /// The modes a command line may name (`burstN` with N keys per call).
+    pub const NAMES: &'static str = "plain, key, reader, batch, burstN";
+
+    /// Whether each lookup is a call of its own or part of the engine's
+    /// per-key loop: the modes in which `seq` keys can chain.
+    pub fn is_per_key(self) -> bool {
+        matches!(self, Mode::Plain | Mode::Key | Mode::Reader)
+    }
+}
+
+/// The modes named by `names` (`plain`, `key`, `reader`, `batch`, `burstN`,
+/// and `burst` for one `burstN` per size of `bursts`), in order, each once.
+pub fn parse_modes(names: &[String], bursts: &[usize]) -> Result<Vec<Mode>, String> {
+    let mut modes = Vec::new();
+    for name in names {
+        let expanded = match name.as_str() {
+            "burst" => bursts.iter().map(|&keys| Mode::Burst(keys)).collect(),
+            other => vec![other.parse::<Mode>()?],
+        };
+        for mode in expanded {
+            if mode == Mode::Burst(0) {
+                return Err("a burst needs at least 1 key".into());
+            }
+            if !modes.contains(&mode) {
+                modes.push(mode);
+            }
+        }
+    }
+    if modes.is_empty() {
+        return Err(format!("no mode named ({})", Mode::NAMES));
+    }
+    Ok(modes)
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mode::Plain => f.write_str("plain"),
+            Mode::Key => f.write_str("key"),
+            Mode::Reader => f.write_str("reader"),
+            Mode::Batch => f.write_str("batch"),
+            Mode::Burst(keys) => write!(f, "burst{keys}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        Ok(match text {
+            "plain" => Mode::Plain,
+            "key" => Mode::Key,
+            "reader" => Mode::Reader,
+            "batch" => Mode::Batch,
+            _ => match text.strip_prefix("burst").map(str::parse::<usize>) {
+                Some(Ok(keys)) if keys > 0 => Mode::Burst(keys),
+                _ => {
+                    return Err(format!(
+                        "`{text}` is not a mode ({}, with N at least 1)",
+                        Mode::NAMES
+                    ))
+                }
+            },
+        })
+    }
+}
+
+impl serde::Serialize for Mode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// Why keys could not be generated.
@@ -294,12 +397,12 @@ pub fn read_trace<A: Addr>(path: &std::path::Path) -> Result<Vec<A>, KeyError> {
     Ok(keys)
 }
 
-/// Timing settings.
+/// Timing settings of [`measure`].
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Settings {
     /// Each run lasts at least this long (whole passes over the keys).
     pub min_seconds: f64,
-    /// Runs per configuration (the median is reported).
+    /// Runs (rounds) per configuration; the median is reported.
     pub runs: usize,
     /// Threads, each looking up its own slice of the keys.
     pub threads: usize,
@@ -315,6 +418,344 @@ impl Default for Settings {
     }
 }
 
+/// What a benchmark thread looks up through: a snapshot (`&L` for any
+/// [`Lookup`]), a [`Reader`] of a [`Fib`](crate::Fib), or a peer
+/// library's table in a harness. Only [`Handle::lookup`] is required; the
+/// loops default to one [`Handle::lookup`] per address.
+pub trait Handle<A: Addr> {
+    /// One lookup, as a caller holding this handle makes it.
+    fn lookup(&mut self, addr: A) -> Option<Label>;
+
+    /// The engine's own per-key loop ([`Lookup::lookup_each`]).
+    fn lookup_each(&mut self, addrs: &[A], out: &mut [Option<Label>]) {
+        for (addr, result) in addrs.iter().zip(out.iter_mut()) {
+            *result = self.lookup(*addr);
+        }
+    }
+
+    /// The engine's batch lookup ([`Lookup::lookup_batch`]).
+    fn lookup_batch(&mut self, addrs: &[A], out: &mut [Option<Label>]) {
+        self.lookup_each(addrs, out);
+    }
+
+    /// Dependent lookups, as [`Lookup::lookup_chained`].
+    fn lookup_chained(&mut self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
+        chain_keys(self, addrs, out, seed)
+    }
+}
+
+/// [`Lookup::lookup_chained`] made of one [`Handle::lookup`] call per
+/// address, so the call path of the `key` and `reader` modes is the one
+/// measured on `seq` keys too.
+fn chain_keys<A: Addr, H: Handle<A> + ?Sized>(
+    handle: &mut H,
+    addrs: &[A],
+    out: &mut [Option<Label>],
+    seed: Label,
+) -> Label {
+    let mut previous = seed;
+    for (addr, result) in addrs.iter().zip(out.iter_mut()) {
+        let label = handle.lookup(*addr ^ A::from_u64(previous as u64));
+        *result = label;
+        previous = label.unwrap_or(0);
+    }
+    previous
+}
+
+impl<A: Addr, L: Lookup<A> + ?Sized> Handle<A> for &L {
+    #[inline(always)]
+    fn lookup(&mut self, addr: A) -> Option<Label> {
+        Lookup::lookup(*self, addr)
+    }
+    fn lookup_each(&mut self, addrs: &[A], out: &mut [Option<Label>]) {
+        Lookup::lookup_each(*self, addrs, out)
+    }
+    fn lookup_batch(&mut self, addrs: &[A], out: &mut [Option<Label>]) {
+        Lookup::lookup_batch(*self, addrs, out)
+    }
+    fn lookup_chained(&mut self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
+        Lookup::lookup_chained(*self, addrs, out, seed)
+    }
+}
+
+/// Per key, one atomic load and the snapshot's lookup ([`Reader::lookup`]);
+/// a slice loads the snapshot once ([`Reader::lookup_batch`]).
+impl<A: Addr, S: Lookup<A>> Handle<A> for Reader<S> {
+    #[inline(always)]
+    fn lookup(&mut self, addr: A) -> Option<Label> {
+        Reader::lookup(self, addr)
+    }
+    fn lookup_batch(&mut self, addrs: &[A], out: &mut [Option<Label>]) {
+        Reader::lookup_batch(self, addrs, out)
+    }
+}
+
+/// What one run of one configuration gave.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Run {
+    /// Million lookups per second, all threads together.
+    pub mlps: f64,
+    /// A checksum of the results of the last pass (the same keys and table
+    /// give the same value in every mode and for every correct engine).
+    pub checksum: u64,
+}
+
+/// One pass over `keys` in `mode`; `chained` (the `seq` pattern) makes
+/// each lookup depend on the previous result, which the batch modes
+/// cannot: they run the engine's chained loop, as `plain` does.
+fn pass<A: Addr, H: Handle<A>>(
+    handle: &mut H,
+    keys: &[A],
+    out: &mut [Option<Label>],
+    mode: Mode,
+    chained: bool,
+) {
+    match mode {
+        Mode::Key | Mode::Reader if chained => {
+            chain_keys(handle, keys, out, 0);
+        }
+        _ if chained => {
+            handle.lookup_chained(keys, out, 0);
+        }
+        Mode::Plain => handle.lookup_each(keys, out),
+        Mode::Key | Mode::Reader => {
+            for (addr, result) in keys.iter().zip(out.iter_mut()) {
+                *result = handle.lookup(*addr);
+            }
+        }
+        Mode::Batch => handle.lookup_batch(keys, out),
+        Mode::Burst(burst) => {
+            let burst = burst.max(1);
+            for (addrs, results) in keys.chunks(burst).zip(out.chunks_mut(burst)) {
+                handle.lookup_batch(addrs, results);
+            }
+        }
+    }
+}
+
+/// Calls `pass` until at least `min` has elapsed (whole passes only).
+/// Returns the passes made and the time they took: the timing loop of
+/// every measurement here and of the peer harnesses.
+pub fn timed_passes(min: Duration, mut pass: impl FnMut()) -> (u64, Duration) {
+    let start = Instant::now();
+    let mut passes = 0u64;
+    loop {
+        pass();
+        passes += 1;
+        let elapsed = start.elapsed();
+        if elapsed >= min {
+            return (passes, elapsed);
+        }
+    }
+}
+
+/// One run of one configuration: each of `threads` threads (pinned to its
+/// own core where the system allows) makes a handle with `handle` and
+/// passes over its own slice of `keys` in `mode` until `min` has elapsed;
+/// results go to the same positions of `out`. With `chained` (the `seq`
+/// pattern) each lookup depends on the previous result; every pass starts
+/// its chain afresh, so every pass gives the same results.
+///
+/// The `reader` mode is the `key` loop: give it [`Fib::reader`](crate::Fib::reader)
+/// as `handle`.
+///
+/// # Panics
+/// If `out` is shorter than `keys`.
+pub fn run<A: Addr, H: Handle<A>>(
+    handle: impl Fn() -> H + Sync,
+    keys: &[A],
+    out: &mut [Option<Label>],
+    mode: Mode,
+    chained: bool,
+    threads: usize,
+    min: Duration,
+) -> Run {
+    assert!(out.len() >= keys.len(), "output slice shorter than keys");
+    let slice_len = keys.len().div_ceil(threads.max(1)).max(1);
+    // Threads are pinned to distinct cores, so runs do not migrate; with
+    // more threads than cores they wrap around.
+    let cores = core_affinity::get_core_ids().unwrap_or_default();
+    let handle = &handle;
+    let wall = Instant::now();
+    let per_thread: Vec<(u64, u64)> = std::thread::scope(|scope| {
+        let spawned: Vec<_> = keys
+            .chunks(slice_len)
+            .zip(out.chunks_mut(slice_len))
+            .enumerate()
+            .map(|(index, (slice, out))| {
+                let core = cores.get(index % cores.len().max(1)).copied();
+                scope.spawn(move || {
+                    if let Some(core) = core {
+                        core_affinity::set_for_current(core);
+                    }
+                    let mut handle = handle();
+                    let (passes, _) =
+                        timed_passes(min, || pass(&mut handle, slice, out, mode, chained));
+                    std::hint::black_box(&*out);
+                    (passes * slice.len() as u64, checksum(out))
+                })
+            })
+            .collect();
+        spawned
+            .into_iter()
+            .map(|thread| thread.join().expect("benchmark thread panicked"))
+            .collect()
+    });
+    let lookups: u64 = per_thread.iter().map(|(lookups, _)| lookups).sum();
+    Run {
+        mlps: lookups as f64 / wall.elapsed().as_secs_f64() / 1e6,
+        checksum: per_thread.iter().fold(0, |a, (_, sum)| {
+            a.wrapping_mul(1_000_003).wrapping_add(*sum)
+        }),
+    }
+}
+
+/// An engine built by spec for measurement: its snapshot, which every mode
+/// but `reader` looks up in, and when built for the `reader` mode the live
+/// [`Fib`](crate::Fib) that published it (which keeps its own copy of the
+/// table).
+pub struct BenchEngine<A: EngineFamily> {
+    spec: String,
+    build_seconds: f64,
+    held: Held<A>,
+}
+
+enum Held<A: EngineFamily> {
+    Snapshot(A::Snapshot),
+    Fib(crate::Fib<A>, Arc<Published<A::Snapshot>>),
+}
+
+impl<A: EngineFamily> BenchEngine<A> {
+    /// Builds `spec` from `rib`, timing the build; with `readers`, as a
+    /// [`Fib`](crate::Fib), so the `reader` mode has a handle to read.
+    pub fn build(spec: &str, rib: &Rib<A>, readers: bool) -> Result<Self, BuildError> {
+        let config: A::Config = spec.parse()?;
+        let spec = config.to_string();
+        if readers {
+            let rib = rib.clone();
+            let start = Instant::now();
+            let fib = crate::LocalFib::<A>::with_config(config, rib)?.into_shared();
+            let build_seconds = start.elapsed().as_secs_f64();
+            let published = fib.snapshot();
+            return Ok(BenchEngine {
+                spec,
+                build_seconds,
+                held: Held::Fib(fib, published),
+            });
+        }
+        let start = Instant::now();
+        let (_, snapshot) = A::Engine::build(&config, rib)?;
+        Ok(BenchEngine {
+            spec,
+            build_seconds: start.elapsed().as_secs_f64(),
+            held: Held::Snapshot(snapshot),
+        })
+    }
+
+    /// The engine's spec in canonical form.
+    pub fn spec(&self) -> &str {
+        &self.spec
+    }
+
+    /// Seconds the build took.
+    pub fn build_seconds(&self) -> f64 {
+        self.build_seconds
+    }
+
+    /// The snapshot lookups read.
+    pub fn snapshot(&self) -> &A::Snapshot {
+        match &self.held {
+            Held::Snapshot(snapshot) => snapshot,
+            Held::Fib(_, published) => published.snapshot(),
+        }
+    }
+
+    /// One [`run`] in `mode`: through a [`Reader`] per thread for `reader`
+    /// (when built for it), through the snapshot for every other mode.
+    pub fn run(
+        &self,
+        keys: &[A],
+        out: &mut [Option<Label>],
+        mode: Mode,
+        chained: bool,
+        threads: usize,
+        min: Duration,
+    ) -> Run {
+        match &self.held {
+            Held::Fib(fib, _) if mode == Mode::Reader => {
+                run(|| fib.reader(), keys, out, mode, chained, threads, min)
+            }
+            _ => run(|| self.snapshot(), keys, out, mode, chained, threads, min),
+        }
+    }
+}
+
+/// Runs `rounds` rounds over `configurations` configurations: round 1 of
+/// every configuration (`run_one(round, configuration)`, in order), then
+/// round 2 of every one, and so on. On a shared machine the load moves one
+/// configuration's figure by up to 2x between runs seconds apart; runs in
+/// one round share the load of their moment, so comparing them round by
+/// round ([`Ratio`]) cancels most of it, where configurations measured one
+/// after the other would not. Returns each configuration's results in
+/// round order.
+pub fn interleave<T>(
+    rounds: usize,
+    configurations: usize,
+    mut run_one: impl FnMut(usize, usize) -> T,
+) -> Vec<Vec<T>> {
+    let mut results: Vec<Vec<T>> = (0..configurations)
+        .map(|_| Vec::with_capacity(rounds))
+        .collect();
+    for round in 0..rounds {
+        for (configuration, runs) in results.iter_mut().enumerate() {
+            runs.push(run_one(round, configuration));
+        }
+    }
+    results
+}
+
+/// The median of `values`: the middle value, or the mean of the two middle
+/// ones for an even count; NaN when empty.
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// One configuration against a baseline measured in the same rounds: the
+/// ratio of their runs round by round (each pairs runs seconds apart) and
+/// the median of those ratios.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Ratio {
+    /// The baseline configuration's name.
+    pub baseline: String,
+    /// This configuration's Mlps over the baseline's, per round.
+    pub rounds: Vec<f64>,
+    /// The median of `rounds`.
+    pub median: f64,
+}
+
+impl Ratio {
+    /// The ratios of `runs_mlps` to `baseline_mlps`, round by round (the
+    /// shorter list decides how many).
+    pub fn new(baseline: impl Into<String>, runs_mlps: &[f64], baseline_mlps: &[f64]) -> Ratio {
+        let rounds: Vec<f64> = runs_mlps
+            .iter()
+            .zip(baseline_mlps)
+            .map(|(run, base)| run / base)
+            .collect();
+        Ratio {
+            baseline: baseline.into(),
+            median: median(&rounds),
+            rounds,
+        }
+    }
+}
+
 /// The result of timing one engine on one key pattern and mode.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Measurement {
@@ -322,13 +763,13 @@ pub struct Measurement {
     pub engine: String,
     /// Key pattern name.
     pub pattern: String,
-    /// Plain or batch.
+    /// How the lookups were issued.
     pub mode: Mode,
     /// Threads used.
     pub threads: usize,
     /// Keys in the array.
     pub keys: usize,
-    /// Mlps of every run, in order.
+    /// Mlps of every run, in order (round by round).
     pub runs_mlps: Vec<f64>,
     /// Median Mlps.
     pub median_mlps: f64,
@@ -339,8 +780,40 @@ pub struct Measurement {
     /// Nanoseconds per lookup at the median (per thread: threads / median).
     pub ns_per_lookup: f64,
     /// A checksum of the results (same keys and table give the same value for
-    /// every correct engine; for `seq` it depends on the chaining too).
+    /// every correct engine and mode; for `seq` it depends on the chaining too).
     pub checksum: u64,
+    /// Against the baseline configuration, when one was chosen.
+    pub ratio: Option<Ratio>,
+}
+
+impl Measurement {
+    /// Summarises the runs of one configuration (in round order; at least
+    /// one); the checksum is the first run's.
+    pub fn from_runs(
+        engine: &str,
+        pattern: &Pattern,
+        mode: Mode,
+        threads: usize,
+        keys: usize,
+        runs: &[Run],
+    ) -> Measurement {
+        let runs_mlps: Vec<f64> = runs.iter().map(|run| run.mlps).collect();
+        let median_mlps = median(&runs_mlps);
+        Measurement {
+            engine: engine.to_string(),
+            pattern: pattern.name(),
+            mode,
+            threads,
+            keys,
+            median_mlps,
+            min_mlps: runs_mlps.iter().copied().fold(f64::INFINITY, f64::min),
+            max_mlps: runs_mlps.iter().copied().fold(0.0, f64::max),
+            ns_per_lookup: 1e3 * threads as f64 / median_mlps,
+            checksum: runs.first().map_or(0, |run| run.checksum),
+            runs_mlps,
+            ratio: None,
+        }
+    }
 }
 
 fn checksum(results: &[Option<Label>]) -> u64 {
@@ -350,40 +823,12 @@ fn checksum(results: &[Option<Label>]) -> u64 {
     })
 }
 
-/// One timed pass set on one thread: passes over `keys` until `min` elapsed.
-/// Returns (lookups done, elapsed).
-fn timed_passes<A: Addr, L: Lookup<A> + ?Sized>(
-    engine: &L,
-    keys: &[A],
-    out: &mut [Option<Label>],
-    chained: bool,
-    mode: Mode,
-    min: Duration,
-) -> (u64, Duration) {
-    let start = Instant::now();
-    let mut lookups = 0u64;
-    let mut chain = 0;
-    loop {
-        if chained {
-            chain = engine.lookup_chained(keys, out, chain);
-        } else {
-            match mode {
-                Mode::Plain => engine.lookup_each(keys, out),
-                Mode::Batch => engine.lookup_batch(keys, out),
-            }
-        }
-        lookups += keys.len() as u64;
-        let elapsed = start.elapsed();
-        if elapsed >= min {
-            std::hint::black_box(&*out);
-            return (lookups, elapsed);
-        }
-    }
-}
-
 /// Times `engine` on `keys` (generated for `pattern`): `settings.runs` runs of
-/// at least `settings.min_seconds` each, on `settings.threads` threads.
-/// `seq` always runs chained (its mode is reported as plain).
+/// at least `settings.min_seconds` each, on `settings.threads` threads, one
+/// after the other. `seq` chains the lookups; in a batch mode it runs the
+/// engine's chained loop and is reported as plain. To compare several
+/// configurations, run them in alternating rounds with [`interleave`] and
+/// [`run`] instead.
 pub fn measure<A: Addr, L: Lookup<A> + ?Sized>(
     name: &str,
     engine: &L,
@@ -393,61 +838,18 @@ pub fn measure<A: Addr, L: Lookup<A> + ?Sized>(
     settings: &Settings,
 ) -> Measurement {
     let chained = *pattern == Pattern::Seq;
-    let mode = if chained { Mode::Plain } else { mode };
+    let mode = if chained && !mode.is_per_key() {
+        Mode::Plain
+    } else {
+        mode
+    };
     let threads = settings.threads.max(1);
     let min = Duration::from_secs_f64(settings.min_seconds.max(0.0));
-    let slice_len = keys.len().div_ceil(threads).max(1);
-    let mut outs: Vec<Vec<Option<Label>>> = keys
-        .chunks(slice_len)
-        .map(|slice| vec![None; slice.len()])
-        .collect();
-    // Threads are pinned to distinct cores where the system allows it, so
-    // runs do not migrate; with more threads than cores they wrap around.
-    let cores = core_affinity::get_core_ids().unwrap_or_default();
-    let mut runs = Vec::with_capacity(settings.runs);
-    for _ in 0..settings.runs.max(1) {
-        let wall = Instant::now();
-        let lookups: u64 = std::thread::scope(|scope| {
-            let handles: Vec<_> = keys
-                .chunks(slice_len)
-                .zip(outs.iter_mut())
-                .enumerate()
-                .map(|(index, (slice, out))| {
-                    let core = cores.get(index % cores.len().max(1)).copied();
-                    scope.spawn(move || {
-                        if let Some(core) = core {
-                            core_affinity::set_for_current(core);
-                        }
-                        timed_passes(engine, slice, out, chained, mode, min).0
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("benchmark thread panicked"))
-                .sum()
-        });
-        runs.push(lookups as f64 / wall.elapsed().as_secs_f64() / 1e6);
-    }
-    let mut sorted = runs.clone();
-    sorted.sort_by(f64::total_cmp);
-    let median = sorted[sorted.len() / 2];
-    Measurement {
-        engine: name.to_string(),
-        pattern: pattern.name(),
-        mode,
-        threads,
-        keys: keys.len(),
-        runs_mlps: runs,
-        median_mlps: median,
-        min_mlps: sorted[0],
-        max_mlps: sorted[sorted.len() - 1],
-        ns_per_lookup: 1e3 * threads as f64 / median,
-        checksum: outs
-            .iter()
-            .map(|out| checksum(out))
-            .fold(0, |a, b| a.wrapping_mul(1_000_003).wrapping_add(b)),
-    }
+    let mut out = vec![None; keys.len()];
+    let runs = interleave(settings.runs.max(1), 1, |_, _| {
+        run(|| engine, keys, &mut out, mode, chained, threads, min)
+    });
+    Measurement::from_runs(name, pattern, mode, threads, keys.len(), &runs[0])
 }
 
 /// The practical per-core ceiling: one load from a 2^16-entry array per key
@@ -581,6 +983,135 @@ mod tests {
             "ns_per_lookup",
         ] {
             assert!(json.get(field).is_some(), "{field} missing");
+        }
+    }
+
+    #[test]
+    fn modes_parse_and_name() {
+        for name in ["plain", "key", "reader", "batch", "burst1", "burst32"] {
+            let mode: Mode = name.parse().unwrap();
+            assert_eq!(mode.to_string(), name);
+            assert_eq!(serde_json::to_value(mode).unwrap(), name);
+        }
+        assert_eq!("burst8".parse::<Mode>().unwrap(), Mode::Burst(8));
+        for bad in ["burst", "burst0", "burst-1", "fast", ""] {
+            let err = bad.parse::<Mode>().unwrap_err();
+            assert!(err.contains("burstN"), "{bad}: {err}");
+        }
+        assert!(Mode::Reader.is_per_key() && !Mode::Burst(8).is_per_key());
+        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            parse_modes(&names(&["key", "burst", "burst8", "batch"]), &[8, 32]).unwrap(),
+            [Mode::Key, Mode::Burst(8), Mode::Burst(32), Mode::Batch]
+        );
+        assert!(parse_modes(&names(&["burst"]), &[0]).is_err());
+        assert!(parse_modes(&names(&["burst"]), &[]).is_err());
+        assert!(parse_modes(&names(&["turbo"]), &[32]).is_err());
+    }
+
+    #[test]
+    fn interleave_runs_round_by_round() {
+        let mut order = Vec::new();
+        let results = interleave(3, 2, |round, configuration| {
+            order.push((round, configuration));
+            10 * round + configuration
+        });
+        assert_eq!(order, vec![(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]);
+        assert_eq!(results, vec![vec![0, 10, 20], vec![1, 11, 21]]);
+        assert!(interleave(0, 2, |_, _| 0).iter().all(Vec::is_empty));
+    }
+
+    #[test]
+    fn medians_and_round_ratios() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        // A load swing in round 2 halves both; the ratio stays 2.
+        let ratio = Ratio::new(
+            "base",
+            &[200.0, 100.0, 220.0, 30.0],
+            &[100.0, 50.0, 100.0, 60.0],
+        );
+        assert_eq!(ratio.rounds, vec![2.0, 2.0, 2.2, 0.5]);
+        assert_eq!(ratio.median, 2.0);
+        assert_eq!(ratio.baseline, "base");
+        // The shorter list decides.
+        assert_eq!(Ratio::new("b", &[1.0, 2.0], &[1.0]).rounds, vec![1.0]);
+    }
+
+    #[test]
+    fn every_mode_gives_the_reference_results() {
+        let rib = Rib::<u32>::from_pairs([
+            ("0.0.0.0/1".parse().unwrap(), 2),
+            ("10.0.0.0/8".parse().unwrap(), 1),
+            ("10.1.0.0/16".parse().unwrap(), 3),
+            ("192.168.0.0/16".parse().unwrap(), 4),
+            ("192.168.1.1/32".parse().unwrap(), 5),
+        ]);
+        let mut keys = generate_keys::<u32>(&Pattern::Rnd, 997, 5, &rib).unwrap();
+        keys.extend([0x0a01_0203, 0xc0a8_0101, 0xc0a8_0102, 0xffff_ffff]);
+        let radix = crate::build("radix", &rib).unwrap();
+        // The reference answers, and the chained ones: each thread chains
+        // its own slice of the keys from 0.
+        let expected = |chained: bool, threads: usize| -> Vec<Option<Label>> {
+            let mut out: Vec<Option<Label>> = keys.iter().map(|&k| rib.lookup(k)).collect();
+            if chained {
+                let slice_len = keys.len().div_ceil(threads);
+                for (slice, results) in keys.chunks(slice_len).zip(out.chunks_mut(slice_len)) {
+                    radix.lookup_chained(slice, results, 0);
+                }
+            }
+            out
+        };
+        let modes = [
+            Mode::Plain,
+            Mode::Key,
+            Mode::Reader,
+            Mode::Batch,
+            Mode::Burst(1),
+            Mode::Burst(8),
+            Mode::Burst(32),
+            Mode::Burst(5000),
+        ];
+        for spec in ["radix", "dir24-8", "dxr"] {
+            let snapshot = crate::build(spec, &rib).unwrap();
+            let fib = crate::Fib::<u32>::new(spec, rib.clone()).unwrap();
+            for threads in [1, 2, 3] {
+                for chained in [false, true] {
+                    let want = expected(chained, threads);
+                    let mut checksums = Vec::new();
+                    for mode in modes {
+                        let mut out = vec![None; keys.len()];
+                        let run = match mode {
+                            Mode::Reader => run(
+                                || fib.reader(),
+                                &keys,
+                                &mut out,
+                                mode,
+                                chained,
+                                threads,
+                                Duration::ZERO,
+                            ),
+                            _ => run(
+                                || &snapshot,
+                                &keys,
+                                &mut out,
+                                mode,
+                                chained,
+                                threads,
+                                Duration::ZERO,
+                            ),
+                        };
+                        assert!(run.mlps > 0.0);
+                        assert_eq!(out, want, "{spec} {mode} {threads} threads {chained}");
+                        checksums.push(run.checksum);
+                    }
+                    assert!(
+                        checksums.iter().all(|&c| c == checksums[0]),
+                        "{spec} {threads} threads {chained}: {checksums:?}"
+                    );
+                }
+            }
         }
     }
 

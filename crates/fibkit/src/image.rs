@@ -339,7 +339,7 @@ impl Image {
                     "section `{name}` ({elements} x {element_bytes} bytes at {offset}) lies outside the file"
                 )));
             }
-            if offset as usize % SECTION_ALIGN != 0 {
+            if !(offset as usize).is_multiple_of(SECTION_ALIGN) {
                 return Err(invalid(format!("section `{name}` is not aligned")));
             }
             sections.push(Section {
@@ -409,7 +409,7 @@ impl Image {
         let base = self.bytes.as_slice().as_ptr();
         // SAFETY: validation checked `offset + elements * size <= len`.
         let ptr = unsafe { base.add(section.offset) }.cast::<T>();
-        if (ptr as usize) % std::mem::align_of::<T>() != 0 {
+        if !(ptr as usize).is_multiple_of(std::mem::align_of::<T>()) {
             return Err(self.invalid(format!("section `{name}` is misaligned for its elements")));
         }
         Ok(MappedArray {

@@ -79,3 +79,29 @@ fn dfz_v6_tables() {
         check_shared_table(spec, "linx-rib-ipv6.20141225.txt.gz", false, ipv6);
     }
 }
+
+/// Without the shared data set, a test that needs it stops with a message
+/// saying what is expected where (run in a child process of this test
+/// binary, pointed at a folder that does not exist).
+#[test]
+fn a_missing_data_set_is_named() {
+    if std::env::var_os("FIBKIT_DATA_DIR").is_some() {
+        // The child: load a shared table from the missing folder.
+        shared_table("dfz-v4-nh.txt.gz");
+        return;
+    }
+    let missing = std::env::temp_dir().join(format!("fibkit-no-data-{}", std::process::id()));
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "a_missing_data_set_is_named", "--nocapture"])
+        .env("FIBKIT_DATA_DIR", &missing)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("the shared data set is missing")
+            && stderr.contains(&missing.display().to_string())
+            && stderr.contains("../shared/data"),
+        "{stderr}"
+    );
+}

@@ -7,8 +7,10 @@
 //! - `results/NAME.res`: one little-endian `u32` label per key, in key order,
 //!   `u32::MAX` for no match.
 //! - `results/NAME.timing`: one tab-separated line
-//!   `kind engine keys build_seconds mlps,mlps,...` where kind is `fibkit`,
-//!   `peer` or `ceiling` (timed, but its results are no lookups: not compared).
+//!   `kind engine shape keys build_seconds mlps,mlps,...` where kind is
+//!   `fibkit`, `peer` or `ceiling` (timed, but its results are no lookups:
+//!   not compared), shape the call pattern (`key`, `x4`, `burstN`, `batch`)
+//!   and the runs are in round order. The rounds driver writes it.
 //! - `info.txt`: `key value` lines written by `prep` (family, pattern, ...).
 
 use std::collections::BTreeMap;
@@ -66,11 +68,14 @@ pub struct Timing {
     pub kind: String,
     /// Engine name as reported.
     pub engine: String,
+    /// How the lookups are called: `key` (one address per call), `x4`,
+    /// `burstN` (N addresses per call) or `batch` (all keys in one call).
+    pub shape: String,
     /// Keys per pass.
     pub keys: u64,
     /// Seconds to build the engine from the table.
     pub build_seconds: f64,
-    /// Mlps of each run, in order.
+    /// Mlps of each run, in round order.
     pub runs_mlps: Vec<f64>,
 }
 
@@ -79,9 +84,10 @@ impl Timing {
     pub fn to_line(&self) -> String {
         let runs: Vec<String> = self.runs_mlps.iter().map(|r| format!("{r:.4}")).collect();
         format!(
-            "{}\t{}\t{}\t{:.4}\t{}\n",
+            "{}\t{}\t{}\t{}\t{:.4}\t{}\n",
             self.kind,
             self.engine,
+            self.shape,
             self.keys,
             self.build_seconds,
             runs.join(",")
@@ -91,9 +97,9 @@ impl Timing {
     /// Parses a `.timing` line.
     pub fn parse(line: &str) -> Result<Timing, String> {
         let fields: Vec<&str> = line.trim_end_matches(['\n', '\r']).split('\t').collect();
-        let [kind, engine, keys, build, runs] = fields.as_slice() else {
+        let [kind, engine, shape, keys, build, runs] = fields.as_slice() else {
             return Err(format!(
-                "expected 5 tab-separated fields (kind engine keys build_seconds runs), got `{line}`"
+                "expected 6 tab-separated fields (kind engine shape keys build_seconds runs), got `{line}`"
             ));
         };
         if !["fibkit", "peer", "ceiling"].contains(kind) {
@@ -116,6 +122,7 @@ impl Timing {
         Ok(Timing {
             kind: kind.to_string(),
             engine: engine.to_string(),
+            shape: shape.to_string(),
             keys: keys
                 .parse()
                 .map_err(|_| format!("`{keys}` is not a key count"))?,
@@ -126,12 +133,11 @@ impl Timing {
 
     /// (median, min, max) of the runs.
     pub fn summary(&self) -> (f64, f64, f64) {
-        let mut sorted = self.runs_mlps.clone();
-        sorted.sort_by(f64::total_cmp);
+        let runs = &self.runs_mlps;
         (
-            sorted[sorted.len() / 2],
-            sorted[0],
-            sorted[sorted.len() - 1],
+            fibkit::bench::median(runs),
+            runs.iter().copied().fold(f64::INFINITY, f64::min),
+            runs.iter().copied().fold(0.0, f64::max),
         )
     }
 }
@@ -206,15 +212,16 @@ mod tests {
         let timing = Timing {
             kind: "peer".into(),
             engine: "rte_lpm".into(),
+            shape: "burst32".into(),
             keys: 16,
             build_seconds: 0.5,
             runs_mlps: vec![3.0, 1.0, 5.0, 2.0, 4.0],
         };
         assert_eq!(Timing::parse(&timing.to_line()).unwrap(), timing);
         assert_eq!(timing.summary(), (3.0, 1.0, 5.0));
-        assert!(Timing::parse("peer\tx\t1\t0.1").is_err());
-        assert!(Timing::parse("other\tx\t1\t0.1\t1").is_err());
-        assert!(Timing::parse("peer\tx\t1\t0.1\tfast").is_err());
+        assert!(Timing::parse("peer\tx\tkey\t1\t0.1").is_err());
+        assert!(Timing::parse("other\tx\tkey\t1\t0.1\t1").is_err());
+        assert!(Timing::parse("peer\tx\tkey\t1\t0.1\tfast").is_err());
         assert_eq!(file_stem("cpe:levels=3"), "cpe_levels_3");
     }
 }

@@ -4,37 +4,45 @@
 //!   `prefix label` text for the C and Go harnesses, generates the keys with
 //!   `fibkit::bench::generate_keys` and stores the reference results (fibkit's
 //!   `radix`, the reference trie).
-//! - `run`: times fibkit's engines (plain and batch loops) and the Rust peer
-//!   crates `prefix-trie` and `ip_network_table-deps-treebitmap` on those
-//!   keys, by the method of `fibkit::bench` (keys precomputed, results stored,
-//!   runs of at least `--min-seconds`, median of `--runs`), and writes each
-//!   engine's results and timing.
+//! - `serve`: the harness of fibkit's engines (in the modes of `fibkit
+//!   bench`: plain, key, reader, batch, burstN), the ceiling and the Rust
+//!   peer crates `prefix-trie` and `ip_network_table-deps-treebitmap`: builds
+//!   them, then runs one configuration at a time as the rounds driver asks
+//!   (`rounds.rs`), by the method of `fibkit::bench` (keys precomputed,
+//!   results stored, runs of at least `--min-seconds`).
+//! - `rounds`: starts every harness (this one, DPDK's, bart's) and runs
+//!   round 1 of all their configurations, then round 2, ...; writes each
+//!   configuration's results and timing (runs in round order).
 //! - `compare`: checks every engine's results against the reference, prints
-//!   the side-by-side table and writes the JSON; exit status 1 on any
+//!   the rounds, the medians and the ratios to the baselines (the median of
+//!   per-round ratios) and writes the JSON; exit status 1 on any
 //!   disagreement.
 //!
 //! File formats: see `files.rs` and bench/peers/README.md.
 
 mod compare;
 mod files;
+mod rounds;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fibkit::bench::{generate_keys, Pattern};
+use fibkit::bench::{generate_keys, parse_modes, timed_passes, BenchEngine, Mode, Pattern};
 use fibkit::load::{load_table, LoadOptions};
-use fibkit::{build, Addr, BuildError, EngineConfig, EngineFamily, Label, Lookup, Rib};
+use fibkit::{build, Addr, BuildError, EngineFamily, Label, Lookup, Rib};
 
 use files::{Timing, NO_MATCH};
+use rounds::Offer;
 
 const USAGE: &str = "\
 usage:
   fibkit-peers prep TABLE --family 4|6 --out DIR [--pattern rnd] [--keys N] [--seed S]
-  fibkit-peers run DIR [--engines dir24-8,radix] [--modes plain,batch] [--no-peers]
-                       [--min-seconds 1] [--runs 5]
-  fibkit-peers compare DIR... [--json FILE]
+  fibkit-peers serve DIR [--engines dir24-8,radix] [--modes plain,key,reader,batch,burst]
+                         [--burst 8,32] [--no-peers] [--min-seconds 1]
+  fibkit-peers rounds DIR [--rounds 5] -- HARNESS ARGS... [:: HARNESS ARGS...]...
+  fibkit-peers compare DIR... [--json FILE] [--baselines rte_fib/burst32,...]
   fibkit-peers families TABLE        (prints the families the table has: 4, 6)
   fibkit-peers engines --family 4|6  (prints fibkit's engines for the family, radix aside)";
 
@@ -44,7 +52,8 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match args.first().map(String::as_str) {
         Some("prep") => prep(&Args::parse(&args[1..])),
-        Some("run") => run(&Args::parse(&args[1..])),
+        Some("serve") => serve(&Args::parse(&args[1..])),
+        Some("rounds") => rounds_command(&args[1..]),
         Some("compare") => compare_dirs(&Args::parse(&args[1..])),
         Some("families") => families(&Args::parse(&args[1..])),
         Some("engines") => engines(&Args::parse(&args[1..])),
@@ -241,34 +250,7 @@ fn prep_family<A: EngineFamily>(
     Ok((rib.len(), hits))
 }
 
-// ---------------------------------------------------------------- run
-
-/// The method of `fibkit::bench::measure`: `runs` runs, each passing over the
-/// whole key array until at least `min` has elapsed, every result stored.
-/// Returns Mlps per run.
-fn time_runs(
-    keys: usize,
-    out: &mut [Option<Label>],
-    min: Duration,
-    runs: usize,
-    mut pass: impl FnMut(&mut [Option<Label>]),
-) -> Vec<f64> {
-    (0..runs.max(1))
-        .map(|_| {
-            let start = Instant::now();
-            let mut lookups = 0u64;
-            loop {
-                pass(out);
-                lookups += keys as u64;
-                let elapsed = start.elapsed();
-                if elapsed >= min {
-                    std::hint::black_box(&*out);
-                    return lookups as f64 / elapsed.as_secs_f64() / 1e6;
-                }
-            }
-        })
-        .collect()
-}
+// ---------------------------------------------------------------- serve
 
 /// Families the Rust peers handle: the prefix-trie key type and the
 /// treebitmap address type.
@@ -298,152 +280,209 @@ impl PeerFamily for u128 {
     }
 }
 
-struct RunSettings {
+struct ServeSettings {
     engines: Vec<String>,
-    modes: Vec<String>,
+    modes: Vec<Mode>,
     peers: bool,
     min: Duration,
-    runs: usize,
 }
 
-fn run(args: &Args) -> Result<bool> {
+fn serve(args: &Args) -> Result<bool> {
     let [dir] = args.positional.as_slice() else {
-        return Err(format!("run takes one DIR\n{USAGE}"));
+        return Err(format!("serve takes one DIR\n{USAGE}"));
     };
     let dir = PathBuf::from(dir);
     let info = files::read_info(&dir)?;
-    let settings = RunSettings {
+    let bursts = args
+        .list("burst", "32")
+        .iter()
+        .map(|n| {
+            n.parse::<usize>()
+                .map_err(|_| format!("--burst `{n}` is not a number"))
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    let settings = ServeSettings {
         engines: args.list("engines", "dir24-8"),
-        modes: args.list("modes", "plain,batch"),
+        modes: parse_modes(&args.list("modes", "plain,batch"), &bursts)
+            .map_err(|e| format!("--modes: {e}"))?,
         peers: !args.flag("no-peers"),
         min: Duration::from_secs_f64(args.number("min-seconds", 1.0f64)?.max(0.0)),
-        runs: args.number("runs", 5usize)?,
     };
-    for mode in &settings.modes {
-        if mode != "plain" && mode != "batch" {
-            return Err(format!("mode `{mode}` is neither plain nor batch"));
-        }
-    }
     let loaded = load(&dir.join("table.txt"))?;
     match info.get("family").map(String::as_str) {
-        Some("4") => run_family(&loaded.v4, &dir, &settings)?,
-        Some("6") => run_family(&loaded.v6, &dir, &settings)?,
+        Some("4") => serve_family(&loaded.v4, &dir, &settings)?,
+        Some("6") => serve_family(&loaded.v6, &dir, &settings)?,
         other => return Err(format!("info.txt: bad family {other:?}")),
     }
     Ok(true)
 }
 
-fn store(dir: &Path, timing: &Timing, results: &[Option<Label>]) -> Result<()> {
-    let (median, min, max) = timing.summary();
-    println!(
-        "  {:<24} {median:8.2} Mlps ({min:.2}-{max:.2}), build {:.2} s",
-        timing.engine, timing.build_seconds
-    );
-    let stem = dir.join("results").join(files::file_stem(&timing.engine));
-    write_file(&stem.with_extension("res"), &files::encode_results(results))?;
-    write_file(&stem.with_extension("timing"), timing.to_line().as_bytes())
+/// The shape of a fibkit mode for the report: `key` for the per-key
+/// modes (one address per call, like a peer's lookup), `burstN`, `batch`.
+fn shape(mode: Mode) -> String {
+    if mode.is_per_key() {
+        "key".into()
+    } else {
+        mode.to_string()
+    }
 }
 
-fn run_family<A: PeerFamily>(rib: &Rib<A>, dir: &Path, settings: &RunSettings) -> Result<()>
+/// One run of a peer's per-key loop: passes over `keys` until `min` has
+/// elapsed (the loop of `fibkit::bench`), Mlps.
+fn peer_run<K: Copy>(
+    keys: &[K],
+    out: &mut [Option<Label>],
+    min: Duration,
+    mut lookup: impl FnMut(K) -> Option<Label>,
+) -> f64 {
+    let (passes, elapsed) = timed_passes(min, || {
+        for (key, result) in keys.iter().zip(out.iter_mut()) {
+            *result = lookup(*key);
+        }
+    });
+    std::hint::black_box(&*out);
+    (passes * keys.len() as u64) as f64 / elapsed.as_secs_f64() / 1e6
+}
+
+/// Builds fibkit's engines, the ceiling and the Rust peers, then serves
+/// their configurations over the rounds protocol on standard input and
+/// output (progress goes to standard error).
+fn serve_family<A: PeerFamily>(rib: &Rib<A>, dir: &Path, settings: &ServeSettings) -> Result<()>
 where
     (A, u8): prefix_trie::Prefix,
 {
     let keys: Vec<A> = files::read_keys(&dir.join("keys.bin"))?;
-    let mut out = vec![None; keys.len()];
-    let timing = |kind: &str, engine: String, build: Duration, runs_mlps| Timing {
-        kind: kind.into(),
-        engine,
-        keys: keys.len() as u64,
-        build_seconds: build.as_secs_f64(),
-        runs_mlps,
-    };
-    println!(
+    eprintln!(
         "fibkit-peers: IPv{} {} keys, {} prefixes",
         if A::BITS == 32 { 4 } else { 6 },
         keys.len(),
         rib.len()
     );
+    let readers = settings.modes.contains(&Mode::Reader);
+    let mut engines = Vec::new();
     for spec in &settings.engines {
-        let start = Instant::now();
-        let engine = match build(spec, rib) {
-            Ok(engine) => engine,
+        match BenchEngine::<A>::build(spec, rib, readers) {
+            Ok(engine) => engines.push(engine),
             Err(BuildError::UnsupportedFamily { .. }) => {
-                println!("  {spec:<24} skipped: no {} support", A::FAMILY);
-                continue;
+                eprintln!("  {spec:<24} skipped: no {} support", A::FAMILY);
             }
             Err(e) => return Err(e.to_string()),
-        };
-        let build_time = start.elapsed();
-        for mode in &settings.modes {
-            let runs = time_runs(keys.len(), &mut out, settings.min, settings.runs, |out| {
-                if mode == "batch" {
-                    engine.lookup_batch(&keys, out)
-                } else {
-                    engine.lookup_each(&keys, out)
-                }
-            });
-            let name = format!("{}/{mode}", canonical::<A>(spec));
-            store(dir, &timing("fibkit", name, build_time, runs), &out)?;
+        }
+    }
+    let mut offers = Vec::new();
+    let offer = |name: String, kind: &str, shape: String, build: Duration| Offer {
+        name,
+        kind: kind.into(),
+        shape,
+        build_seconds: build.as_secs_f64(),
+    };
+    // What each offer runs, by index.
+    enum Subject {
+        Engine(usize, Mode),
+        Ceiling,
+        PrefixTrie,
+        TreeBitmap,
+    }
+    let mut subjects = Vec::new();
+    for (index, engine) in engines.iter().enumerate() {
+        for &mode in &settings.modes {
+            let name = format!("{}/{mode}", engine.spec());
+            let build = Duration::from_secs_f64(engine.build_seconds());
+            offers.push(offer(name, "fibkit", shape(mode), build));
+            subjects.push(Subject::Engine(index, mode));
         }
     }
     // The practical per-core limit (fibkit::bench::Ceiling: one load from a
     // 2^16-entry array per key through the same loop): on a shared machine it
     // shows how much of the core the run had.
     let ceiling = fibkit::bench::Ceiling::default();
-    let runs = time_runs(keys.len(), &mut out, settings.min, settings.runs, |out| {
-        Lookup::<A>::lookup_each(&ceiling, &keys, out)
-    });
-    store(
-        dir,
-        &timing("ceiling", "ceiling".into(), Duration::ZERO, runs),
-        &out,
-    )?;
-
-    if !settings.peers {
-        return Ok(());
-    }
+    offers.push(offer(
+        "ceiling".into(),
+        "ceiling",
+        "key".into(),
+        Duration::ZERO,
+    ));
+    subjects.push(Subject::Ceiling);
 
     // prefix-trie: a map from (address bits, length) tuples; the key is looked
     // up as a full-length prefix.
     let start = Instant::now();
     let mut map = prefix_trie::PrefixMap::<(A, u8), u32>::new();
-    for (prefix, label) in rib.iter() {
-        map.insert((prefix.addr(), prefix.plen()), label);
-    }
-    let build_time = start.elapsed();
-    let full = A::BITS;
-    let runs = time_runs(keys.len(), &mut out, settings.min, settings.runs, |out| {
-        for (key, result) in keys.iter().zip(out.iter_mut()) {
-            *result = map.get_lpm(&(*key, full)).map(|(_, label)| *label);
-        }
-    });
-    store(
-        dir,
-        &timing("peer", "prefix-trie".into(), build_time, runs),
-        &out,
-    )?;
-    drop(map);
-
     // treebitmap: std address types, converted before timing like every
     // peer's keys.
-    let start = Instant::now();
     let mut tbm = treebitmap::IpLookupTable::<A::Tbm, u32>::new();
-    for (prefix, label) in rib.iter() {
-        tbm.insert(prefix.addr().tbm(), prefix.plen() as u32, label);
-    }
-    let build_time = start.elapsed();
-    let tbm_keys: Vec<A::Tbm> = keys.iter().map(|k| k.tbm()).collect();
-    let runs = time_runs(keys.len(), &mut out, settings.min, settings.runs, |out| {
-        for (key, result) in tbm_keys.iter().zip(out.iter_mut()) {
-            *result = tbm.longest_match(*key).map(|(_, _, label)| *label);
+    let mut tbm_keys = Vec::new();
+    if settings.peers {
+        for (prefix, label) in rib.iter() {
+            map.insert((prefix.addr(), prefix.plen()), label);
         }
-    });
-    store(
-        dir,
-        &timing("peer", "treebitmap".into(), build_time, runs),
-        &out,
-    )?;
-    Ok(())
+        offers.push(offer(
+            "prefix-trie".into(),
+            "peer",
+            "key".into(),
+            start.elapsed(),
+        ));
+        subjects.push(Subject::PrefixTrie);
+        let start = Instant::now();
+        for (prefix, label) in rib.iter() {
+            tbm.insert(prefix.addr().tbm(), prefix.plen() as u32, label);
+        }
+        offers.push(offer(
+            "treebitmap".into(),
+            "peer",
+            "key".into(),
+            start.elapsed(),
+        ));
+        subjects.push(Subject::TreeBitmap);
+        tbm_keys = keys.iter().map(|k| k.tbm()).collect();
+    }
+    let full = A::BITS;
+    let min = settings.min;
+    let run = |index: usize, out: &mut [Option<Label>]| match subjects[index] {
+        Subject::Engine(engine, mode) => engines[engine].run(&keys, out, mode, false, 1, min).mlps,
+        Subject::Ceiling => {
+            fibkit::bench::run(|| &ceiling, &keys, out, Mode::Plain, false, 1, min).mlps
+        }
+        Subject::PrefixTrie => peer_run(&keys, out, min, |key| {
+            map.get_lpm(&(key, full)).map(|(_, label)| *label)
+        }),
+        Subject::TreeBitmap => peer_run(&tbm_keys, out, min, |key| {
+            tbm.longest_match(key).map(|(_, _, label)| *label)
+        }),
+    };
+    let stdin = std::io::stdin();
+    rounds::serve(&offers, keys.len(), run, stdin.lock(), std::io::stdout())
+}
+
+// ---------------------------------------------------------------- rounds
+
+/// `rounds DIR --rounds N -- HARNESS... [:: HARNESS...]...`: the harness
+/// commands follow `--`, separated by `::`.
+fn rounds_command(raw: &[String]) -> Result<bool> {
+    let split = raw
+        .iter()
+        .position(|a| a == "--")
+        .ok_or_else(|| format!("rounds needs `-- HARNESS...`\n{USAGE}"))?;
+    let args = Args::parse(&raw[..split]);
+    let [dir] = args.positional.as_slice() else {
+        return Err(format!("rounds takes one DIR\n{USAGE}"));
+    };
+    let rounds: usize = args.number("rounds", 5)?;
+    if rounds == 0 {
+        return Err("--rounds must be at least 1".into());
+    }
+    let commands: Vec<Vec<String>> = raw[split + 1..]
+        .split(|a| a == "::")
+        .filter(|c| !c.is_empty())
+        .map(<[String]>::to_vec)
+        .collect();
+    if commands.is_empty() {
+        return Err(format!(
+            "rounds needs at least one harness command\n{USAGE}"
+        ));
+    }
+    rounds::drive(Path::new(dir), rounds, &commands)?;
+    Ok(true)
 }
 
 // ---------------------------------------------------------------- compare
@@ -455,7 +494,7 @@ fn compare_dirs(args: &Args) -> Result<bool> {
     let mut all_agree = true;
     let mut sections = Vec::new();
     for dir in &args.positional {
-        let (agree, section) = compare_dir(Path::new(dir))?;
+        let (agree, section) = compare_dir(Path::new(dir), &args.list("baselines", ""))?;
         all_agree &= agree;
         sections.push(section);
     }
@@ -491,8 +530,9 @@ fn cpu_model() -> String {
         .unwrap_or_default()
 }
 
-/// Compares one prepared directory; returns (all agree, JSON section).
-fn compare_dir(dir: &Path) -> Result<(bool, serde_json::Value)> {
+/// Compares one prepared directory and prints its report, with ratios to
+/// `baselines` (default: every peer); returns (all agree, JSON section).
+fn compare_dir(dir: &Path, baselines: &[String]) -> Result<(bool, serde_json::Value)> {
     let info = files::read_info(dir)?;
     let family = info.get("family").cloned().unwrap_or_default();
     // Keys in text form, for the disagreement report.
@@ -521,7 +561,6 @@ fn compare_dir(dir: &Path) -> Result<(bool, serde_json::Value)> {
         .collect();
     entries.sort();
     let mut rows = Vec::new();
-    let mut json_engines = Vec::new();
     let mut all_agree = true;
     println!();
     println!(
@@ -566,30 +605,83 @@ fn compare_dir(dir: &Path) -> Result<(bool, serde_json::Value)> {
                 );
             }
         }
-        let (median, min, max) = timing.summary();
-        json_engines.push(serde_json::json!({
-            "engine": timing.engine,
-            "kind": timing.kind,
-            "keys": timing.keys,
-            "build_seconds": timing.build_seconds,
-            "runs_mlps": timing.runs_mlps,
-            "median_mlps": median,
-            "min_mlps": min,
-            "max_mlps": max,
-            "agrees": disagreement.agrees(),
-            "disagreeing_keys": disagreement.count,
-        }));
         rows.push(compare::Row {
             agrees: disagreement.agrees(),
+            disagreeing: disagreement.count,
             timing,
         });
     }
     if rows.is_empty() {
         return Err(format!("{}: no engine results", results.display()));
     }
-    // fibkit's engines first, then the peers, each as they were named.
-    rows.sort_by(|a, b| a.timing.kind.cmp(&b.timing.kind));
-    print!("{}", compare::table(&rows));
+    // fibkit's configurations, then the peers', then the ceiling; each by
+    // keys per call.
+    let kind_rank = |kind: &str| {
+        ["fibkit", "peer", "ceiling"]
+            .iter()
+            .position(|k| *k == kind)
+    };
+    rows.sort_by_key(|r| {
+        (
+            kind_rank(&r.timing.kind),
+            rounds::keys_per_call(&r.timing.shape),
+            r.timing.engine.clone(),
+        )
+    });
+    let baseline_rows: Vec<&compare::Row> = if baselines.is_empty() {
+        rows.iter().filter(|r| r.timing.kind == "peer").collect()
+    } else {
+        // Baselines of the other family (or of a CPU without AVX-512) are
+        // skipped.
+        baselines
+            .iter()
+            .filter_map(|name| rows.iter().find(|r| &r.timing.engine == name))
+            .collect()
+    };
+    if !baselines.is_empty() && baseline_rows.is_empty() {
+        println!(
+            "none of the baselines was measured here: {}",
+            baselines.join(", ")
+        );
+    }
+    let json_engines: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|row| {
+            let timing = &row.timing;
+            let (median, min, max) = timing.summary();
+            let ratios: Vec<fibkit::bench::Ratio> = if timing.kind == "fibkit" {
+                baseline_rows.iter().map(|b| row.ratio(b)).collect()
+            } else {
+                Vec::new()
+            };
+            serde_json::json!({
+                "engine": timing.engine,
+                "kind": timing.kind,
+                "shape": timing.shape,
+                "keys": timing.keys,
+                "build_seconds": timing.build_seconds,
+                "runs_mlps": timing.runs_mlps,
+                "median_mlps": median,
+                "min_mlps": min,
+                "max_mlps": max,
+                "agrees": row.agrees,
+                "disagreeing_keys": row.disagreeing,
+                "ratios": ratios,
+            })
+        })
+        .collect();
+    println!("Mlps of every round (the rounds alternate all configurations; medians over rounds)");
+    print!("{}", compare::rounds_table(&rows));
+    if !baseline_rows.is_empty() {
+        println!();
+        println!(
+            "fibkit over each baseline: median of the per-round ratios (above 1: fibkit is faster)"
+        );
+        print!("{}", compare::ratio_table(&rows, &baseline_rows));
+        println!();
+        println!("fibkit over the baselines of the same shape, round by round");
+        print!("{}", compare::paired_rounds(&rows, &baseline_rows));
+    }
     Ok((
         all_agree,
         serde_json::json!({
@@ -604,9 +696,4 @@ fn compare_dir(dir: &Path) -> Result<(bool, serde_json::Value)> {
             "engines": json_engines,
         }),
     ))
-}
-
-/// The canonical form of an engine spec (`dxr` is `dxr:k=20`).
-fn canonical<A: EngineFamily>(spec: &str) -> String {
-    A::Config::parse(spec).map_or_else(|_| spec.to_string(), |config| config.to_string())
 }

@@ -968,7 +968,7 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
             }
         };
         reader.stats.records += 1;
-        if records.number % PROGRESS_EVERY_RECORDS == 0 {
+        if records.number.is_multiple_of(PROGRESS_EVERY_RECORDS) {
             if let Some(progress) = progress {
                 progress(records.input.raw_bytes_read());
             }
@@ -1057,7 +1057,7 @@ pub fn read_updates(
             }
         };
         loaded.stats.records += 1;
-        if records.number % PROGRESS_EVERY_RECORDS == 0 {
+        if records.number.is_multiple_of(PROGRESS_EVERY_RECORDS) {
             if let Some(progress) = options.progress {
                 progress(records.input.raw_bytes_read());
             }

@@ -60,7 +60,7 @@ fn for_each_line(
         }
         line_number += 1;
         stats.records += 1;
-        if line_number % PROGRESS_EVERY_LINES == 0 {
+        if line_number.is_multiple_of(PROGRESS_EVERY_LINES) {
             if let Some(progress) = options.progress {
                 progress(input.raw_bytes_read());
             }

@@ -14,11 +14,31 @@ use fibkit::load::{load_table, LoadOptions, LoadedTable};
 use fibkit::{build, verify, Addr, EngineFamily, Prefix, Rib};
 use proptest::prelude::*;
 
-/// `../shared/data/NAME`, relative to the workspace root.
+/// The shared data set's folder: `../shared/data` beside the repository,
+/// or the folder `FIBKIT_DATA_DIR` names.
+pub fn data_dir() -> PathBuf {
+    match std::env::var_os("FIBKIT_DATA_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+    }
+}
+
+/// What a test says when the shared data set is missing.
+pub fn missing_data_message(dir: &std::path::Path) -> String {
+    format!(
+        "the shared data set is missing: the tests read real routing tables from {} \
+         (`../shared/data` beside the repository clone, holding dfz-v4-nh.txt.gz and the \
+         other files its README lists); put the data there and run the tests again",
+        dir.display()
+    )
+}
+
+/// `../shared/data/NAME`, relative to the workspace root; panics with
+/// [`missing_data_message`] when the data set is not there.
 pub fn data_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(name)
+    let dir = data_dir();
+    assert!(dir.is_dir(), "{}", missing_data_message(&dir));
+    dir.join(name)
 }
 
 /// Loads a shared table once per test binary.

@@ -274,7 +274,7 @@ impl Dir24_8<crate::image::Mapped> {
             tbl8: image.array::<u32>("tbl8")?,
             results: image.array::<LabelSlot>("results")?,
         };
-        if snapshot.tbl24.len() != BLOCKS || snapshot.tbl8.len() % GROUP_SIZE != 0 {
+        if snapshot.tbl24.len() != BLOCKS || !snapshot.tbl8.len().is_multiple_of(GROUP_SIZE) {
             return Err(image.invalid("dir24-8: the tables have the wrong sizes"));
         }
         let (groups, results) = (snapshot.tbl8.len() / GROUP_SIZE, snapshot.results.len());
