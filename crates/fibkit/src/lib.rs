@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod addr;
+pub mod any;
 pub mod bench;
 pub mod engine;
 pub mod engines;
@@ -39,6 +40,7 @@ pub mod trace;
 pub mod verify;
 
 pub use addr::{Addr, Family};
+pub use any::{AnyFib, FamilyFib};
 pub use engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 pub use error::Error;
 pub use fib::{Fib, LocalFib, Published, Reader, UpdateSummary};
