@@ -927,3 +927,82 @@ pub fn strides(
     }
     Ok(true)
 }
+
+pub fn bspl_levels(
+    args: &TableArgs,
+    levels: std::ops::RangeInclusive<u8>,
+    family: Option<&str>,
+    keys: usize,
+) -> Result<bool> {
+    let (table, _) = load_table(args)?;
+    let want = |name: &str, rib_empty: bool| family.map_or(!rib_empty, |f| f == name);
+    if want("v4", table.v4.is_empty()) {
+        bspl_report(&table.v4, "bspl:lengths=16+24+32", levels.clone(), keys)?;
+    }
+    if want("v6", table.v6.is_empty()) {
+        let every_8: Vec<String> = (16..=128).step_by(8).map(|l: u32| l.to_string()).collect();
+        let fixed = format!("bspl:lengths={}", every_8.join("+"));
+        bspl_report(&table.v6, &fixed, levels, keys)?;
+    }
+    Ok(true)
+}
+
+/// One `bspl-levels` table: the fixed lengths `fixed`, then the program's
+/// lengths for each level count.
+fn bspl_report<A: Addr>(
+    rib: &Rib<A>,
+    fixed: &str,
+    levels: std::ops::RangeInclusive<u8>,
+    keys: usize,
+) -> Result<()> {
+    use fibkit::engines::bspl::{BsplConfig, BsplUpdater};
+    use fibkit::{EngineConfig, EngineSpec};
+    let addrs = bench::generate_keys(&bench::Pattern::Rnd, keys, 1, rib)?;
+    say!("{} ({} prefixes)", A::FAMILY, rib.len());
+    say!(
+        "{:<24} {:<28} {:>10} {:>10} {:>10} {:>8} {:>9} {:>9}",
+        "spec",
+        "lengths",
+        "tables KB",
+        "total KB",
+        "program ms",
+        "seed ms",
+        "build ms",
+        "random ns"
+    );
+    let specs =
+        std::iter::once(fixed.to_string()).chain(levels.map(|k| format!("bspl:levels={k}")));
+    for spec in specs {
+        let config = BsplConfig::from_spec(&EngineSpec::parse(&spec)?)?;
+        let started = Instant::now();
+        let (updater, snapshot) = match BsplUpdater::<A>::build(&config, rib) {
+            Ok(built) => built,
+            Err(e) => {
+                say!("{spec:<24} {e}");
+                continue;
+            }
+        };
+        let build_ms = started.elapsed().as_secs_f64() * 1e3;
+        let stats = updater.stats(&snapshot);
+        let started = Instant::now();
+        for &addr in &addrs {
+            std::hint::black_box(snapshot.lookup(std::hint::black_box(addr)));
+        }
+        let random_ns = started.elapsed().as_secs_f64() * 1e9 / addrs.len().max(1) as f64;
+        let lengths: Vec<String> = std::iter::once(snapshot.first_bits())
+            .chain(snapshot.lengths())
+            .map(|l| l.to_string())
+            .collect();
+        say!(
+            "{spec:<24} {:<28} {:>10.0} {:>10.0} {:>10.1} {:>8.1} {:>9.0} {:>9.1}",
+            lengths.join(","),
+            stats.table_bytes as f64 / 1024.0,
+            snapshot.memory_bytes() as f64 / 1024.0,
+            stats.program_ms,
+            stats.seed_search_ms,
+            build_ms,
+            random_ns
+        );
+    }
+    Ok(())
+}

@@ -94,7 +94,7 @@ enum Command {
         json: bool,
         /// Engine answering the lookups (the matched prefix is taken from the
         /// reference table); one per family, `v4=SPEC` or `v6=SPEC` to choose
-        /// per family. Default: dxr for IPv4, cpe for IPv6.
+        /// per family. Default: dxr for IPv4, dxr6 for IPv6.
         #[arg(long = "engine", value_name = "SPEC")]
         engines: Vec<String>,
     },
@@ -176,6 +176,25 @@ enum Command {
         /// Family: v4 or v6 (default: every family the table has).
         #[arg(long, value_parser = ["v4", "v6"])]
         family: Option<String>,
+    },
+    /// Binary search on prefix lengths (`bspl`, seed 000 Table 11): for the
+    /// fixed lengths 16,24,32 (IPv6: every 8 bits from 16 to 128) and for
+    /// each level count of the length program, the chosen lengths, the
+    /// memory, the program's and the seed search's run time, and the time
+    /// of a per-key lookup of uniformly random addresses.
+    BsplLevels {
+        #[command(flatten)]
+        table: TableArgs,
+        /// Level counts (the first level included), as FIRST..LAST or one
+        /// number.
+        #[arg(long, default_value = "2..8", value_parser = parse_levels)]
+        levels: std::ops::RangeInclusive<u8>,
+        /// Family: v4 or v6 (default: every family the table has).
+        #[arg(long, value_parser = ["v4", "v6"])]
+        family: Option<String>,
+        /// Random addresses timed per layout.
+        #[arg(long, default_value_t = 1 << 20)]
+        keys: usize,
     },
     /// Replay an update stream onto a live table while reader threads look
     /// up keys: changes applied per second, update-to-visible latency,
@@ -372,6 +391,12 @@ fn main() {
             cap,
             family,
         } => commands::strides(&table, levels, cap, family.as_deref()),
+        Command::BsplLevels {
+            table,
+            levels,
+            family,
+            keys,
+        } => commands::bspl_levels(&table, levels, family.as_deref(), keys),
         Command::Trace(TraceCommand::Gen {
             table,
             kind,

@@ -8,16 +8,7 @@
 
 use anyhow::{bail, Result};
 
-use fibkit::Family;
-
-/// The engine a family gets when no `--engine` names one for it: the
-/// fastest engine of the family on the shared tables.
-pub(crate) fn default_spec(family: Family) -> &'static str {
-    match family {
-        Family::V4 => "dxr",
-        Family::V6 => "cpe",
-    }
-}
+use fibkit::{default_spec, Family};
 
 /// The engine specs chosen for each family, in command-line order.
 #[derive(Debug, Default, PartialEq)]

@@ -172,7 +172,7 @@ fn dual_stack_table_with_one_engine_per_family() {
     assert_eq!(text(&out.stdout), expected);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
-        stderr.contains("IPv6 prefixes use the default engine cpe"),
+        stderr.contains("IPv6 prefixes use the default engine dxr6"),
         "{stderr}"
     );
     // Per-family choice, and no engine at all: both answer the same.
@@ -194,7 +194,10 @@ fn dual_stack_table_with_one_engine_per_family() {
             .lines()
             .any(|line| line.starts_with(engine) && line.contains(family))
     };
-    assert!(checked("dxr", "IPv4") && checked("cpe", "IPv6"), "{stdout}");
+    assert!(
+        checked("dxr", "IPv4") && checked("dxr6", "IPv6"),
+        "{stdout}"
+    );
     assert!(stdout.contains(", 0 failed"), "{stdout}");
     // stats builds each family's engine.
     let out = fibkit(&[
