@@ -76,6 +76,14 @@ pub const ENGINES: &[EngineInfo] = &[
         ipv6: true,
         about: "Linux fib_trie dynamic LC-trie; lookup=improved (default) or lookup=classic",
     },
+    EngineInfo {
+        name: "bloom",
+        ipv4: true,
+        ipv6: true,
+        about: "Bloom filter over (prefix, length) keys + exact table: search=guided (Yegorov, \
+                default) or linear (Dharmapurikar); fill=PERCENT or bits=N, k=K, \
+                tree=balanced|trace:FILE",
+    },
 ];
 
 /// The error for a spec whose name no engine of family `A` has.
@@ -335,6 +343,8 @@ engine_set! {
         Dxr(Legacy<u32, engines::dxr::Dxr>),
         /// `lctrie`.
         LcTrie(Legacy<u32, engines::lctrie::LcTrie<u32>>),
+        /// `bloom`.
+        Bloom(engines::bloom::BloomUpdater<u32>),
     }
 }
 
@@ -360,6 +370,8 @@ engine_set! {
         Cpe(Legacy<u128, engines::cpe::CpeTrie<u128>>),
         /// `lctrie`.
         LcTrie(Legacy<u128, engines::lctrie::LcTrie<u128>>),
+        /// `bloom`.
+        Bloom(engines::bloom::BloomUpdater<u128>),
     }
 }
 

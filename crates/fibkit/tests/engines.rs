@@ -24,6 +24,10 @@ const ENGINES: &[(&str, bool, bool)] = &[
     ("dxr:d=12,x=8", true, false),
     ("lctrie", true, true),
     ("lctrie:lookup=classic", true, true),
+    ("bloom", true, true),
+    ("bloom:search=linear", true, true),
+    ("bloom:search=guided,bits=512,k=9", true, true),
+    ("bloom:search=linear,bits=512,k=1", true, true),
 ];
 
 #[test]
