@@ -88,25 +88,16 @@ pub fn fits(keys: usize, slots: usize) -> bool {
 /// hold it.
 #[inline(always)]
 pub fn get<A: Addr>(table: &[ExactSlot<A>], addr: A, plen: u8, hash: KeyHash) -> u32 {
+    table[probe(table, addr, plen, hash)].value()
+}
+
+/// The slot index where key `addr/plen` (hash `hash`) is, or the empty
+/// slot where it would be inserted.
+#[inline(always)]
+fn probe<A: Addr>(table: &[ExactSlot<A>], addr: A, plen: u8, hash: KeyHash) -> usize {
     let mut index = hash.slot(table.len());
     // INVARIANT: the table always has an empty slot (`fits`), so the probe
     // stops.
-    loop {
-        let slot = &table[index];
-        let value = slot.value();
-        if value == 0 || (slot.addr == addr && plen_of(value) == plen) {
-            return value;
-        }
-        index += 1;
-        if index == table.len() {
-            index = 0;
-        }
-    }
-}
-
-/// The slot index where key `addr/plen` is or would be inserted.
-fn find<A: Addr>(table: &[ExactSlot<A>], addr: A, plen: u8) -> usize {
-    let mut index = KeyHash::of(addr, plen).slot(table.len());
     loop {
         let slot = &table[index];
         let value = slot.value();
@@ -118,6 +109,11 @@ fn find<A: Addr>(table: &[ExactSlot<A>], addr: A, plen: u8) -> usize {
             index = 0;
         }
     }
+}
+
+/// The slot index where key `addr/plen` is or would be inserted.
+fn find<A: Addr>(table: &[ExactSlot<A>], addr: A, plen: u8) -> usize {
+    probe(table, addr, plen, KeyHash::of(addr, plen))
 }
 
 /// Sets the value of key `addr/plen` (non-zero); whether the key is new.
