@@ -45,8 +45,8 @@ pub struct BenchArgs {
     /// with the 2^16-array ceiling.
     #[arg(long, value_name = "SPEC[/MODE]")]
     baseline: Option<String>,
-    /// Keys in the precomputed key array.
-    #[arg(long, default_value_t = 1 << 24)]
+    /// Keys in the precomputed key array (at most 2^28).
+    #[arg(long, default_value_t = 1 << 24, value_parser = crate::parse_address_count)]
     keys: usize,
     /// Rounds: each runs every configuration once, in turn, so runs of
     /// different configurations in one round are seconds apart; the median

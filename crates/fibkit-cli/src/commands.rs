@@ -1,14 +1,17 @@
 //! The subcommands: each loads, calls the library and prints.
 
 use std::fs::File;
-use std::io::{BufRead, BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
 use fibkit::bench;
-use fibkit::load::{self, LoadOptions, LoadedTable};
+use fibkit::load::{
+    self, Format, LineReader, LoadOptions, LoadedTable, LoadedUpdates, NextHopTable,
+};
+use fibkit::prefix::excerpt;
 use fibkit::{Addr, BuildError, Change, EngineFamily, EngineStats, Fib, Lookup, Rib, Updater};
 
 use crate::TableArgs;
@@ -43,12 +46,8 @@ pub(crate) fn load_table(args: &TableArgs) -> Result<(LoadedTable, f64)> {
         }
     };
     let options = LoadOptions {
-        format: args.format,
-        lenient: args.lenient,
-        skip_bad: args.skip_bad,
-        peer: args.peer,
-        label: args.label,
         progress: Some(&progress),
+        ..load_options(args, args.format)
     };
     let start = Instant::now();
     let table = load::load_table(&args.path, &options);
@@ -57,22 +56,62 @@ pub(crate) fn load_table(args: &TableArgs) -> Result<(LoadedTable, f64)> {
     }
     let table = table?;
     let seconds = start.elapsed().as_secs_f64();
-    for note in &table.notes {
-        eprintln!("fibkit: {note}");
-    }
-    report_skipped(&args.path, &table.stats);
-    if table.stats.masked > 0 {
+    report_load(&args.path, &table.notes, &table.stats);
+    if table.stats.duplicates > 0 {
         eprintln!(
-            "fibkit: cleared host bits of {} prefixes (--lenient)",
-            table.stats.masked
+            "fibkit: {}: {} routes repeated a prefix read before them (the label read last wins)",
+            args.path.display(),
+            table.stats.duplicates
         );
     }
     Ok((table, seconds))
 }
 
+/// The load options the table arguments give, with `format`.
+fn load_options<'a>(args: &TableArgs, format: Option<Format>) -> LoadOptions<'a> {
+    LoadOptions {
+        format,
+        lenient: args.lenient,
+        skip_bad: args.skip_bad,
+        peer: args.peer,
+        label: args.label,
+        progress: None,
+    }
+}
+
+/// Loads the update stream `path` (`format`, or detected) with the table's
+/// options (`--skip-bad`, `--lenient`, and `--peer`/`--label` for MRT),
+/// interning next hops after the table's.
+pub(crate) fn load_updates(
+    args: &TableArgs,
+    path: &Path,
+    format: Option<Format>,
+    nexthops: &NextHopTable,
+) -> Result<LoadedUpdates> {
+    let updates = load::load_updates(path, &load_options(args, format), nexthops.clone())?;
+    report_load(path, &updates.notes, &updates.stats);
+    Ok(updates)
+}
+
+/// Prints a load's notes, what `--skip-bad` skipped and what `--lenient`
+/// cleared, to standard error.
+fn report_load(path: &Path, notes: &[String], stats: &load::LoadStats) {
+    for note in notes {
+        eprintln!("fibkit: {note}");
+    }
+    report_skipped(path, stats);
+    if stats.masked > 0 {
+        eprintln!(
+            "fibkit: {}: cleared host bits of {} prefixes (--lenient)",
+            path.display(),
+            stats.masked
+        );
+    }
+}
+
 /// Prints what `--skip-bad` skipped in `path`, line by line (as far as the
 /// loader kept them), then the count.
-pub(crate) fn report_skipped(path: &Path, stats: &load::LoadStats) {
+fn report_skipped(path: &Path, stats: &load::LoadStats) {
     if stats.skipped == 0 {
         return;
     }
@@ -115,16 +154,6 @@ pub(crate) fn build_timed<A: EngineFamily>(
         spec: config.to_string(),
         seconds: start.elapsed().as_secs_f64(),
     })
-}
-
-/// Whether an engine should be built for this family: always when the family
-/// has prefixes; for an empty family only if the engine supports it.
-fn wanted<A: EngineFamily>(spec: &str, rib: &Rib<A>) -> Result<Option<Built<A>>> {
-    match build_timed(spec, rib) {
-        Ok(built) => Ok(Some(built)),
-        Err(BuildError::UnsupportedFamily { .. }) if rib.is_empty() => Ok(None),
-        Err(error) => Err(error.into()),
-    }
 }
 
 pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool) -> Result<bool> {
@@ -218,12 +247,87 @@ pub fn lookup(args: &TableArgs, addrs: &[String], spec: &str) -> Result<bool> {
         return crate::image::lookup(&args.path, addrs);
     }
     let (table, _) = load_table(args)?;
-    let engine4 = wanted(spec, &table.v4)?.map(|built| built.snapshot);
-    let engine6 = wanted(spec, &table.v6)?.map(|built| built.snapshot);
+    // A family without prefixes answers `none` without an engine, so a spec
+    // written for the other family (`cpe:strides=16+8+8` on an IPv4 table)
+    // is not an error.
+    let engine4 = built_unless_empty(spec, &table.v4)?;
+    let engine6 = built_unless_empty(spec, &table.v6)?;
+    let lookups = Lookups {
+        table: &table,
+        engine4: engine4.as_ref(),
+        engine6: engine6.as_ref(),
+    };
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut all_good = true;
-    let mut lookup_lines = |lines: &[(u64, String)], out: &mut dyn Write| -> Result<()> {
+    if addrs.is_empty() {
+        let stdin = std::io::stdin();
+        let mut reader = LineReader::new(stdin.lock(), "standard input");
+        let mut lines = Vec::with_capacity(LOOKUP_BATCH);
+        loop {
+            let (number, bytes) = match reader.next_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(error) => {
+                    // The answers before the line are still printed.
+                    lookups.answer("standard input", &lines, &mut out)?;
+                    out.flush()?;
+                    return Err(error.into());
+                }
+            };
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                eprintln!(
+                    "fibkit: standard input:{number}: `{}` is not UTF-8 text",
+                    excerpt(&String::from_utf8_lossy(bytes))
+                );
+                all_good = false;
+                continue;
+            };
+            let text = text.trim();
+            if text.is_empty() || text.starts_with('#') {
+                continue;
+            }
+            lines.push((number, text.to_string()));
+            if lines.len() == LOOKUP_BATCH {
+                all_good &= lookups.answer("standard input", &lines, &mut out)?;
+                lines.clear();
+            }
+        }
+        all_good &= lookups.answer("standard input", &lines, &mut out)?;
+    } else {
+        let lines: Vec<(u64, String)> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (i as u64 + 1, a.clone()))
+            .collect();
+        all_good &= lookups.answer("argument", &lines, &mut out)?;
+    }
+    out.flush()?;
+    Ok(all_good)
+}
+
+/// `spec` built for `rib`'s family, or `None` when the family has no prefixes.
+fn built_unless_empty<A: EngineFamily>(spec: &str, rib: &Rib<A>) -> Result<Option<A::Snapshot>> {
+    if rib.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(build_timed(spec, rib)?.snapshot))
+}
+
+/// What `lookup` answers with: the table (which names the matched prefix)
+/// and the engine of each family that has prefixes.
+struct Lookups<'a> {
+    table: &'a LoadedTable,
+    engine4: Option<&'a fibkit::SnapshotV4>,
+    engine6: Option<&'a fibkit::SnapshotV6>,
+}
+
+impl Lookups<'_> {
+    /// Prints the answer for each `(line number, text)` of `source`, in
+    /// order; a text that is no address is reported on standard error.
+    /// Returns whether every text was an address.
+    fn answer(&self, source: &str, lines: &[(u64, String)], out: &mut dyn Write) -> Result<bool> {
+        let mut all_good = true;
         let mut v4 = Vec::with_capacity(lines.len());
         let mut v6 = Vec::with_capacity(lines.len());
         for (line, text) in lines {
@@ -232,50 +336,27 @@ pub fn lookup(args: &TableArgs, addrs: &[String], spec: &str) -> Result<bool> {
             } else if let Some(addr) = u128::parse_addr(text) {
                 v6.push(addr);
             } else {
-                eprintln!("fibkit: input:{line}: `{text}` is not an IPv4 or IPv6 address");
+                eprintln!(
+                    "fibkit: {source}:{line}: `{}` is not an IPv4 or IPv6 address",
+                    excerpt(text)
+                );
                 all_good = false;
             }
         }
-        let labels4 = batch(engine4.as_ref(), &v4);
-        let labels6 = batch(engine6.as_ref(), &v6);
+        let labels4 = batch(self.engine4, &v4);
+        let labels6 = batch(self.engine6, &v6);
         let (mut i4, mut i6) = (0, 0);
         for (_, text) in lines {
             if u32::parse_addr(text).is_some() {
-                print_match(out, &table.v4, v4[i4], labels4[i4])?;
+                print_match(out, &self.table.v4, v4[i4], labels4[i4])?;
                 i4 += 1;
             } else if u128::parse_addr(text).is_some() {
-                print_match(out, &table.v6, v6[i6], labels6[i6])?;
+                print_match(out, &self.table.v6, v6[i6], labels6[i6])?;
                 i6 += 1;
             }
         }
-        Ok(())
-    };
-    if addrs.is_empty() {
-        let stdin = std::io::stdin();
-        let mut lines = Vec::with_capacity(LOOKUP_BATCH);
-        for (index, line) in stdin.lock().lines().enumerate() {
-            let line = line.context("reading standard input")?;
-            let text = line.trim();
-            if text.is_empty() || text.starts_with('#') {
-                continue;
-            }
-            lines.push((index as u64 + 1, text.to_string()));
-            if lines.len() == LOOKUP_BATCH {
-                lookup_lines(&lines, &mut out)?;
-                lines.clear();
-            }
-        }
-        lookup_lines(&lines, &mut out)?;
-    } else {
-        let lines: Vec<(u64, String)> = addrs
-            .iter()
-            .enumerate()
-            .map(|(i, a)| (i as u64 + 1, a.clone()))
-            .collect();
-        lookup_lines(&lines, &mut out)?;
+        Ok(all_good)
     }
-    out.flush()?;
-    Ok(all_good)
 }
 
 fn batch<A: Addr>(engine: Option<&impl Lookup<A>>, addrs: &[A]) -> Vec<Option<fibkit::Label>> {
@@ -308,22 +389,13 @@ pub fn verify(
     engines: &[String],
     random: usize,
     seed: u64,
-    updates: Option<&Path>,
+    updates: Option<(&Path, Option<Format>)>,
     check_every: usize,
 ) -> Result<bool> {
     let (table, _) = load_table(args)?;
     let updates = match updates {
-        Some(path) => {
-            let options = LoadOptions {
-                skip_bad: args.skip_bad,
-                lenient: args.lenient,
-                ..LoadOptions::default()
-            };
-            let loaded = load::load_updates(path, &options, table.nexthops.clone())?;
-            for note in &loaded.notes {
-                eprintln!("fibkit: {note}");
-            }
-            Some(loaded.changes_by_family())
+        Some((path, format)) => {
+            Some(load_updates(args, path, format, &table.nexthops)?.changes_by_family())
         }
         None => None,
     };
@@ -365,8 +437,19 @@ fn verify_family<A: EngineFamily>(
     if rib.is_empty() && changes.is_none_or(|c| c.is_empty()) {
         return Ok((0, 0));
     }
-    let Some(built) = wanted(spec, rib)? else {
-        return Ok((0, 0));
+    let built = match build_timed(spec, rib) {
+        Ok(built) => built,
+        // The table has none of this family's prefixes, only the stream
+        // does: a spec written for the other family skips them.
+        Err(error) if rib.is_empty() => {
+            eprintln!(
+                "fibkit: {spec}: the stream's {} {} changes are not replayed: {error}",
+                changes.map_or(0, <[_]>::len),
+                A::FAMILY
+            );
+            return Ok((0, 0));
+        }
+        Err(error) => return Err(error.into()),
     };
     let name = built.spec.clone();
     let check = |engine: &A::Snapshot, rib: &Rib<A>, when: &str| -> Result<(u64, u64)> {
@@ -438,12 +521,7 @@ pub fn convert(
     nexthops_out: Option<&Path>,
 ) -> Result<bool> {
     let (table, _) = load_table(args)?;
-    let mut out: Box<dyn Write> = match output {
-        Some(path) => Box::new(BufWriter::new(
-            File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        )),
-        None => Box::new(BufWriter::new(std::io::stdout().lock())),
-    };
+    let mut out = Output::create(output)?;
     for (prefix, label) in table.v4.iter() {
         writeln!(out, "{prefix} {label}")?;
     }
@@ -452,15 +530,55 @@ pub fn convert(
     }
     out.flush()?;
     if let Some(path) = nexthops_out {
-        let mut file = BufWriter::new(
-            File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        );
+        let mut file = Output::create(Some(path))?;
         for (label, addr) in table.nexthops.iter() {
             writeln!(file, "{label} {addr}")?;
         }
         file.flush()?;
     }
     Ok(true)
+}
+
+/// A buffered output file, or standard output, whose write errors name it
+/// (a full disk shows up as `writing out.txt: No space left on device`).
+struct Output {
+    writer: BufWriter<Box<dyn Write>>,
+    name: String,
+}
+
+impl Output {
+    /// Creates `path`, or writes to standard output for `None`.
+    fn create(path: Option<&Path>) -> Result<Output> {
+        let (writer, name): (Box<dyn Write>, String) = match path {
+            Some(path) => (
+                Box::new(
+                    File::create(path).with_context(|| format!("creating {}", path.display()))?,
+                ),
+                path.display().to_string(),
+            ),
+            None => (Box::new(std::io::stdout().lock()), "standard output".into()),
+        };
+        Ok(Output {
+            writer: BufWriter::with_capacity(1 << 16, writer),
+            name,
+        })
+    }
+
+    /// `error` with the output's name; the kind is kept, so a closed pipe
+    /// is still recognised as one.
+    fn named(&self, error: std::io::Error) -> std::io::Error {
+        std::io::Error::new(error.kind(), format!("writing {}: {error}", self.name))
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.writer.write(bytes).map_err(|e| self.named(e))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.writer.flush().map_err(|e| self.named(e))
+    }
 }
 
 pub fn trace_gen(
@@ -473,12 +591,7 @@ pub fn trace_gen(
     binary: bool,
 ) -> Result<bool> {
     let (table, _) = load_table(args)?;
-    let mut out: Box<dyn Write> = match output {
-        Some(path) => Box::new(BufWriter::new(
-            File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        )),
-        None => Box::new(BufWriter::new(std::io::stdout().lock())),
-    };
+    let mut out = Output::create(output)?;
     let use_v4 = family.map_or(!table.v4.is_empty(), |f| f == "v4");
     if use_v4 {
         write_trace(&mut out, &table.v4, kind, count, seed, binary)?;
@@ -573,4 +686,83 @@ pub fn strides(
         say!("{}", stride_report(&table.v6, levels, cap));
     }
     Ok(true)
+}
+
+pub fn bspl_levels(
+    args: &TableArgs,
+    levels: std::ops::RangeInclusive<u8>,
+    family: Option<&str>,
+    keys: usize,
+) -> Result<bool> {
+    let (table, _) = load_table(args)?;
+    let want = |name: &str, rib_empty: bool| family.map_or(!rib_empty, |f| f == name);
+    if want("v4", table.v4.is_empty()) {
+        bspl_report(&table.v4, "bspl:lengths=16+24+32", levels.clone(), keys)?;
+    }
+    if want("v6", table.v6.is_empty()) {
+        let every_8: Vec<String> = (16..=128).step_by(8).map(|l: u32| l.to_string()).collect();
+        let fixed = format!("bspl:lengths={}", every_8.join("+"));
+        bspl_report(&table.v6, &fixed, levels, keys)?;
+    }
+    Ok(true)
+}
+
+/// One `bspl-levels` table: the fixed lengths `fixed`, then the program's
+/// lengths for each level count.
+fn bspl_report<A: Addr>(
+    rib: &Rib<A>,
+    fixed: &str,
+    levels: std::ops::RangeInclusive<u8>,
+    keys: usize,
+) -> Result<()> {
+    use fibkit::engines::bspl::{BsplConfig, BsplUpdater};
+    use fibkit::{EngineConfig, EngineSpec};
+    let addrs = bench::generate_keys(&bench::Pattern::Rnd, keys, 1, rib)?;
+    say!("{} ({} prefixes)", A::FAMILY, rib.len());
+    say!(
+        "{:<24} {:<28} {:>10} {:>10} {:>10} {:>8} {:>9} {:>9}",
+        "spec",
+        "lengths",
+        "tables KB",
+        "total KB",
+        "program ms",
+        "seed ms",
+        "build ms",
+        "random ns"
+    );
+    let specs =
+        std::iter::once(fixed.to_string()).chain(levels.map(|k| format!("bspl:levels={k}")));
+    for spec in specs {
+        let config = BsplConfig::from_spec(&EngineSpec::parse(&spec)?)?;
+        let started = Instant::now();
+        let (updater, snapshot) = match BsplUpdater::<A>::build(&config, rib) {
+            Ok(built) => built,
+            Err(e) => {
+                say!("{spec:<24} {e}");
+                continue;
+            }
+        };
+        let build_ms = started.elapsed().as_secs_f64() * 1e3;
+        let stats = updater.stats(&snapshot);
+        let started = Instant::now();
+        for &addr in &addrs {
+            std::hint::black_box(snapshot.lookup(std::hint::black_box(addr)));
+        }
+        let random_ns = started.elapsed().as_secs_f64() * 1e9 / addrs.len().max(1) as f64;
+        let lengths: Vec<String> = std::iter::once(snapshot.first_bits())
+            .chain(snapshot.lengths())
+            .map(|l| l.to_string())
+            .collect();
+        say!(
+            "{spec:<24} {:<28} {:>10.0} {:>10.0} {:>10.1} {:>8.1} {:>9.0} {:>9.1}",
+            lengths.join(","),
+            stats.table_bytes as f64 / 1024.0,
+            snapshot.memory_bytes() as f64 / 1024.0,
+            stats.program_ms,
+            stats.seed_search_ms,
+            build_ms,
+            random_ns
+        );
+    }
+    Ok(())
 }

@@ -84,8 +84,8 @@ enum Command {
         /// Check this saved image (`fibkit build`) against the table instead.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["engines", "updates"])]
         image: Option<PathBuf>,
-        /// Random addresses checked besides the range boundaries.
-        #[arg(long, default_value_t = 1_000_000)]
+        /// Random addresses checked besides the range boundaries (at most 2^28).
+        #[arg(long, default_value_t = 1_000_000, value_parser = parse_address_count)]
         random: usize,
         /// Seed of the random addresses.
         #[arg(long, default_value_t = 1)]
@@ -94,6 +94,9 @@ enum Command {
         /// each engine, verifying after every --check-every updates and at the end.
         #[arg(long, value_name = "FILE")]
         updates: Option<PathBuf>,
+        /// Format of the --updates file instead of detecting it: updates, mrt.
+        #[arg(long, value_name = "FORMAT", requires = "updates")]
+        updates_format: Option<Format>,
         /// With --updates: verify after this many updates (0: only at the end).
         #[arg(long, default_value_t = 5000)]
         check_every: usize,
@@ -132,6 +135,25 @@ enum Command {
         #[arg(long, value_parser = ["v4", "v6"])]
         family: Option<String>,
     },
+    /// Binary search on prefix lengths (`bspl`, seed 000 Table 11): for the
+    /// fixed lengths 16,24,32 (IPv6: every 8 bits from 16 to 128) and for
+    /// each level count of the length program, the chosen lengths, the
+    /// memory, the program's and the seed search's run time, and the time
+    /// of a per-key lookup of uniformly random addresses.
+    BsplLevels {
+        #[command(flatten)]
+        table: TableArgs,
+        /// Level counts (the first level included), as FIRST..LAST or one
+        /// number.
+        #[arg(long, default_value = "2..8", value_parser = parse_levels)]
+        levels: std::ops::RangeInclusive<u8>,
+        /// Family: v4 or v6 (default: every family the table has).
+        #[arg(long, value_parser = ["v4", "v6"])]
+        family: Option<String>,
+        /// Random addresses timed per layout.
+        #[arg(long, default_value_t = 1 << 20)]
+        keys: usize,
+    },
     /// Replay an update stream onto a live table while reader threads look
     /// up keys: changes applied per second, update-to-visible latency,
     /// reader throughput during the churn against idle, and a final check
@@ -151,8 +173,8 @@ enum TraceCommand {
         /// Distribution: randip, randnet, by-space, by-count, zipf:S, mix.
         #[arg(long, value_name = "KIND")]
         kind: fibkit::trace::TraceKind,
-        /// Number of addresses.
-        #[arg(long, default_value_t = 1_000_000)]
+        /// Number of addresses (at most 2^28).
+        #[arg(long, default_value_t = 1_000_000, value_parser = parse_address_count)]
         count: usize,
         /// Seed of the generator.
         #[arg(long, default_value_t = 1)]
@@ -220,6 +242,15 @@ fn parse_levels(text: &str) -> Result<std::ops::RangeInclusive<u8>, String> {
     Ok(first..=last)
 }
 
+/// A count of addresses to generate or check: at most
+/// [`fibkit::trace::MAX_ADDRESSES`], refused before anything is allocated.
+pub(crate) fn parse_address_count(text: &str) -> Result<usize, String> {
+    let count = text
+        .parse::<usize>()
+        .map_err(|_| format!("`{text}` is not a count"))?;
+    fibkit::trace::check_address_count(count)
+}
+
 fn parse_label_source(text: &str) -> Result<LabelSource, String> {
     match text {
         "nexthop" => Ok(LabelSource::NextHop),
@@ -265,6 +296,7 @@ fn main() {
             random,
             seed,
             updates,
+            updates_format,
             check_every,
             image: None,
         } => commands::verify(
@@ -272,7 +304,7 @@ fn main() {
             &engines,
             random,
             seed,
-            updates.as_deref(),
+            updates.as_deref().map(|path| (path, updates_format)),
             check_every,
         ),
         Command::Convert {
@@ -289,6 +321,12 @@ fn main() {
             cap,
             family,
         } => commands::strides(&table, levels, cap, family.as_deref()),
+        Command::BsplLevels {
+            table,
+            levels,
+            family,
+            keys,
+        } => commands::bspl_levels(&table, levels, family.as_deref(), keys),
         Command::Trace(TraceCommand::Gen {
             table,
             kind,

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use fibkit::bench::{Measurement, Mode};
-use fibkit::engines::dxr::Layout;
+use fibkit::engines::dxr::DxrConfig as Layout;
+use fibkit::EngineConfig;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -147,11 +148,7 @@ pub fn write_plots(
 
 /// The layout of a DXR spec (`dxr`, `dxr:k=20`, `dxr:d=16,x=4`).
 fn dxr_layout(engine: &str) -> Option<Layout> {
-    let spec = fibkit::EngineSpec::parse(engine).ok()?;
-    if spec.name != "dxr" {
-        return None;
-    }
-    Layout::from_spec(&spec).ok()
+    Layout::parse(engine).ok()
 }
 
 /// The layout family a DXR point is drawn with: `D{K}R`, or `D{D}X{X}R`

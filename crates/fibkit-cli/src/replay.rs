@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use fibkit::bench::{generate_keys, Pattern};
-use fibkit::load::{self, FamilyPart, LoadOptions, LoadedTable};
+use fibkit::load::{self, FamilyPart, Format, LoadedTable};
 use fibkit::replay::{replay, spread_over_seconds, ReplayOptions, ReplayReport, Speed};
 use fibkit::{EngineFamily, Fib};
 
@@ -25,6 +25,9 @@ pub struct ReplayArgs {
     /// The update stream: `time a|w prefix nexthop` text or MRT BGP4MP.
     #[arg(long, value_name = "FILE")]
     updates: PathBuf,
+    /// Format of the --updates file instead of detecting it: updates, mrt.
+    #[arg(long, value_name = "FORMAT")]
+    updates_format: Option<Format>,
     /// Engine to keep in line with the stream (default: dxr for IPv4,
     /// cpe for IPv6).
     #[arg(long = "engine", value_name = "SPEC")]
@@ -50,11 +53,13 @@ pub struct ReplayArgs {
     /// Seconds the readers run on the idle table first (their baseline).
     #[arg(long, default_value_t = 1.0)]
     idle_seconds: f64,
-    /// Distinct keys the readers cycle through (uniformly random addresses).
-    #[arg(long, default_value_t = 1 << 20)]
+    /// Distinct keys the readers cycle through (uniformly random
+    /// addresses; at most 2^28).
+    #[arg(long, default_value_t = 1 << 20, value_parser = crate::parse_address_count)]
     keys: usize,
-    /// Random addresses checked at the end besides every range boundary.
-    #[arg(long, default_value_t = 100_000)]
+    /// Random addresses checked at the end besides every range boundary
+    /// (at most 2^28).
+    #[arg(long, default_value_t = 100_000, value_parser = crate::parse_address_count)]
     random: usize,
     /// Family to replay: v4 or v6 (default: v4 if the stream has IPv4 changes).
     #[arg(long, value_parser = ["v4", "v6"])]
@@ -69,17 +74,12 @@ pub struct ReplayArgs {
 
 pub fn replay_command(args: &ReplayArgs) -> Result<bool> {
     let (table, _) = crate::commands::load_table(&args.table)?;
-    let options = LoadOptions {
-        format: None,
-        skip_bad: args.table.skip_bad,
-        lenient: args.table.lenient,
-        ..LoadOptions::default()
-    };
-    let updates = load::load_updates(&args.updates, &options, table.nexthops.clone())?;
-    for note in &updates.notes {
-        eprintln!("fibkit: {note}");
-    }
-    crate::commands::report_skipped(&args.updates, &updates.stats);
+    let updates = crate::commands::load_updates(
+        &args.table,
+        &args.updates,
+        args.updates_format,
+        &table.nexthops,
+    )?;
     let has_v4 = !updates.timed::<u32>().is_empty();
     let v6 = match args.family.as_deref() {
         Some(family) => family == "v6",

@@ -20,7 +20,7 @@ fn fibkit(args: &[&str]) -> Output {
         .expect("running fibkit")
 }
 
-fn fibkit_stdin(args: &[&str], input: &str) -> Output {
+fn fibkit_stdin(args: &[&str], input: impl AsRef<[u8]>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_fibkit"))
         .args(args)
         .stdin(Stdio::piped())
@@ -28,12 +28,11 @@ fn fibkit_stdin(args: &[&str], input: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("running fibkit");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
+    let written = child.stdin.take().unwrap().write_all(input.as_ref());
+    // fibkit may stop reading early (an overlong line): a closed pipe is fine.
+    if let Err(error) = written {
+        assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
+    }
     child.wait_with_output().unwrap()
 }
 
@@ -630,5 +629,267 @@ fn build_an_image_then_look_up_and_verify_from_it() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("cannot be saved as an image"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Standard input that is not text, or a line without end: the answers
+/// around a bad line are printed, a line over the limit stops the command
+/// after the answers before it.
+#[test]
+fn lookup_survives_hostile_standard_input() {
+    let table = data("dfz-v4-nh.txt.gz");
+    let out = fibkit_stdin(
+        &["lookup", &table, "--engine", "dir24-8"],
+        b"8.8.8.8\n\xff\xfe\x00\n10.0.0.1\n",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "8.8.8.8 8.8.8.0/24 191\n10.0.0.1 - none\n"
+    );
+    assert!(
+        text(&out.stderr).contains("standard input:2: ") && text(&out.stderr).contains("not UTF-8"),
+        "{}",
+        text(&out.stderr)
+    );
+    let mut endless = b"8.8.8.8\n".to_vec();
+    endless.extend(std::iter::repeat_n(b' ', 1 << 20));
+    let out = fibkit_stdin(&["lookup", &table, "--engine", "dir24-8"], endless);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(text(&out.stdout), "8.8.8.8 8.8.8.0/24 191\n");
+    assert!(
+        stderr.contains("standard input:2: the line is longer than 65536 bytes"),
+        "{stderr}"
+    );
+    assert!(stderr.len() < 400, "{stderr}");
+}
+
+/// A spec that fits one family is not an error because the table has no
+/// prefixes, or the update stream some changes, of the other.
+#[test]
+fn a_spec_for_one_family_works_on_a_table_of_that_family() {
+    let dir = scratch("family");
+    let table = data("dfz-v4-nh.txt.gz");
+    let out = fibkit(&[
+        "lookup",
+        &table,
+        "--engine",
+        "cpe:strides=16+8+8",
+        "8.8.8.8",
+        "2001:db8::1",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "8.8.8.8 8.8.8.0/24 191\n2001:db8::1 - none\n"
+    );
+    let small = dir.join("v4.txt");
+    std::fs::write(&small, "10.0.0.0/8 1\n192.0.2.0/24 2\n").unwrap();
+    let updates = dir.join("mixed.txt");
+    std::fs::write(
+        &updates,
+        "1 a 2001:db8::/32 2001:db8::1\n1 a 10.1.0.0/16 192.0.2.1\n2 w 2001:db8::/32\n",
+    )
+    .unwrap();
+    let out = fibkit(&[
+        "verify",
+        small.to_str().unwrap(),
+        "--engine",
+        "cpe:strides=16+8+8",
+        "--updates",
+        updates.to_str().unwrap(),
+        "--random",
+        "100",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("IPv4 after 1 of 1 updates"), "{stdout}");
+    assert!(
+        stderr.contains("the stream's 2 IPv6 changes are not replayed"),
+        "{stderr}"
+    );
+    // The other-family changes are replayed where the spec fits both.
+    let out = fibkit(&[
+        "verify",
+        small.to_str().unwrap(),
+        "--engine",
+        "radix",
+        "--updates",
+        updates.to_str().unwrap(),
+        "--updates-format",
+        "updates",
+        "--random",
+        "100",
+    ]);
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("radix IPv6 after 2 of 2 updates"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// MRT update streams follow --peer (through the same load options as
+/// --label), and --updates-format forces the stream's format.
+#[test]
+fn verify_updates_honours_peer_and_format() {
+    let table = data("mrt/openbgpd_rib_table");
+    let stream = data("mrt/openbgpd_bgp");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "verify",
+            &table,
+            "--engine",
+            "radix",
+            "--updates",
+            &stream,
+            "--random",
+            "10",
+        ];
+        args.extend_from_slice(extra);
+        fibkit(&args)
+    };
+    let all = run(&[]);
+    assert!(all.status.success(), "{}", text(&all.stderr));
+    assert!(text(&all.stderr).contains("(all peers; choose one with --peer)"));
+    let one = run(&["--peer", "192.168.1.10"]);
+    assert!(one.status.success(), "{}", text(&one.stderr));
+    let notes = text(&one.stderr);
+    assert!(
+        notes.contains("changes from 1 of") && !notes.contains("(all peers"),
+        "{notes}"
+    );
+    let forced = run(&["--updates-format", "updates"]);
+    assert_eq!(forced.status.code(), Some(2));
+    assert!(text(&forced.stderr).contains("openbgpd_bgp:1: the line is not UTF-8"));
+}
+
+#[test]
+fn hostile_tables_and_outputs_give_clear_errors() {
+    let dir = scratch("hostile-tables");
+    let path = |name: &str| dir.join(name).display().to_string();
+    std::fs::write(path("allbad.txt"), "10.0.0.0/33 1\nnonsense\n").unwrap();
+    std::fs::write(
+        path("dup.txt"),
+        "10.0.0.0/8 1\n10.0.0.0/8 2\n10.0.0.0/8 3\n",
+    )
+    .unwrap();
+    let mut gz = std::process::Command::new("gzip")
+        .arg("-c")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("gzip");
+    let mut stdin = gz.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        // 256 MiB of spaces: about 250 KiB on disk.
+        let spaces = vec![b' '; 1 << 20];
+        for _ in 0..256 {
+            stdin.write_all(&spaces).unwrap();
+        }
+    });
+    let bomb = gz.wait_with_output().unwrap().stdout;
+    writer.join().unwrap();
+    std::fs::write(path("bomb.gz"), &bomb).unwrap();
+    std::fs::write(path("cut.gz"), &bomb[..12]).unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "stats".into(),
+                path("allbad.txt"),
+                "--format".into(),
+                "table".into(),
+                "--skip-bad".into(),
+            ],
+            "nothing loaded: --skip-bad skipped every line or record (2 bad)",
+        ),
+        (
+            vec!["stats".into(), path("bomb.gz")],
+            "bomb.gz:1: the line is longer than 65536 bytes",
+        ),
+        (
+            vec![
+                "convert".into(),
+                data("linx-rib-ipv6.20141225.txt.gz"),
+                "-o".into(),
+                "/dev/full".into(),
+            ],
+            "writing /dev/full: No space left on device",
+        ),
+        (
+            vec![
+                "verify".into(),
+                path("dup.txt"),
+                "--engine".into(),
+                "radix".into(),
+                "--random".into(),
+                "1000000000000".into(),
+            ],
+            "over the limit of 268435456",
+        ),
+        (
+            vec![
+                "trace".into(),
+                "gen".into(),
+                path("dup.txt"),
+                "--kind".into(),
+                "randip".into(),
+                "--count".into(),
+                "99999999999".into(),
+            ],
+            "over the limit of 268435456",
+        ),
+        (
+            vec![
+                "bench".into(),
+                path("dup.txt"),
+                "--engine".into(),
+                "radix".into(),
+                "--keys".into(),
+                "1e12".into(),
+            ],
+            "`1e12` is not a count",
+        ),
+        (
+            vec![
+                "replay".into(),
+                path("dup.txt"),
+                "--updates".into(),
+                path("dup.txt"),
+                "--keys".into(),
+                "4294967296000".into(),
+            ],
+            "over the limit of 268435456",
+        ),
+        (
+            vec![
+                "lookup".into(),
+                path("dup.txt"),
+                "--engine".into(),
+                "dir24-8:max-groups=16777217".into(),
+                "10.0.0.1".into(),
+            ],
+            "`max-groups=16777217` is not a number in 0..=16777216",
+        ),
+    ];
+    for (args, expected) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = fibkit(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    // A truncated gzip file: the cause is said once.
+    let out = fibkit(&["stats", &path("cut.gz")]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let parts: Vec<&str> = stderr.trim().split(": ").collect();
+    assert!(parts.windows(2).all(|w| w[0] != w[1]), "{stderr}");
+    // Duplicates are counted in stats and warned about once.
+    let out = fibkit(&["stats", &path("dup.txt")]);
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("3 routes, 2 duplicates"));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("the label read last wins"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

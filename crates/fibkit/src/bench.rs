@@ -204,13 +204,18 @@ impl serde::Serialize for Mode {
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     /// The trace file could not be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The trace file.
         path: PathBuf,
-        /// The error.
-        source: std::io::Error,
+        /// The error (in the message, not a `source()`, so that a printed
+        /// chain of causes does not repeat it).
+        error: std::io::Error,
     },
+    /// A line of the trace is over the length limit or unreadable, or the
+    /// trace holds more than [`crate::trace::MAX_ADDRESSES`] addresses.
+    #[error(transparent)]
+    Load(crate::load::LoadError),
     /// A line of the trace file is not an address of the family.
     #[error("{path}:{line}: `{text}` is not an {family} address")]
     BadAddress {
@@ -329,12 +334,21 @@ pub fn write_binary_trace<A: Addr>(
 /// comments and addresses of the other family are ignored.
 pub fn read_trace<A: Addr>(path: &std::path::Path) -> Result<Vec<A>, KeyError> {
     use std::io::{BufRead, Read};
-    let io = |source| KeyError::Io {
+    let io = |error| KeyError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
+    };
+    let too_many = || {
+        KeyError::Load(crate::load::LoadError::file(
+            path,
+            format!(
+                "more than {} addresses in the trace",
+                crate::trace::MAX_ADDRESSES
+            ),
+        ))
     };
     let mut input = crate::load::open(path).map_err(|e| match e {
-        crate::load::LoadError::Io { source, .. } => io(source),
+        crate::load::LoadError::Io { error, .. } => io(error),
         other => KeyError::Empty(other.to_string()),
     })?;
     if input
@@ -343,11 +357,18 @@ pub fn read_trace<A: Addr>(path: &std::path::Path) -> Result<Vec<A>, KeyError> {
         .map_err(io)?
         .starts_with(BINARY_TRACE_MAGIC)
     {
-        let mut bytes = Vec::new();
-        input.reader.read_to_end(&mut bytes).map_err(io)?;
         let family = if A::BITS == 32 { 4 } else { 6 };
         let width = A::BITS as usize / 8;
         let header_len = BINARY_TRACE_MAGIC.len() + 3;
+        let most_bytes = header_len + crate::trace::MAX_ADDRESSES * width;
+        let mut bytes = Vec::new();
+        (&mut input.reader)
+            .take(most_bytes as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() > most_bytes {
+            return Err(too_many());
+        }
         if bytes.len() < header_len || !matches!(bytes[BINARY_TRACE_MAGIC.len()], 4 | 6) {
             return Err(KeyError::Empty(format!(
                 "{}: truncated or unknown binary trace header",
@@ -372,9 +393,10 @@ pub fn read_trace<A: Addr>(path: &std::path::Path) -> Result<Vec<A>, KeyError> {
             .collect());
     }
     let mut keys = Vec::new();
-    for (index, line) in input.reader.lines().enumerate() {
-        let line = line.map_err(io)?;
-        let text = line.trim();
+    let mut lines = crate::load::LineReader::new(input.reader, path);
+    while let Some((line, bytes)) = lines.next_line().map_err(KeyError::Load)? {
+        let text = String::from_utf8_lossy(bytes);
+        let text = text.trim();
         if text.is_empty() || text.starts_with('#') {
             continue;
         }
@@ -383,12 +405,13 @@ pub fn read_trace<A: Addr>(path: &std::path::Path) -> Result<Vec<A>, KeyError> {
             continue;
         }
         match A::parse_addr(text) {
+            Some(_) if keys.len() == crate::trace::MAX_ADDRESSES => return Err(too_many()),
             Some(addr) => keys.push(addr),
             None => {
                 return Err(KeyError::BadAddress {
                     path: path.to_path_buf(),
-                    line: index as u64 + 1,
-                    text: text.chars().take(80).collect(),
+                    line,
+                    text: crate::prefix::excerpt(text),
                     family: A::FAMILY,
                 })
             }

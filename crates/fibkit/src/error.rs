@@ -20,6 +20,12 @@ pub enum Error {
     /// Benchmark keys could not be made or read.
     #[error(transparent)]
     Keys(#[from] crate::bench::KeyError),
+    /// Changes were given to a table opened from an image.
+    #[error("{path}: a table opened from an image cannot change (load the table and build an engine to apply changes)")]
+    ReadOnlyImage {
+        /// The image file.
+        path: std::path::PathBuf,
+    },
 }
 
 #[cfg(test)]

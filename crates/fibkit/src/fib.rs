@@ -143,6 +143,23 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
         self.current.load_full()
     }
 
+    /// Runs `f` on the current snapshot without taking a reference count:
+    /// many threads calling it on one handle do not contend on a shared
+    /// counter, as they would cloning the `Arc` of [`Fib::snapshot`]. For
+    /// callers that cannot keep a [`Reader`] per thread (a C or Python
+    /// caller sharing one handle); keep `f` short, as a held snapshot stays
+    /// in memory after newer ones are published.
+    #[inline]
+    pub fn with_snapshot<R>(&self, f: impl FnOnce(&Published<U::Snapshot>) -> R) -> R {
+        f(&self.current.load())
+    }
+
+    /// The version of the current snapshot (0 for the first build, one
+    /// more per published batch).
+    pub fn version(&self) -> u64 {
+        self.current.load().version
+    }
+
     /// A reader for one thread: its lookups see the newest snapshot at the
     /// cost of one atomic load per call.
     pub fn reader(&self) -> Reader<U::Snapshot> {

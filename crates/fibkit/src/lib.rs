@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod addr;
+pub mod any;
 pub mod bench;
 pub mod engine;
 pub mod engines;
@@ -28,8 +29,6 @@ mod error;
 pub mod fib;
 pub mod image;
 pub mod labels;
-#[doc(hidden)]
-pub mod legacy;
 pub mod load;
 pub mod prefix;
 pub mod registry;
@@ -41,13 +40,14 @@ pub mod trace;
 pub mod verify;
 
 pub use addr::{Addr, Family};
+pub use any::{AnyFib, FamilyFib};
 pub use engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 pub use error::Error;
 pub use fib::{Fib, LocalFib, Published, Reader, UpdateSummary};
 pub use prefix::{Label, Prefix, PrefixError};
 pub use registry::{
-    build, ConfigV4, ConfigV6, EngineFamily, EngineInfo, EngineV4, EngineV6, SnapshotV4,
-    SnapshotV6, StatsV4, StatsV6, ENGINES,
+    build, default_spec, ConfigV4, ConfigV6, EngineFamily, EngineInfo, EngineV4, EngineV6,
+    SnapshotV4, SnapshotV6, StatsV4, StatsV6, ENGINES,
 };
 pub use rib::{Change, Range, Rib};
 pub use spec::EngineSpec;

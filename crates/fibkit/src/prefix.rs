@@ -51,6 +51,32 @@ pub enum PrefixError {
     },
 }
 
+/// Characters of an input text that messages quote (see [`excerpt`]).
+pub const EXCERPT_CHARS: usize = 80;
+
+/// At most [`EXCERPT_CHARS`] characters quoting the start of `text`, for a
+/// message about bad input (which may be a 64 KiB line): control characters
+/// escaped (and counted as written, so a line of NULs stays short), `…`
+/// where the text was cut.
+pub fn excerpt(text: &str) -> String {
+    let mut out = String::with_capacity(EXCERPT_CHARS + 3);
+    let mut written = 0;
+    for c in text.chars() {
+        let escaped: Vec<char> = if c.is_control() {
+            c.escape_default().collect()
+        } else {
+            vec![c]
+        };
+        if written + escaped.len() > EXCERPT_CHARS {
+            out.push('…');
+            break;
+        }
+        written += escaped.len();
+        out.extend(escaped);
+    }
+    out
+}
+
 impl<A: Addr> Prefix<A> {
     /// The prefix of length `plen` containing `addr`, host bits cleared.
     ///
@@ -106,7 +132,7 @@ impl<A: Addr> Prefix<A> {
                     .ok()
                     .filter(|&plen| plen <= A::BITS && !len_text.starts_with('+'))
                     .ok_or_else(|| PrefixError::BadLength {
-                        text: len_text.to_string(),
+                        text: excerpt(len_text),
                         max: A::BITS,
                     })?;
                 (addr_text, plen)
@@ -114,17 +140,17 @@ impl<A: Addr> Prefix<A> {
             None => (text, A::BITS),
         };
         if addr_text.is_empty() {
-            return Err(PrefixError::Syntax(text.to_string()));
+            return Err(PrefixError::Syntax(excerpt(text)));
         }
         let addr = A::parse_addr(addr_text).ok_or_else(|| PrefixError::BadAddress {
-            text: addr_text.to_string(),
+            text: excerpt(addr_text),
             family: A::FAMILY,
         })?;
         let prefix = Prefix::new_masked(addr, plen);
         let had_host_bits = prefix.addr != addr;
         if had_host_bits && !lenient {
             return Err(PrefixError::HostBitsSet {
-                text: text.to_string(),
+                text: excerpt(text),
                 masked: prefix.to_string(),
             });
         }
@@ -287,6 +313,19 @@ impl From<Prefix<u128>> for ipnet::Ipv6Net {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excerpts_are_short_whatever_the_line_holds() {
+        assert_eq!(excerpt("10.0.0.0/8 1"), "10.0.0.0/8 1");
+        let spaces = excerpt(&" ".repeat(1000));
+        assert_eq!(spaces, format!("{}…", " ".repeat(EXCERPT_CHARS)));
+        let nuls = excerpt(&"\0".repeat(1000));
+        assert!(
+            nuls.ends_with('…') && nuls.chars().count() <= EXCERPT_CHARS + 1,
+            "{nuls}"
+        );
+        assert!(nuls.starts_with("\\u{0}"), "{nuls}");
+    }
 
     fn v4(text: &str) -> Prefix<u32> {
         text.parse().unwrap()

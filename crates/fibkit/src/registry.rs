@@ -15,7 +15,6 @@ use crate::addr::{Addr, Family};
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::engines;
 use crate::image::{Image, ImageError, Mapped, SectionData};
-use crate::legacy::Legacy;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 use crate::spec::EngineSpec;
@@ -55,20 +54,37 @@ pub const ENGINES: &[EngineInfo] = &[
         name: "dir24-8",
         ipv4: true,
         ipv6: false,
-        about: "DPDK-style 2^24 direct table plus 256-entry groups; the baseline",
+        about: "DPDK-style 2^24 direct table plus 256-entry groups; the baseline \
+                (max-groups=N, default 2^20)",
     },
     EngineInfo {
         name: "cpe",
         ipv4: true,
         ipv6: true,
         about: "multibit trie by controlled prefix expansion, DP-chosen strides \
-                (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C)",
+                (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C, level-cost=B, \
+                max-entries=N)",
     },
     EngineInfo {
         name: "dxr",
         ipv4: true,
         ipv6: false,
         about: "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X",
+    },
+    EngineInfo {
+        name: "dxr6",
+        ipv4: false,
+        ipv6: true,
+        about: "DXR for 128-bit keys: 2^K root, nodes of per-chunk stride, one-line leaves of \
+                range starts at 16/32/64/128 bits counted by SIMD (k=8..24, stride=1..16, \
+                density=1..64)",
+    },
+    EngineInfo {
+        name: "bspl",
+        ipv4: true,
+        ipv6: true,
+        about: "binary search on prefix lengths with expansion: bspl:levels=K (program-chosen \
+                lengths), first=F, lengths=16+24+32, hybrid (hash 32/64/96 + tries)",
     },
     EngineInfo {
         name: "lctrie",
@@ -85,6 +101,22 @@ pub const ENGINES: &[EngineInfo] = &[
                 tree=balanced|trace:FILE",
     },
 ];
+
+/// The engine spec to use for `family` when none is given: the fastest
+/// engine that verifies on every shared table and updates in place.
+///
+/// - IPv4: `dxr` (`dxr:k=20`): one direct-table load and a windowed range
+///   search in a chunk, ahead of `dir24-8` in lookups at a fraction of its
+///   memory (docs/BENCHMARKS.md).
+/// - IPv6: `dxr6` (`dxr6:k=16,stride=16,density=2`): DXR for 128-bit keys,
+///   the fastest of fibkit's IPv6 engines, about 10 bytes per prefix on the
+///   DFZ table, built in about 0.1 s (docs/BENCHMARKS.md, "IPv6: dxr6").
+pub fn default_spec(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "dxr",
+        Family::V6 => "dxr6",
+    }
+}
 
 /// The error for a spec whose name no engine of family `A` has.
 pub(crate) fn unknown<A: Addr>(spec: &EngineSpec) -> BuildError {
@@ -125,12 +157,17 @@ macro_rules! engine_set {
         variants: { $( $(#[$variant_doc:meta])* $Variant:ident($Upd:ty) ),* $(,)? }
     ) => {
         $(#[$engine_doc])*
+        // One value per handle, built once and never copied around on a
+        // lookup path: boxing a large updater would buy nothing.
+        #[allow(clippy::large_enum_variant)]
         pub enum $Engine {
             $( $(#[$variant_doc])* $Variant($Upd), )*
         }
 
         $(#[$snapshot_doc])*
         #[derive(Clone)]
+        // Boxing a large snapshot would put a pointer chase on every lookup.
+        #[allow(clippy::large_enum_variant)]
         pub enum $Snapshot {
             $( $(#[$variant_doc])* $Variant(<$Upd as Updater<$A>>::Snapshot), )*
         }
@@ -144,6 +181,8 @@ macro_rules! engine_set {
         $(#[$stats_doc])*
         #[derive(Debug, serde::Serialize)]
         #[serde(untagged)]
+        // Made on request, one at a time (see the updater enum above).
+        #[allow(clippy::large_enum_variant)]
         pub enum $Stats {
             $( $(#[$variant_doc])* $Variant(<$Upd as Updater<$A>>::Stats), )*
         }
@@ -338,11 +377,13 @@ engine_set! {
         /// `dir24-8`.
         Dir24_8(engines::dir24_8::Dir24_8Updater),
         /// `cpe`.
-        Cpe(Legacy<u32, engines::cpe::CpeTrie<u32>>),
+        Cpe(engines::cpe::CpeUpdater<u32>),
         /// `dxr`.
-        Dxr(Legacy<u32, engines::dxr::Dxr>),
+        Dxr(engines::dxr::DxrUpdater),
         /// `lctrie`.
-        LcTrie(Legacy<u32, engines::lctrie::LcTrie<u32>>),
+        LcTrie(engines::lctrie::LcTrieUpdater<u32>),
+        /// `bspl`.
+        Bspl(engines::bspl::BsplUpdater<u32>),
         /// `bloom`.
         Bloom(engines::bloom::BloomUpdater<u32>),
     }
@@ -367,9 +408,13 @@ engine_set! {
         /// `radix`.
         Radix(engines::radix::RadixUpdater<u128>),
         /// `cpe`.
-        Cpe(Legacy<u128, engines::cpe::CpeTrie<u128>>),
+        Cpe(engines::cpe::CpeUpdater<u128>),
+        /// `dxr6`.
+        Dxr6(engines::dxr6::Dxr6Updater),
         /// `lctrie`.
-        LcTrie(Legacy<u128, engines::lctrie::LcTrie<u128>>),
+        LcTrie(engines::lctrie::LcTrieUpdater<u128>),
+        /// `bspl`.
+        Bspl(engines::bspl::BsplUpdater<u128>),
         /// `bloom`.
         Bloom(engines::bloom::BloomUpdater<u128>),
     }
@@ -536,9 +581,29 @@ mod tests {
             err.contains("does not support IPv6") && err.contains("engines that do: radix"),
             "{err}"
         );
-        assert!(!err.contains("dxr"), "{err}");
+        let alternatives = err.split("engines that do: ").nth(1).unwrap_or_default();
+        assert!(
+            !alternatives
+                .trim_end_matches(')')
+                .split(", ")
+                .any(|name| name == "dxr"),
+            "{err}"
+        );
         let err = build("radix:k=3", &rib4).err().unwrap().to_string();
         assert!(err.contains("unknown parameter `k`"), "{err}");
+    }
+
+    #[test]
+    fn default_specs_build_their_family() {
+        let mut rib4 = Rib::<u32>::new();
+        rib4.insert(Prefix::new_masked(0x0a00_0000, 8), 1);
+        let mut rib6 = Rib::<u128>::new();
+        rib6.insert(Prefix::new_masked(0x2001_0db8 << 96, 32), 2);
+        let v4 = build(default_spec(Family::V4), &rib4).unwrap();
+        assert_eq!(v4.lookup(0x0a01_0203), Some(1));
+        let v6 = build(default_spec(Family::V6), &rib6).unwrap();
+        assert_eq!(v6.lookup(0x2001_0db8_0001 << 80), Some(2));
+        assert_eq!(v6.lookup(1), None);
     }
 
     #[test]
@@ -547,6 +612,8 @@ mod tests {
             ("radix", "radix"),
             ("dir24_8", "dir24-8"),
             ("dir24-8", "dir24-8"),
+            ("dxr", "dxr:k=20"),
+            ("dxr:d=16,k=21", "dxr:d=16,x=5"),
         ] {
             let config: ConfigV4 = text.parse().unwrap();
             assert_eq!(config.to_string(), canonical);

@@ -505,7 +505,11 @@ mod tests {
         assert_eq!((report.effective, report.no_ops), (200, 1));
         assert!(report.errors.is_empty());
         assert!(report.batches >= 2, "{report:?}");
-        assert!(report.idle_reader_mlps > 0.0 && report.churn_reader_mlps > 0.0);
+        // Reader throughput is only checked for being a rate: on a loaded
+        // machine the reader thread may not get a time slice in 20 ms.
+        for mlps in [report.idle_reader_mlps, report.churn_reader_mlps] {
+            assert!(mlps.is_finite() && mlps >= 0.0, "{report:?}");
+        }
         assert_eq!(
             report.timeline.iter().map(|s| s.changes).sum::<u64>(),
             201,

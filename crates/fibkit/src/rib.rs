@@ -341,7 +341,14 @@ impl<A: Addr> Rib<A> {
 
     /// Every prefix and label, sorted by address then length.
     pub fn iter(&self) -> impl Iterator<Item = (Prefix<A>, Label)> + '_ {
-        self.nodes_in(A::ZERO, A::MAX)
+        self.iter_in(A::ZERO, A::MAX)
+    }
+
+    /// Every prefix intersecting `lo..=hi` (those covering the window and
+    /// those inside it), with its label, sorted by address then length: what
+    /// an engine rebuilding one block of the address space reads.
+    pub fn iter_in(&self, lo: A, hi: A) -> impl Iterator<Item = (Prefix<A>, Label)> + '_ {
+        self.nodes_in(lo, hi)
             .filter_map(|node| node.label.map(|label| (node.prefix, label)))
     }
 
@@ -504,6 +511,31 @@ mod tests {
         assert_eq!(rib.root, NIL);
         // Every node went back to the free list.
         assert_eq!(rib.free.len(), rib.nodes.len());
+    }
+
+    #[test]
+    fn prefixes_in_a_window_cover_and_lie_inside_it() {
+        let rib = Rib::from_pairs(
+            [
+                "0.0.0.0/0",
+                "10.0.0.0/8",
+                "10.1.0.0/16",
+                "10.1.2.0/24",
+                "10.2.0.0/16",
+            ]
+            .iter()
+            .enumerate()
+            .map(|(i, text)| (p(text), i as Label)),
+        );
+        let window: Vec<String> = rib
+            .iter_in(addr("10.1.0.0"), addr("10.1.255.255"))
+            .map(|(prefix, _)| prefix.to_string())
+            .collect();
+        assert_eq!(
+            window,
+            ["0.0.0.0/0", "10.0.0.0/8", "10.1.0.0/16", "10.1.2.0/24"]
+        );
+        assert_eq!(rib.iter_in(0, u32::MAX).count(), rib.len());
     }
 
     #[test]

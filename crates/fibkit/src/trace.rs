@@ -18,6 +18,23 @@ use crate::addr::Addr;
 use crate::prefix::Prefix;
 use crate::rib::Rib;
 
+/// The most addresses a trace, a benchmark's key array or a set of random
+/// check addresses may hold: 2^28, 16 times the benchmark's default key
+/// array (1 GiB of IPv4 or 4 GiB of IPv6 addresses). A larger count is
+/// refused before anything is allocated: it is a slip of the keyboard, not
+/// a workload.
+pub const MAX_ADDRESSES: usize = 1 << 28;
+
+/// `count`, or an error naming [`MAX_ADDRESSES`] when it is over it.
+pub fn check_address_count(count: usize) -> Result<usize, String> {
+    if count > MAX_ADDRESSES {
+        return Err(format!(
+            "{count} addresses is over the limit of {MAX_ADDRESSES} (2^28)"
+        ));
+    }
+    Ok(count)
+}
+
 /// A synthetic trace distribution.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TraceKind {
@@ -85,13 +102,15 @@ fn cumulate(weights: impl Iterator<Item = f64>) -> Vec<f64> {
         .collect()
 }
 
-/// Generates `count` addresses of `kind` from `rib` (which must not be empty).
+/// Generates `count` addresses of `kind` from `rib` (which must not be
+/// empty); `count` is at most [`MAX_ADDRESSES`].
 pub fn generate<A: Addr>(
     rib: &Rib<A>,
     kind: &TraceKind,
     count: usize,
     seed: u64,
 ) -> Result<Vec<A>, String> {
+    check_address_count(count)?;
     let prefixes: Vec<Prefix<A>> = rib.iter().map(|(prefix, _)| prefix).collect();
     if prefixes.is_empty() {
         return Err(format!(
@@ -368,6 +387,103 @@ pub fn trace_stats<A: Addr>(rib: &Rib<A>, trace: &[A], top: usize) -> TraceStats
     }
 }
 
+/// `count` host routes in `region` (at most its size): the first `count`
+/// addresses in a row, or, with `spread`, scattered over the region by a
+/// multiplicative hash (an odd multiplier permutes the region's host bits,
+/// so they are distinct). The route storms of update benchmarks and tests.
+pub fn host_routes_v4(region: Prefix<u32>, count: usize, spread: bool) -> Vec<Prefix<u32>> {
+    let host_mask = !<u32 as Addr>::mask(region.plen());
+    assert!(
+        count as u64 <= host_mask as u64 + 1,
+        "{count} host routes in {region}"
+    );
+    (0..count as u32)
+        .map(|i| {
+            let host = if spread {
+                i.wrapping_mul(0x9e37_79b1)
+            } else {
+                i
+            };
+            Prefix::new_masked(region.addr() | (host & host_mask), 32)
+        })
+        .collect()
+}
+
+/// A named stream of route changes (see [`adversarial_streams_v4`]).
+#[derive(Clone, Debug)]
+pub struct AdversarialStream {
+    /// What the stream does, as a short name.
+    pub name: &'static str,
+    /// The changes, in order.
+    pub changes: Vec<crate::Change<u32>>,
+}
+
+/// Route-change streams built to make FIB updates slow, for the IPv4 table
+/// `rib` they are applied to (each on its own copy of it):
+/// - `withdraw-all`: every prefix of `rib` withdrawn, in address order (a
+///   session reset);
+/// - `default-flaps`: the default route withdrawn and announced again (or
+///   announced and withdrawn, if `rib` has none), 1000 times;
+/// - `deaggregated-8s`: three /8s (10/8 and the two holding most prefixes
+///   of `rib`) announced as their 65,536 /24s each, then withdrawn;
+/// - `hosts-in-region`: `hosts` host routes in a row from 10.0.0.0
+///   announced, then withdrawn.
+pub fn adversarial_streams_v4(rib: &Rib<u32>, hosts: usize) -> Vec<AdversarialStream> {
+    use crate::Change;
+    let withdraw_all = rib
+        .iter()
+        .map(|(prefix, _)| Change::Withdraw(prefix))
+        .collect();
+
+    let default = Prefix::default_route();
+    let flap = match rib.get(default) {
+        Some(label) => [Change::Withdraw(default), Change::Announce(default, label)],
+        None => [Change::Announce(default, 1), Change::Withdraw(default)],
+    };
+    let default_flaps = flap.iter().copied().cycle().take(2000).collect();
+
+    let mut per_slash8 = [0usize; 256];
+    for (prefix, _) in rib.iter() {
+        per_slash8[(prefix.addr() >> 24) as usize] += 1;
+    }
+    let mut dense: Vec<u32> = (0..256).filter(|&top| top != 10).collect();
+    dense.sort_by_key(|&top| std::cmp::Reverse(per_slash8[top as usize]));
+    let mut deaggregated = Vec::new();
+    for top in [10, dense[0], dense[1]] {
+        let slash24s = (0..1u32 << 16).map(|i| Prefix::new_masked(top << 24 | i << 8, 24));
+        let labels = slash24s
+            .clone()
+            .map(|p| Change::Announce(p, p.addr() >> 8 & 0xff));
+        deaggregated.extend(labels);
+        deaggregated.extend(slash24s.map(Change::Withdraw));
+    }
+
+    let region = Prefix::new_masked(0x0a00_0000, 8);
+    let hosts = host_routes_v4(region, hosts, false);
+    let mut hosts_in_region: Vec<Change<u32>> =
+        hosts.iter().map(|&p| Change::Announce(p, 7)).collect();
+    hosts_in_region.extend(hosts.iter().map(|&p| Change::Withdraw(p)));
+
+    vec![
+        AdversarialStream {
+            name: "withdraw-all",
+            changes: withdraw_all,
+        },
+        AdversarialStream {
+            name: "default-flaps",
+            changes: default_flaps,
+        },
+        AdversarialStream {
+            name: "deaggregated-8s",
+            changes: deaggregated,
+        },
+        AdversarialStream {
+            name: "hosts-in-region",
+            changes: hosts_in_region,
+        },
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,5 +607,63 @@ mod tests {
         assert_eq!(stats.top_prefixes.len(), 2);
         // First half: a a a; second half: b b b (unmatched) -> disjoint.
         assert!(stats.halves_tvd > 0.9, "{}", stats.halves_tvd);
+    }
+
+    #[test]
+    fn host_routes_are_distinct_and_in_their_region() {
+        let region: Prefix<u32> = "10.16.0.0/12".parse().unwrap();
+        for spread in [false, true] {
+            let hosts = host_routes_v4(region, 1 << 20, spread);
+            let distinct: std::collections::HashSet<_> = hosts.iter().collect();
+            assert_eq!(distinct.len(), 1 << 20);
+            assert!(hosts
+                .iter()
+                .all(|p| p.plen() == 32 && region.contains(p.addr())));
+            assert_eq!(hosts[0].addr(), region.addr());
+            assert_eq!(hosts[1].addr() == region.addr() + 1, !spread);
+        }
+    }
+
+    #[test]
+    fn adversarial_streams_do_what_they_say() {
+        let rib = Rib::from_pairs([
+            ("0.0.0.0/0".parse().unwrap(), 3),
+            ("44.0.0.0/8".parse().unwrap(), 1),
+            ("44.1.0.0/16".parse().unwrap(), 2),
+            ("9.0.0.0/8".parse().unwrap(), 1),
+        ]);
+        let streams = adversarial_streams_v4(&rib, 100);
+        let names: Vec<&str> = streams.iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            [
+                "withdraw-all",
+                "default-flaps",
+                "deaggregated-8s",
+                "hosts-in-region"
+            ]
+        );
+        for stream in &streams {
+            let mut table = rib.clone();
+            let effective = stream.changes.iter().filter(|&&c| table.apply(c)).count();
+            // Every change of these streams changes the table.
+            assert_eq!(effective, stream.changes.len(), "{}", stream.name);
+            match stream.name {
+                "withdraw-all" => assert!(table.is_empty()),
+                "deaggregated-8s" => {
+                    assert_eq!(stream.changes.len(), 6 << 16);
+                    let top = |i: usize| stream.changes[i].prefix().addr() >> 24;
+                    assert_eq!((top(0), top(1 << 17)), (10, 44), "10/8, then the densest");
+                    assert_eq!(
+                        table.iter().collect::<Vec<_>>(),
+                        rib.iter().collect::<Vec<_>>()
+                    );
+                }
+                _ => assert_eq!(
+                    table.iter().collect::<Vec<_>>(),
+                    rib.iter().collect::<Vec<_>>()
+                ),
+            }
+        }
     }
 }

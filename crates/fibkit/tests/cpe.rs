@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use common::*;
 use fibkit::Lookup;
-use fibkit::{build, verify, EngineFamily, Rib};
+use fibkit::{build, verify, Change, EngineFamily, Rib};
 
 /// Builds `spec` and verifies it; `Err` carries the build error text.
 fn check<A: EngineFamily>(spec: &str, rib: &Rib<A>, random: usize) -> Result<usize, String> {
@@ -93,6 +93,27 @@ fn linx_rib_ipv6_matrix() {
             check(&format!("cpe:levels={levels}{variant}"), rib, 20_000).unwrap();
         }
     }
+}
+
+/// IPv6 tries trade memory for levels by default (`level-cost`), but only
+/// while the trie fits: with `max-entries` at the least-memory plan's size
+/// the default falls back to that plan, and a level cost the spec names
+/// fails naming the limit instead.
+#[test]
+fn ipv6_level_cost_within_the_entry_limit() {
+    let rib = &shared_table("linx-rib-ipv6.20141225.txt.gz").v6;
+    let least = variable_strides(rib, 12, 24, MemoryModel::LEAF_PUSHED).unwrap();
+    let least_entries = least.bytes / 4;
+    let plain_bytes = check("cpe:level-cost=0", rib, 20_000).unwrap();
+    let default_bytes = check("cpe", rib, 20_000).unwrap();
+    assert!(
+        default_bytes > plain_bytes,
+        "{default_bytes} <= {plain_bytes}"
+    );
+    let bounded = format!("cpe:max-entries={least_entries}");
+    assert_eq!(check(&bounded, rib, 20_000).unwrap(), plain_bytes);
+    let err = check(&format!("{bounded},level-cost=64"), rib, 0).unwrap_err();
+    assert!(err.contains("raise max-entries"), "{err}");
 }
 
 #[test]
@@ -369,23 +390,13 @@ mod random_updates {
     }
 }
 
-/// The leaf-pushed batch lookup (a prefetch pipeline over a window of keys)
-/// agrees with single lookups on every slice length around its window,
-/// including slices shorter than the window and empty ones.
+/// The batch lookups agree with single lookups on every slice length from
+/// 0 to 300 (around every window and lane count they use), for both
+/// families and every trie kind, and write nothing past the keys.
 #[test]
 fn batch_lookup_every_slice_length() {
-    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
-    for spec in ["cpe:strides=20+4+8", "cpe:levels=3", "cpe:levels=4,packed"] {
+    fn check<A: EngineFamily>(spec: &str, rib: &Rib<A>, addrs: &[A]) {
         let engine = build(spec, rib).unwrap();
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let addrs: Vec<u32> = (0..200)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 32) as u32
-            })
-            .collect();
         let want: Vec<_> = addrs.iter().map(|&a| engine.lookup(a)).collect();
         for len in 0..=addrs.len() {
             let mut out = vec![Some(u32::MAX); len + 1];
@@ -394,4 +405,186 @@ fn batch_lookup_every_slice_length() {
             assert_eq!(out[len], Some(u32::MAX), "{spec}: wrote past the keys");
         }
     }
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let v4 = &shared_table("dfz-v4-nh.txt.gz").v4;
+    let addrs: Vec<u32> = (0..300).map(|_| (next() >> 32) as u32).collect();
+    for spec in [
+        "cpe:strides=20+4+8",
+        "cpe:levels=3",
+        "cpe:levels=4,packed",
+        "cpe:levels=3,nopush",
+    ] {
+        check(spec, v4, &addrs);
+    }
+    // IPv6 keys inside announced prefixes, so walks go deep.
+    let v6 = &shared_table("dfz-v6-nh.txt.gz").v6;
+    let prefixes: Vec<Prefix<u128>> = v6.iter().map(|(p, _)| p).collect();
+    let addrs: Vec<u128> = (0..300)
+        .map(|_| {
+            let prefix = prefixes[next() as usize % prefixes.len()];
+            let host = ((next() as u128) << 64 | next() as u128) & !u128::mask(prefix.plen());
+            prefix.addr() | host
+        })
+        .collect();
+    for spec in [
+        "cpe",
+        "cpe:levels=9",
+        "cpe:levels=10,nopush",
+        "cpe:levels=10,packed",
+    ] {
+        check(spec, v6, &addrs);
+    }
+}
+
+// ---- Failed updates are atomic ----------------------------------------------
+
+/// Random tables in the first 12 bits (so tiny layouts can build them).
+fn short_table() -> impl Strategy<Value = Vec<(u32, u8, u32)>> {
+    random_table_v4().prop_map(|entries| {
+        entries
+            .into_iter()
+            .map(|(addr, plen, label)| (addr, plen.min(12), label))
+            .collect()
+    })
+}
+
+/// Small layouts: few levels and small strides, so that random batches of
+/// prefixes up to /32 add chains of small nodes and, past an entry limit
+/// set just above the built trie (see [`with_entry_limit`]), fail; some
+/// tables do not fit them at all.
+const TINY_LAYOUTS: &[&str] = &[
+    "cpe:levels=2,cap=6",
+    "cpe:levels=3,cap=4",
+    "cpe:levels=2,cap=8,nopush",
+    "cpe:levels=3,cap=5,fixed",
+    "cpe:levels=3,cap=6,fixed,nopush",
+    "cpe:levels=2,cap=6,packed",
+];
+
+/// `spec` with `max-entries` set `slack` entries above what `rib` needs,
+/// or `None` if `rib` does not fit `spec` at all.
+fn with_entry_limit(spec: &str, rib: &Rib<u32>, slack: usize) -> Option<String> {
+    let fib = LocalFib::<u32>::new(spec, rib.clone()).ok()?;
+    let fibkit::StatsV4::Cpe(stats) = fib.stats() else {
+        unreachable!("a cpe spec builds a cpe engine")
+    };
+    Some(format!("{spec},max-entries={}", stats.entries + slack))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Random batches pushed past small layouts through both handles: each
+    /// batch is applied entirely or not at all (see `assert_batches_atomic`).
+    #[test]
+    fn failed_updates_are_atomic(entries in short_table(), batches in random_batches_v4(32)) {
+        let rib = rib_from_triples(&entries);
+        for layout in TINY_LAYOUTS {
+            if let Some(spec) = with_entry_limit(layout, &rib, 300) {
+                assert_batches_atomic(&spec, &rib, &batches, 200);
+            }
+        }
+    }
+}
+
+/// Seeded streams from `trace::generate_changes` (nested, covering, /0 and
+/// /32 announcements, relabels, withdrawals) cut into batches: with small
+/// layouts and entry limits some batches fail and some are applied, and
+/// every one is all or nothing; without a limit every batch is applied (by
+/// a patch or a rebuild).
+#[test]
+fn seeded_streams_past_the_limits_are_atomic() {
+    let base = rib_of_strs(&[("10.0.0.0/8", 1), ("10.16.0.0/12", 2), ("192.0.0.0/10", 3)]);
+    for layout in TINY_LAYOUTS {
+        let (mut failed, mut applied) = (0, 0);
+        for seed in 0..8 {
+            let spec = with_entry_limit(layout, &base, 200).unwrap();
+            let changes = fibkit::trace::generate_changes(&base, 60, seed);
+            let batches: Vec<Vec<Change<u32>>> = changes.chunks(6).map(|c| c.to_vec()).collect();
+            let count = assert_batches_atomic(&spec, &base, &batches, 100);
+            failed += count;
+            applied += batches.len() - count;
+        }
+        assert!(
+            failed > 0 && applied > 0,
+            "{layout}: {failed} failed, {applied} applied"
+        );
+    }
+    for spec in [
+        "cpe",
+        "cpe:levels=3",
+        "cpe:levels=3,nopush",
+        "cpe:strides=16+8+8",
+        "cpe:levels=2,cap=6",
+    ] {
+        let changes = fibkit::trace::generate_changes(&base, 200, 9);
+        let batches: Vec<Vec<Change<u32>>> = changes.chunks(10).map(|c| c.to_vec()).collect();
+        assert_eq!(
+            assert_batches_atomic(spec, &base, &batches, 100),
+            0,
+            "{spec}"
+        );
+    }
+}
+
+/// An update past the entry limit fails with a `Limit` naming it; the
+/// handle then rebuilds from a new stride plan when the new table fits
+/// one (saying why), and keeps the old table when it does not.
+#[test]
+fn updates_past_the_entry_limit_rebuild_or_fail() {
+    let rib = rib_of_strs(&[("10.0.0.0/8", 1), ("11.0.0.0/8", 2)]);
+    // Two levels of at most 8 bits: the plan for the two /8s is a 4-bit
+    // root and one 4-bit node (32 entries). A /12 below needs an 8-bit node
+    // (256 more entries); the best plan with it is 6 + 6 bits (128).
+    for (spec, outcome) in [
+        ("cpe:levels=2,cap=8,max-entries=100", "fails"),
+        ("cpe:levels=2,cap=8,max-entries=200", "rebuilds"),
+        ("cpe:levels=2,cap=8,max-entries=300", "patches"),
+        ("cpe:levels=2,cap=8,nopush,max-entries=100", "fails"),
+        ("cpe:levels=2,cap=8,nopush,max-entries=200", "rebuilds"),
+        ("cpe:levels=2,cap=8,nopush,max-entries=300", "patches"),
+    ] {
+        let mut fib = LocalFib::<u32>::new(spec, rib.clone()).unwrap();
+        let result = fib.apply(&[Change::Announce("10.16.0.0/12".parse().unwrap(), 3)]);
+        match (outcome, result) {
+            ("fails", Err(err)) => {
+                let err = err.to_string();
+                assert!(
+                    err.contains("limit of 100") && err.contains("max-entries"),
+                    "{spec}: {err}"
+                );
+                assert_eq!(
+                    (fib.lookup(0x0a10_0000), fib.rib().len()),
+                    (Some(1), 2),
+                    "{spec}"
+                );
+            }
+            ("rebuilds", Ok(summary)) => {
+                let why = summary
+                    .rebuilt
+                    .unwrap_or_else(|| panic!("{spec} was patched"));
+                assert!(why.contains("limit of 200"), "{spec}: {why}");
+                assert_eq!(fib.lookup(0x0a10_0000), Some(3), "{spec}");
+            }
+            ("patches", Ok(summary)) => {
+                assert!(summary.rebuilt.is_none(), "{spec}: {summary:?}");
+                assert_eq!(fib.lookup(0x0a10_0000), Some(3), "{spec}");
+            }
+            (outcome, result) => panic!("{spec}: expected it {outcome}, got {result:?}"),
+        }
+    }
+}
+
+fn rib_of_strs(entries: &[(&str, u32)]) -> Rib<u32> {
+    Rib::from_pairs(
+        entries
+            .iter()
+            .map(|(t, l)| (t.parse::<Prefix<u32>>().unwrap(), *l)),
+    )
 }

@@ -6,10 +6,10 @@ mod common;
 use std::time::Instant;
 
 use common::*;
-use fibkit::engines::dxr::Dxr;
+use fibkit::engines::dxr::{DxrConfig, DxrStats, DxrUpdater};
 use fibkit::load::{load_updates, LoadOptions};
 use fibkit::verify::check_addresses;
-use fibkit::{build, verify, Change, EngineSpec, Label, LocalFib, Lookup, Prefix, Rib};
+use fibkit::{build, verify, Change, EngineConfig, Label, LocalFib, Lookup, Prefix, Rib, Updater};
 use proptest::prelude::*;
 
 /// Every layout the issue asks for: D{K}R for K = 16..24 and D{D}X{X}R for
@@ -22,6 +22,13 @@ fn all_layouts() -> Vec<String> {
         }
     }
     specs
+}
+
+/// The statistics of `spec` built from `rib`.
+fn stats_of(spec: &str, rib: &Rib<u32>) -> DxrStats {
+    let config = DxrConfig::parse(spec).unwrap();
+    let (updater, snapshot) = DxrUpdater::build(&config, rib).unwrap();
+    updater.stats(&snapshot)
 }
 
 /// Checks every layout on one table; the reference answers are computed once
@@ -69,8 +76,7 @@ fn all_layouts_dfz_v4_asn() {
 #[test]
 fn asn_table_uses_wide_chunks() {
     let rib = &shared_table("dfz-v4-asn.txt.gz").v4;
-    let engine = Dxr::build(&EngineSpec::parse("dxr:k=16").unwrap(), rib).unwrap();
-    let stats = engine.dxr_stats();
+    let stats = stats_of("dxr:k=16", rib);
     assert!(stats.labels > 65_536, "{}", stats.labels);
     assert!(stats.chunks[2] > 0, "no wide chunks: {stats:?}");
 }
@@ -106,8 +112,7 @@ fn many_labels_and_big_chunks() {
             &report.mismatches[..3.min(report.mismatches.len())]
         );
     }
-    let engine = Dxr::build(&EngineSpec::parse("dxr:k=16").unwrap(), &rib).unwrap();
-    let stats = engine.dxr_stats();
+    let stats = stats_of("dxr:k=16", &rib);
     assert!(stats.chunks[2] > 0 && stats.chunks[1] > 0, "{stats:?}");
     assert_eq!(stats.steps.len(), 17, "a 65,536-range chunk takes 16 steps");
 }
@@ -240,4 +245,55 @@ fn range_table_overflow_is_a_limit_error() {
         );
         eprintln!("{err}");
     }
+}
+
+/// A table that some `K` can encode and others cannot: the limit error of a
+/// layout that overflows names exactly the layouts that build. 900,000
+/// host routes 2,048 addresses apart, at odd offsets, with 1,000 labels:
+/// long chunks at every `K < 24`; the more chunks a layout cuts the table
+/// into, the more ranges it stores twice (4.06 words per host at K = 16,
+/// 5 at K = 20), until from K = 22 the hosts' offsets inside their chunks
+/// repeat and dedup stores identical chunks once. So K = 16..19 and 22..24
+/// fit the 2^22-word range table and K = 20 and 21 do not, which no
+/// per-chunk bound predicts.
+#[test]
+fn limit_errors_name_the_layouts_that_fit() {
+    let rib = Rib::from_pairs((0..900_000u32).map(|i| {
+        let offset = 2 * ((i / 1000) % 1024) + 1; // (offset, label) pairs are distinct
+        (Prefix::new_masked(i * 2048 + offset, 32), i % 1000)
+    }));
+    let err = build("dxr:k=20", &rib)
+        .err()
+        .expect("k=20 must overflow")
+        .to_string();
+    eprintln!("{err}");
+    assert!(err.contains("2^22"), "{err}");
+    let mut fitting = 0;
+    for k in 16..=24 {
+        let spec = format!("dxr:k={k}");
+        let named = err.contains(&format!("{spec},")) || err.contains(&format!("{spec} "));
+        match build(&spec, &rib) {
+            Ok(engine) => {
+                assert!(named, "{spec} builds but the error does not name it: {err}");
+                if k == 16 {
+                    let report = verify(&engine, &rib, 20_000, 3);
+                    assert!(report.ok(), "{spec}: {}", report.mismatches[0]);
+                }
+                fitting += 1;
+            }
+            Err(error) => {
+                assert!(!named, "{spec} is named but fails: {error}");
+                assert_ne!(k, 16, "k=16 must fit this table: {error}");
+            }
+        }
+    }
+    assert!(
+        fitting > 0 && fitting < 9,
+        "a table some layouts fit, not all"
+    );
+    assert!(!err.contains("dir24-8"), "{err}");
+    // The extended layouts of a fitting K fit too, as the message says.
+    let engine = build("dxr:d=12,x=4", &rib).expect("d=12,x=4 has K=16");
+    let report = verify(&engine, &rib, 20_000, 4);
+    assert!(report.ok(), "dxr:d=12,x=4: {}", report.mismatches[0]);
 }

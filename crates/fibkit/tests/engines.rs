@@ -22,12 +22,18 @@ const ENGINES: &[(&str, bool, bool)] = &[
     ("dxr:k=16", true, false),
     ("dxr:k=24", true, false),
     ("dxr:d=12,x=8", true, false),
+    ("dxr6", false, true),
+    ("dxr6:k=8,stride=3", false, true),
     ("lctrie", true, true),
     ("lctrie:lookup=classic", true, true),
     ("bloom", true, true),
     ("bloom:search=linear", true, true),
     ("bloom:search=guided,bits=512,k=9", true, true),
     ("bloom:search=linear,bits=512,k=1", true, true),
+    ("bspl", true, true),
+    ("bspl:levels=3", true, false),
+    ("bspl:first=8,levels=6", true, false),
+    ("bspl:hybrid", true, true),
 ];
 
 #[test]

@@ -1,19 +1,26 @@
 //! LC-trie specific tests: random insert/delete sequences against the
 //! reference table (both look-up algorithms, structure checked after every
-//! batch), the LINX update stream replayed onto the DFZ table, and the
-//! adversarial table.
+//! batch), withdraw storms, the batch look-up at every slice length, the
+//! LINX update stream replayed onto the DFZ table, and the adversarial
+//! table.
 
 mod common;
 
 use common::*;
-use fibkit::engines::lctrie::{adversarial_table_v4, LcTrie, LookupAlgo};
+use fibkit::engines::lctrie::{adversarial_table_v4, LcTrieUpdater, LookupAlgo, SlotLayout};
 use fibkit::load::{load_updates, AnyChange, LoadOptions};
-use fibkit::{
-    build, verify, Addr, Change, EngineFamily, EngineSpec, LocalFib, Lookup, Prefix, Rib,
-};
+use fibkit::trace::{adversarial_streams_v4, host_routes_v4};
+use fibkit::{build, verify, Addr, Change, EngineFamily, Fib, LocalFib, Lookup, Prefix, Rib};
 use proptest::prelude::*;
 
 const SPECS: [&str; 2] = ["lctrie", "lctrie:lookup=classic"];
+
+/// The engine with its type known, so tests reach the updater's checks.
+type Trie<A> = LocalFib<A, LcTrieUpdater<A>>;
+
+fn trie<A: EngineFamily + SlotLayout>(spec: &str, rib: &Rib<A>) -> Trie<A> {
+    Trie::with_spec(spec, rib.clone()).unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
 
 fn assert_verified<A: EngineFamily>(engine: &impl Lookup<A>, rib: &Rib<A>, random: usize) {
     let report = verify(engine, rib, random, 0x5eed);
@@ -25,45 +32,44 @@ fn assert_verified<A: EngineFamily>(engine: &impl Lookup<A>, rib: &Rib<A>, rando
     );
 }
 
-/// Patches `trie` in place after `changed` changed in `rib`.
-fn patch<A: fibkit::engines::lctrie::LcKey>(
-    trie: &mut LcTrie<A>,
-    rib: &Rib<A>,
-    changed: &[Prefix<A>],
-) {
-    fibkit::legacy::LegacyEngine::update(trie, rib, changed).unwrap();
+/// Applies `changes` as one batch, which must patch the trie (not rebuild it).
+fn apply<A: EngineFamily + SlotLayout>(trie: &mut Trie<A>, changes: &[Change<A>]) {
+    let summary = trie.apply(changes).unwrap();
+    assert_eq!(summary.rebuilt, None, "lctrie must update in place");
 }
 
-/// Applies batches of changes to a Rib and an LcTrie (through `update`),
-/// checking look-ups, stored prefixes and structure after each batch.
-fn run_batches<A: EngineFamily + fibkit::engines::lctrie::LcKey>(
-    batches: &[Vec<(A, u8, Option<u32>)>],
-) {
-    let spec = EngineSpec::parse("lctrie").unwrap();
-    let mut rib = Rib::<A>::new();
-    let mut trie = LcTrie::build(&spec, &rib).unwrap();
-    let mut classic =
-        LcTrie::build(&EngineSpec::parse("lctrie:lookup=classic").unwrap(), &rib).unwrap();
+/// The structure, the prefixes it holds and its answers agree with the
+/// reference table.
+fn assert_sound<A: EngineFamily + SlotLayout>(trie: &Trie<A>, random: usize) {
+    trie.updater().check_invariants(trie.snapshot()).unwrap();
+    assert_eq!(
+        trie.snapshot().prefixes(),
+        trie.rib().iter().collect::<Vec<_>>()
+    );
+    assert_eq!(trie.updater().len(), trie.rib().len());
+    assert_verified(trie, trie.rib(), random);
+}
+
+/// Applies batches of changes to both look-up algorithms' tries, checking
+/// look-ups, stored prefixes and structure after each batch.
+fn run_batches<A: EngineFamily + SlotLayout>(batches: &[Vec<(A, u8, Option<u32>)>]) {
+    let rib = Rib::<A>::new();
+    let mut tries = SPECS.map(|spec| trie(spec, &rib));
     for batch in batches {
-        let mut changed = Vec::new();
-        for &(addr, plen, label) in batch {
-            let prefix = Prefix::new_masked(addr, plen);
-            let change = match label {
-                Some(label) => Change::Announce(prefix, label),
-                None => Change::Withdraw(prefix),
-            };
-            if rib.apply(change) {
-                changed.push(prefix);
-            }
+        let changes: Vec<Change<A>> = batch
+            .iter()
+            .map(|&(addr, plen, label)| {
+                let prefix = Prefix::new_masked(addr, plen);
+                match label {
+                    Some(label) => Change::Announce(prefix, label),
+                    None => Change::Withdraw(prefix),
+                }
+            })
+            .collect();
+        for trie in &mut tries {
+            apply(trie, &changes);
+            assert_sound(trie, 300);
         }
-        changed.sort_unstable();
-        changed.dedup();
-        patch(&mut trie, &rib, &changed);
-        patch(&mut classic, &rib, &changed);
-        trie.check_invariants().unwrap();
-        assert_eq!(trie.prefixes(), rib.iter().collect::<Vec<_>>());
-        assert_verified(&trie, &rib, 300);
-        assert_verified(&classic, &rib, 300);
     }
 }
 
@@ -167,36 +173,144 @@ proptest! {
 /// every node must halve and collapse back, nothing may be left over.
 #[test]
 fn grow_and_shrink() {
-    let spec = EngineSpec::parse("lctrie").unwrap();
-    let mut rib = Rib::<u32>::new();
-    let mut trie = LcTrie::build(&spec, &rib).unwrap();
+    let mut trie = trie("lctrie", &Rib::<u32>::new());
     let prefixes: Vec<Prefix<u32>> = (0..5000u32)
         .map(|i| Prefix::new_masked(i.wrapping_mul(0x9e37_79b9), 8 + (i % 25) as u8))
         .collect();
     for chunk in prefixes.chunks(500) {
-        for (i, &p) in chunk.iter().enumerate() {
-            rib.insert(p, i as u32);
-        }
-        patch(&mut trie, &rib, chunk);
-        trie.check_invariants().unwrap();
-        assert_verified(&trie, &rib, 1000);
+        let changes: Vec<Change<u32>> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| Change::Announce(p, i as u32))
+            .collect();
+        apply(&mut trie, &changes);
+        assert_sound(&trie, 1000);
     }
-    assert!(trie.shape().top_bits > 4, "{:?}", trie.shape());
+    let shape = trie.snapshot().shape();
+    assert!(shape.top_bits > 4, "{shape:?}");
     for chunk in prefixes.chunks(700) {
-        for &p in chunk {
-            rib.remove(p);
-        }
-        patch(&mut trie, &rib, chunk);
-        trie.check_invariants().unwrap();
-        assert_verified(&trie, &rib, 1000);
+        let changes: Vec<Change<u32>> = chunk.iter().map(|&p| Change::Withdraw(p)).collect();
+        apply(&mut trie, &changes);
+        assert_sound(&trie, 1000);
     }
-    assert!(trie.is_empty());
-    assert_eq!(trie.shape().tnodes, 0);
+    assert!(trie.updater().is_empty());
+    assert_eq!(trie.snapshot().shape().tnodes, 0);
+}
+
+/// Announces `prefixes` one change at a time, then withdraws them in the
+/// given order, checking the structure every `every` changes and the
+/// answers at the end of each phase.
+fn storm(trie: &mut Trie<u32>, announce: &[Prefix<u32>], withdraw: &[Prefix<u32>], every: usize) {
+    let phases = [
+        announce
+            .iter()
+            .map(|&p| Change::Announce(p, p.addr() % 7))
+            .collect::<Vec<_>>(),
+        withdraw.iter().map(|&p| Change::Withdraw(p)).collect(),
+    ];
+    for changes in phases {
+        for (i, change) in changes.iter().enumerate() {
+            apply(trie, std::slice::from_ref(change));
+            if i % every == 0 {
+                trie.updater().check_invariants(trie.snapshot()).unwrap();
+            }
+        }
+        assert_sound(trie, 2000);
+    }
+}
+
+/// Withdraw storms under one /8, the update pattern that was quadratic:
+/// host routes in a row (one node of 2^14 children at the bottom bit),
+/// spread out, withdrawn in and against announce order, and the /31s of
+/// host-route pairs (leaves with two prefixes lose their shorter one, so
+/// suffix lengths fall under a wide node without any slot emptying).
+#[test]
+fn withdraw_storms_keep_the_structure() {
+    let region = Prefix::new_masked(0x0a00_0000, 8);
+    for spread in [false, true] {
+        let announced = host_routes_v4(region, 1 << 14, spread);
+        let mut reversed = announced.clone();
+        reversed.reverse();
+        for withdrawn in [&announced, &reversed] {
+            let mut trie = trie("lctrie", &Rib::new());
+            storm(&mut trie, &announced, withdrawn, 997);
+            assert!(trie.updater().is_empty());
+            assert_eq!(trie.snapshot().shape().tnodes, 0);
+        }
+    }
+    // A default route stays through it all; the /31s go, the /32s stay.
+    let hosts = host_routes_v4(region, 1 << 13, false);
+    let pairs: Vec<Prefix<u32>> = hosts
+        .iter()
+        .step_by(2)
+        .map(|p| Prefix::new_masked(p.addr(), 31))
+        .collect();
+    let mut announced = hosts.clone();
+    announced.extend(&pairs);
+    let mut trie = trie("lctrie", &Rib::new());
+    apply(&mut trie, &[Change::Announce(Prefix::default_route(), 99)]);
+    storm(&mut trie, &announced, &pairs, 499);
+    assert_eq!(trie.updater().len(), hosts.len() + 1);
+}
+
+/// The adversarial update streams (session reset, default-route flaps,
+/// de-aggregated /8s, host routes into one region) on a slice of
+/// dfz-v4-nh, one change per batch, keep the structure and the answers.
+#[test]
+fn adversarial_streams_keep_the_structure() {
+    let base = Rib::from_pairs(shared_table("dfz-v4-nh.txt.gz").v4.iter().step_by(16));
+    for stream in adversarial_streams_v4(&base, 1 << 15) {
+        let mut trie = trie("lctrie", &base);
+        for (i, change) in stream.changes.iter().enumerate() {
+            apply(&mut trie, std::slice::from_ref(change));
+            if i % 40_009 == 0 {
+                trie.updater().check_invariants(trie.snapshot()).unwrap();
+            }
+        }
+        assert_sound(&trie, 20_000);
+    }
+}
+
+/// `lookup_batch` answers every slice length from 0 to 300 as the per-key
+/// look-up does, whichever walks finish first, for both families.
+#[test]
+fn batch_lookup_every_length() {
+    fn check<A: EngineFamily + SlotLayout>(rib: &Rib<A>, keys: &[A]) {
+        for spec in SPECS {
+            let snapshot = build(spec, rib).unwrap();
+            let want: Vec<Option<u32>> = keys.iter().map(|&k| snapshot.lookup(k)).collect();
+            for len in 0..=300.min(keys.len()) {
+                // Different windows, so slices start at different walks.
+                for start in [0, keys.len() / 3, keys.len() - len] {
+                    let window = &keys[start..start + len];
+                    let mut out = vec![Some(u32::MAX); len + 1];
+                    snapshot.lookup_batch(window, &mut out);
+                    assert_eq!(&out[..len], &want[start..start + len], "{spec}, {len} keys");
+                    assert_eq!(out[len], Some(u32::MAX), "{spec}: wrote past the slice");
+                }
+            }
+        }
+    }
+    let v4 = &shared_table("dfz-v4-nh.txt.gz").v4;
+    let v6 = &shared_table("dfz-v6-nh.txt.gz").v6;
+    // Range boundaries (hits and misses at every depth) and random keys.
+    let keys4 = fibkit::verify::check_addresses(v4, 600, 3);
+    let keys6 = fibkit::verify::check_addresses(v6, 600, 3);
+    fn sample<A: Copy>(keys: Vec<A>) -> Vec<A> {
+        let step = (keys.len() / 900).max(1);
+        keys.into_iter().step_by(step).collect()
+    }
+    check(v4, &sample(keys4));
+    check(v6, &sample(keys6));
+    let (adversarial, deep) = adversarial_table_v4(64, 5);
+    check(&adversarial, &deep.repeat(10));
 }
 
 /// The LINX update stream (one hour, 23k changes) replayed onto dfz-v4-nh
-/// in one-second batches through `apply_changes` leaves the trie holding
-/// exactly the reference table.
+/// in one-second batches through the engine registry leaves the trie
+/// holding exactly the reference table; replayed one change per batch
+/// through the concurrent handle (which patches recycled copies of the
+/// snapshot), it answers as the reference table after every second.
 #[test]
 fn linx_replay_matches_reference() {
     let table = shared_table("dfz-v4-nh.txt.gz");
@@ -215,33 +329,45 @@ fn linx_replay_matches_reference() {
         assert!(!rebuilt, "lctrie must update in place");
         assert_verified(&engine, engine.rib(), 100_000);
     }
-    // The structure itself, after the same replay on the engine type.
-    let spec = EngineSpec::parse("lctrie").unwrap();
-    let mut rib = table.v4.clone();
-    let mut trie = LcTrie::build(&spec, &rib).unwrap();
+    // The structure itself, one change at a time.
+    let mut trie = trie("lctrie", &table.v4);
     for update in &updates.updates {
-        let AnyChange::V4(change) = update.change else {
-            continue;
-        };
-        if rib.apply(change) {
-            patch(&mut trie, &rib, &[change.prefix()]);
+        if let AnyChange::V4(change) = update.change {
+            apply(&mut trie, &[change]);
         }
     }
-    trie.check_invariants().unwrap();
-    assert_eq!(trie.prefixes(), rib.iter().collect::<Vec<_>>());
+    assert_sound(&trie, 100_000);
+    // The concurrent handle, on a part of the stream.
+    let fib = Fib::<u32, LcTrieUpdater<u32>>::with_spec("lctrie", table.v4.clone()).unwrap();
+    for batch in updates.v4_batches_by_time().iter().take(300) {
+        assert_eq!(fib.apply(batch).unwrap().rebuilt, None);
+        let snapshot = fib.snapshot();
+        fib.with_rib(|rib| {
+            for change in batch {
+                let addr = change.prefix().addr();
+                assert_eq!(
+                    snapshot.lookup(addr),
+                    rib.lookup(addr),
+                    "{}",
+                    addr.display()
+                );
+            }
+        });
+    }
+    fib.with_rib(|rib| assert_verified(&*fib.snapshot(), rib, 10_000));
 }
 
 /// The full DFZ tables build to a well-formed trie holding every prefix.
 #[test]
 fn dfz_structure() {
-    let table = shared_table("dfz-v4-nh.txt.gz");
-    let trie = LcTrie::build(&EngineSpec::parse("lctrie").unwrap(), &table.v4).unwrap();
-    trie.check_invariants().unwrap();
-    assert_eq!(trie.len(), table.v4.len());
-    let table = shared_table("dfz-v6-nh.txt.gz");
-    let trie = LcTrie::build(&EngineSpec::parse("lctrie").unwrap(), &table.v6).unwrap();
-    trie.check_invariants().unwrap();
-    assert_eq!(trie.len(), table.v6.len());
+    let v4 = &shared_table("dfz-v4-nh.txt.gz").v4;
+    let trie4 = trie("lctrie", v4);
+    trie4.updater().check_invariants(trie4.snapshot()).unwrap();
+    assert_eq!(trie4.updater().len(), v4.len());
+    let v6 = &shared_table("dfz-v6-nh.txt.gz").v6;
+    let trie6 = trie("lctrie", v6);
+    trie6.updater().check_invariants(trie6.snapshot()).unwrap();
+    assert_eq!(trie6.updater().len(), v6.len());
 }
 
 /// The adversarial table: both algorithms right, and the deep addresses make
@@ -252,7 +378,7 @@ fn adversarial_table() {
     for spec in SPECS {
         assert_verified(&build(spec, &rib).unwrap(), &rib, 20_000);
     }
-    let trie = LcTrie::build(&EngineSpec::parse("lctrie").unwrap(), &rib).unwrap();
+    let trie = trie("lctrie", &rib);
     for &key in &keys {
         let want = rib.lookup(key);
         assert_eq!(
@@ -265,8 +391,8 @@ fn adversarial_table() {
         );
         assert_eq!(trie.lookup(key), want);
     }
-    let improved = trie.count_lookups(&keys, LookupAlgo::Improved);
-    let classic = trie.count_lookups(&keys, LookupAlgo::Classic);
+    let improved = trie.snapshot().count_lookups(&keys, LookupAlgo::Improved);
+    let classic = trie.snapshot().count_lookups(&keys, LookupAlgo::Classic);
     assert!(
         classic.backtracks > 2 * improved.backtracks,
         "improved {improved:?}, classic {classic:?}"
@@ -278,7 +404,10 @@ fn spec_errors() {
     let rib = Rib::<u32>::new();
     let err = build("lctrie:lookup=fast", &rib).err().unwrap().to_string();
     assert!(err.contains("not a look-up algorithm"), "{err}");
+    let err = build("lctrie:k=3", &rib).err().unwrap().to_string();
+    assert!(err.contains("unknown parameter `k`"), "{err}");
     let spec = |text: &str| LocalFib::<u32>::new(text, rib.clone()).unwrap().spec();
     assert_eq!(spec("lctrie:lookup=classic"), "lctrie:lookup=classic");
     assert_eq!(spec("lctrie:lookup=improved"), "lctrie");
+    assert_eq!(spec("lctrie"), "lctrie");
 }

@@ -171,14 +171,17 @@ fn skip_bad_counts_lines_and_duplicates() {
         Some(4)
     );
     assert_eq!(table.v4.len(), 2);
-    // Only bad lines: an empty table with the skips counted, not "no prefixes found".
+    // Only bad lines: nothing was loaded, which is an error that says why.
     let path = write(&dir, "allbad.txt", b"10.0.0.0/33 1\n10.1.0.0/8 1\n");
     let forced = LoadOptions {
         format: Some(Format::Table),
         ..skip
     };
-    let table = load_table(&path, &forced).unwrap();
-    assert_eq!((table.v4.len(), table.stats.skipped), (0, 2));
+    let error = table_error(&path, &forced);
+    assert!(
+        error.contains("nothing loaded") && error.contains("(2 bad); the first: line 1: "),
+        "{error}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -2,9 +2,11 @@
 //! layouts, memory per prefix and memory accesses per lookup.
 
 pub mod bloom;
+pub mod bspl;
 pub mod cpe;
 pub mod dir24_8;
 pub mod dxr;
+pub mod dxr6;
 pub mod lctrie;
 pub mod radix;
 

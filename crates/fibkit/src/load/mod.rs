@@ -2,8 +2,20 @@
 //!
 //! Every loader streams its input, reads plain, gzip and bzip2 files alike
 //! (detected from the first bytes, not the file name), and reports bad input
-//! as `file:line: what is wrong`. By default the first bad line stops the
-//! load; with [`LoadOptions::skip_bad`] bad lines are skipped and counted.
+//! as `file:line: what is wrong`, quoting at most the first
+//! [`EXCERPT_CHARS`](crate::prefix::EXCERPT_CHARS) characters of it. By
+//! default the first bad line stops the load; with [`LoadOptions::skip_bad`]
+//! bad lines are skipped and counted, and a load that skipped every line is
+//! an error (nothing was loaded).
+//!
+//! Memory is bounded by what the input really holds: text is read line by
+//! line with a [`LineReader`], and a line over [`MAX_LINE_BYTES`] stops the
+//! load (even under `skip_bad`), so a compressed file that expands to
+//! gigabytes without a line break costs 64 KiB, not gigabytes; MRT records
+//! are bounded as their framing is read.
+//!
+//! A prefix given twice in a table keeps the label read last; the repeats
+//! are counted in [`LoadStats::duplicates`].
 //!
 //! Formats ([`Format`]), detected from the content unless forced:
 //! - `table`: `prefix label` lines (label a `u32`);
@@ -40,6 +52,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod lines;
 pub mod mrt;
 pub mod text;
 
@@ -51,8 +64,10 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use crate::addr::Addr;
-use crate::prefix::Label;
+use crate::prefix::{excerpt, Label};
 use crate::rib::{Change, Rib};
+
+pub use lines::{LineReader, MAX_LINE_BYTES};
 
 /// The input formats fibkit reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -377,12 +392,14 @@ impl LoadedUpdates {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The file could not be opened or read.
-    #[error("{path}: {source}")]
+    // The I/O error is part of the message rather than a `source()`, so a
+    // printed chain of causes does not say it twice.
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The I/O error (a truncated gzip file shows up here).
-        source: io::Error,
+        error: io::Error,
     },
     /// A bad line or record.
     #[error("{path}:{line}: {what}")]
@@ -420,11 +437,24 @@ impl LoadError {
         }
     }
 
-    pub(crate) fn io(path: &Path, source: io::Error) -> Self {
+    pub(crate) fn io(path: &Path, error: io::Error) -> Self {
         LoadError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         }
+    }
+
+    /// The error for a load that read lines or records but skipped all of
+    /// them under `skip_bad`.
+    fn nothing_loaded(path: &Path, stats: &LoadStats) -> Self {
+        LoadError::file(
+            path,
+            format!(
+                "nothing loaded: --skip-bad skipped every line or record ({} bad); the first: {}",
+                stats.skipped,
+                stats.skipped_problems.first().map_or("?", String::as_str)
+            ),
+        )
     }
 }
 
@@ -503,7 +533,13 @@ impl Input {
     }
 }
 
-/// Guesses the format from the start of the decompressed content.
+/// How far into a text file [`detect`] reads for its first data line.
+pub const DETECT_BYTES: usize = 1 << 20;
+
+/// Guesses the format from the start of the decompressed content: MRT from
+/// its first record header, a text format from its first data line (after
+/// any blank and `#` comment lines, within [`DETECT_BYTES`]). The lines read
+/// are put back: the loader reads them again, with their numbers.
 pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
     let path = input.path.clone();
     let head = input
@@ -517,7 +553,6 @@ pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
     // length. A known type there, in a header that is not printable text, is
     // MRT; everything else is read as text (whose loader then reports any
     // binary line by number).
-    let sample = &head[..head.len().min(512)];
     if head.len() >= 12 {
         let mrt_type = u16::from_be_bytes([head[4], head[5]]);
         let known_type = matches!(mrt_type, 11 | 12 | 13 | 16 | 17 | 32 | 33 | 48 | 49);
@@ -528,30 +563,70 @@ pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
             return Ok(Format::Mrt);
         }
     }
-    let text = String::from_utf8_lossy(sample);
-    let mut lines = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'));
-    let Some(first) = lines.next() else {
-        return Err(LoadError::file(
+    let rest = std::mem::replace(&mut input.reader, Box::new(io::empty()));
+    let mut lines = LineReader::new(rest, &path);
+    let mut seen = Vec::new();
+    let mut found = None;
+    let mut failure = None;
+    loop {
+        let (line_number, line) = match lines.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
+        };
+        seen.extend_from_slice(line);
+        seen.push(b'\n');
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim();
+        if !text.is_empty() && !text.starts_with('#') {
+            found = Some((line_number, text_format(text)));
+            break;
+        }
+        if seen.len() > DETECT_BYTES {
+            break;
+        }
+    }
+    let (lines_read, seen_bytes) = (lines.lines_read(), seen.len());
+    input.reader = Box::new(io::Cursor::new(seen).chain(lines.into_inner()));
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    match found {
+        Some((_, Ok(format))) => Ok(format),
+        Some((line, Err(first))) => Err(LoadError::bad(
             &path,
-            "no data line in the first 512 bytes; use --format",
-        ));
-    };
-    let fields: Vec<&str> = first.split_ascii_whitespace().collect();
-    match fields.as_slice() {
-        [_, label] if label.parse::<u32>().is_ok() => Ok(Format::Table),
-        [_, nexthop] if nexthop.parse::<IpAddr>().is_ok() => Ok(Format::NextHop),
-        [_, action, _, _] if *action == "a" || *action == "w" => Ok(Format::Updates),
-        _ => Err(LoadError::file(
-            &path,
+            line,
             format!(
-                "cannot tell the format from its first line `{}` \
-                 (expected `prefix label`, `prefix nexthop` or `time a|w prefix nexthop`; use --format)",
-                first.chars().take(80).collect::<String>()
+                "cannot tell the format from this line `{}` (expected `prefix label`, \
+                 `prefix nexthop` or `time a|w prefix [nexthop]`; use --format)",
+                excerpt(&first)
             ),
         )),
+        None if seen_bytes > DETECT_BYTES => Err(LoadError::file(
+            &path,
+            format!(
+                "no data line in the first {lines_read} lines ({seen_bytes} bytes); use --format"
+            ),
+        )),
+        None => Err(LoadError::file(
+            &path,
+            "no data line, only blank lines and `#` comments",
+        )),
+    }
+}
+
+/// The text format whose lines look like `line` (a trimmed data line), or
+/// the line back.
+fn text_format(line: &str) -> Result<Format, String> {
+    let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+    match fields.as_slice() {
+        [_, label] if label.parse::<Label>().is_ok() => Ok(Format::Table),
+        [_, nexthop] if nexthop.parse::<IpAddr>().is_ok() => Ok(Format::NextHop),
+        [_, "a" | "w", _, _] | [_, "w", _] => Ok(Format::Updates),
+        _ => Err(line.to_string()),
     }
 }
 
@@ -578,8 +653,12 @@ pub fn read_table(mut input: Input, options: &LoadOptions) -> Result<LoadedTable
         }
     };
     table.format = Some(format);
-    if table.v4.is_empty() && table.v6.is_empty() && table.stats.skipped == 0 {
-        return Err(LoadError::file(&path, "no prefixes found"));
+    if table.v4.is_empty() && table.v6.is_empty() {
+        return Err(if table.stats.skipped > 0 {
+            LoadError::nothing_loaded(&path, &table.stats)
+        } else {
+            LoadError::file(&path, "no prefixes found")
+        });
     }
     Ok(table)
 }
@@ -605,14 +684,20 @@ pub fn read_updates(
         Some(format) => format,
         None => detect(&mut input)?,
     };
-    match format {
-        Format::Updates => text::read_updates(input, options, nexthops),
-        Format::Mrt => mrt::read_updates(input, options, nexthops),
-        Format::Table | Format::NextHop => Err(LoadError::file(
-            &path,
-            format!("this is a `{format}` table, not an update stream"),
-        )),
+    let loaded = match format {
+        Format::Updates => text::read_updates(input, options, nexthops)?,
+        Format::Mrt => mrt::read_updates(input, options, nexthops)?,
+        Format::Table | Format::NextHop => {
+            return Err(LoadError::file(
+                &path,
+                format!("this is a `{format}` table, not an update stream"),
+            ))
+        }
+    };
+    if loaded.updates.is_empty() && loaded.stats.skipped > 0 {
+        return Err(LoadError::nothing_loaded(&path, &loaded.stats));
     }
+    Ok(loaded)
 }
 
 #[cfg(test)]

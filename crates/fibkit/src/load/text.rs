@@ -2,15 +2,15 @@
 //! `time a|w prefix nexthop` (one record per line; blank lines and lines
 //! starting with `#` are ignored).
 
-use std::io::BufRead;
 use std::net::IpAddr;
 
+use super::lines::LineReader;
 use super::{
     AnyChange, Format, Input, LoadError, LoadOptions, LoadStats, LoadedTable, LoadedUpdates,
     NextHopTable, Update,
 };
 use crate::addr::Addr;
-use crate::prefix::{Label, Prefix};
+use crate::prefix::{excerpt, Label, Prefix};
 use crate::rib::{Change, Rib};
 
 /// How often (in lines) the progress callback is called.
@@ -38,34 +38,26 @@ pub fn parse_any_prefix(
     }
 }
 
-/// Reads lines, calling `handle(line_number, trimmed_text)` for each data line;
+/// Reads lines, calling `handle(trimmed_text, stats)` for each data line;
 /// a `Some(what)` from the handler is a bad line (stop, or skip and count).
+/// A line over [`super::MAX_LINE_BYTES`] stops the load even under
+/// `skip_bad`: no table or stream has one, and skipping it would mean
+/// reading on through what may be gigabytes without a line break.
 fn for_each_line(
     mut input: Input,
     options: &LoadOptions,
     stats: &mut LoadStats,
     mut handle: impl FnMut(&str, &mut LoadStats) -> Option<String>,
 ) -> Result<(), LoadError> {
-    let path = input.path.clone();
-    let mut buffer = Vec::with_capacity(256);
-    let mut line_number = 0u64;
-    loop {
-        buffer.clear();
-        let read = input
-            .reader
-            .read_until(b'\n', &mut buffer)
-            .map_err(|e| LoadError::bad(&path, line_number + 1, format!("read error: {e}")))?;
-        if read == 0 {
-            break;
-        }
-        line_number += 1;
+    let mut lines = LineReader::new(&mut input.reader, &input.path);
+    while let Some((line_number, line)) = lines.next_line()? {
         stats.records += 1;
         if line_number.is_multiple_of(PROGRESS_EVERY_LINES) {
             if let Some(progress) = options.progress {
-                progress(input.raw_bytes_read());
+                progress(input.raw_bytes.load(std::sync::atomic::Ordering::Relaxed));
             }
         }
-        let problem = match std::str::from_utf8(&buffer) {
+        let problem = match std::str::from_utf8(line) {
             Err(_) => {
                 Some("the line is not UTF-8 text (binary file? try --format mrt)".to_string())
             }
@@ -81,7 +73,7 @@ fn for_each_line(
             if options.skip_bad {
                 stats.skip("line", line_number, &what);
             } else {
-                return Err(LoadError::bad(&path, line_number, what));
+                return Err(LoadError::bad(lines.path(), line_number, what));
             }
         }
     }
@@ -128,10 +120,7 @@ pub fn read_table(
         let (Some(prefix_text), Some(value_text), None) =
             (fields.next(), fields.next(), fields.next())
         else {
-            return Some(format!(
-                "expected {expected}, found `{}`",
-                text.chars().take(120).collect::<String>()
-            ));
+            return Some(format!("expected {expected}, found `{}`", excerpt(text)));
         };
         let (prefix, masked) = match parse_any_prefix(prefix_text, options.lenient) {
             Ok(parsed) => parsed,
@@ -142,14 +131,20 @@ pub fn read_table(
                 Ok(label) => label,
                 Err(_) => {
                     return Some(format!(
-                        "`{value_text}` is not a label (expected an integer in 0..=4294967295)"
+                        "`{}` is not a label (expected an integer in 0..=4294967295)",
+                        excerpt(value_text)
                     ))
                 }
             }
         } else {
             match value_text.parse::<IpAddr>() {
                 Ok(addr) => nexthops.intern(addr),
-                Err(_) => return Some(format!("`{value_text}` is not a next-hop address")),
+                Err(_) => {
+                    return Some(format!(
+                        "`{}` is not a next-hop address",
+                        excerpt(value_text)
+                    ))
+                }
             }
         };
         stats.masked += masked as u64;
@@ -186,12 +181,12 @@ pub fn read_updates(
             _ => {
                 return Some(format!(
                     "expected `time a|w prefix nexthop`, found `{}`",
-                    text.chars().take(120).collect::<String>()
+                    excerpt(text)
                 ))
             }
         };
         let Ok(time) = time_text.parse::<u64>() else {
-            return Some(format!("`{time_text}` is not a Unix time"));
+            return Some(format!("`{}` is not a Unix time", excerpt(time_text)));
         };
         let (prefix, masked) = match parse_any_prefix(prefix_text, options.lenient) {
             Ok(parsed) => parsed,
@@ -204,11 +199,16 @@ pub fn read_updates(
                 None => {
                     return Some(format!(
                         "`{}` is not a next-hop address",
-                        nexthop_text.unwrap_or("")
+                        excerpt(nexthop_text.unwrap_or(""))
                     ))
                 }
             },
-            other => return Some(format!("`{other}` is not an action (expected `a` or `w`)")),
+            other => {
+                return Some(format!(
+                    "`{}` is not an action (expected `a` or `w`)",
+                    excerpt(other)
+                ))
+            }
         };
         stats.masked += masked as u64;
         stats.routes += 1;

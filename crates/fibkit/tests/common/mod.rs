@@ -4,14 +4,19 @@
 //!   prefixes, no default route, empty table) for both families;
 //! - property tests against the reference trie on random tables, with the
 //!   seed printed by proptest on failure;
-//! - real tables from `../shared/data`, on every range boundary.
+//! - real tables from `../shared/data`, on every range boundary;
+//! - failed updates: a batch pushed past an engine's limits leaves it
+//!   answering for the old table or the new one, never a mix.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use fibkit::load::{load_table, LoadOptions, LoadedTable};
-use fibkit::{build, verify, Addr, EngineFamily, Prefix, Rib};
+use fibkit::verify::check_addresses;
+use fibkit::{
+    build, verify, Addr, Change, EngineFamily, Fib, Label, LocalFib, Lookup, Prefix, Rib,
+};
 use proptest::prelude::*;
 
 /// The shared data set's folder: `../shared/data` beside the repository,
@@ -217,4 +222,127 @@ pub fn check_shared_table(spec: &str, name: &'static str, ipv4: bool, ipv6: bool
     if ipv6 && !table.v6.is_empty() {
         assert_engine_matches(spec, &table.v6, 200_000);
     }
+}
+
+/// Applies each of `batches` in turn through a [`LocalFib`] and a [`Fib`]
+/// of engine `spec` built from `rib`, and checks after each that the batch
+/// was all or nothing: if `apply` succeeded, the handle's reference table is
+/// the new table and its snapshot answers for it; if it failed, both are as
+/// before the batch. Answers are checked (single and batch lookups) at every
+/// range boundary of the old and the new table, their neighbours and
+/// `random` random addresses, so a half-applied batch shows as a mix.
+/// Both handles must agree on which batches fail. Returns how many failed,
+/// so callers can check that their batches really reached the limits.
+pub fn assert_batches_atomic<A: EngineFamily>(
+    spec: &str,
+    rib: &Rib<A>,
+    batches: &[Vec<Change<A>>],
+    random: usize,
+) -> usize {
+    let mut local =
+        LocalFib::<A>::new(spec, rib.clone()).unwrap_or_else(|e| panic!("building {spec}: {e}"));
+    let shared =
+        Fib::<A>::new(spec, rib.clone()).unwrap_or_else(|e| panic!("building {spec}: {e}"));
+    let mut failed = 0;
+    for (number, batch) in batches.iter().enumerate() {
+        let old = local.rib().clone();
+        let mut new = old.clone();
+        for change in batch {
+            new.apply(*change);
+        }
+        let mut addrs = check_addresses(&old, 0, 0);
+        addrs.extend(check_addresses(&new, random, number as u64));
+        let context =
+            |handle: &str| format!("{spec}, {handle}, batch {number} ({} changes)", batch.len());
+        let outcome = local.apply(batch);
+        let want = match &outcome {
+            Ok(_) => &new,
+            Err(_) => {
+                failed += 1;
+                &old
+            }
+        };
+        assert_same_table(local.rib(), want, &context("LocalFib"));
+        assert_answers(local.snapshot(), want, &addrs, &context("LocalFib"));
+        let shared_outcome = shared.apply(batch);
+        assert_eq!(
+            shared_outcome.is_ok(),
+            outcome.is_ok(),
+            "{}: LocalFib gave {outcome:?}, Fib {shared_outcome:?}",
+            context("Fib")
+        );
+        shared.with_rib(|rib| assert_same_table(rib, want, &context("Fib")));
+        assert_answers(&*shared.snapshot(), want, &addrs, &context("Fib"));
+    }
+    failed
+}
+
+fn assert_same_table<A: Addr>(got: &Rib<A>, want: &Rib<A>, context: &str) {
+    let got: Vec<(Prefix<A>, Label)> = got.iter().collect();
+    let want: Vec<(Prefix<A>, Label)> = want.iter().collect();
+    assert!(
+        got == want,
+        "{context}: the reference table is neither before nor after the batch"
+    );
+}
+
+/// Panics with the first mismatches if `engine` does not answer as `rib`
+/// at every one of `addrs`, in single and batch lookups.
+fn assert_answers<A: Addr, L: Lookup<A> + ?Sized>(
+    engine: &L,
+    rib: &Rib<A>,
+    addrs: &[A],
+    context: &str,
+) {
+    let mut batch = vec![None; addrs.len()];
+    engine.lookup_batch(addrs, &mut batch);
+    let wrong: Vec<String> = addrs
+        .iter()
+        .zip(&batch)
+        .filter_map(|(&addr, &batched)| {
+            let want = rib.lookup(addr);
+            let single = engine.lookup(addr);
+            (single != want || batched != want).then(|| {
+                format!(
+                    "{}: want {want:?}, got {single:?} (batch {batched:?})",
+                    addr.display()
+                )
+            })
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{context}: {} of {} addresses answer neither for the old table nor only for the new one:\n{}",
+        wrong.len(),
+        addrs.len(),
+        wrong[..wrong.len().min(10)].join("\n")
+    );
+}
+
+/// Random batches of changes: each `(addr, plen, label, withdraw)` becomes an
+/// announcement or a withdrawal; addresses are pulled, like
+/// [`random_table_v4`]'s, into a few /12s half of the time so changes land
+/// next to the table's prefixes.
+pub fn random_batches_v4(max_plen: u8) -> impl Strategy<Value = Vec<Vec<Change<u32>>>> {
+    let change = (
+        any::<u32>(),
+        0u8..=max_plen,
+        0u32..6,
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(addr, plen, label, withdraw, near)| {
+            let addr = if near {
+                (addr & 0x003f_ffff) | 0x0a00_0000
+            } else {
+                addr
+            };
+            let prefix = Prefix::new_masked(addr, plen);
+            if withdraw {
+                Change::Withdraw(prefix)
+            } else {
+                Change::Announce(prefix, label)
+            }
+        });
+    prop::collection::vec(prop::collection::vec(change, 1..40), 1..6)
 }

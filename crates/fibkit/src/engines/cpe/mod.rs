@@ -10,209 +10,602 @@
 //! The strides come from [`strides`]: the `k` levels of least memory for a
 //! fixed-stride trie (Table 5), or per node the stride of least memory for
 //! the whole subtree (Figure 5, Tables 6-8), with a cap on the largest.
+//! Memory alone is a poor objective for IPv6: reaching /128 takes 12 levels
+//! of small nodes, and dfz-v6's announced prefixes then sit 9.2 levels deep
+//! on average. `level-cost=C` (an addition to the paper) makes the variable
+//! program minimise memory plus `C` bytes per level on each prefix's path;
+//! IPv6 defaults to [`DEFAULT_LEVEL_COST`] (3.8 levels, 2.2x the memory),
+//! falling back to the least-memory plan when that one would not fit.
 //!
-//! Variants (spec `cpe:levels=K[,fixed][,nopush][,packed][,cap=C]` or
-//! `cpe:strides=16+8+8[,nopush]`):
+//! Two tries, each a snapshot (what lookups read, generic over its
+//! [`Storage`]) and an updater (the build state), one module each:
 //! ```text
-//! leaf-pushed (default)  entries: Vec<u32>, one word per entry
-//!   bit 31 clear: label index (0 = no route)  -> labels[index]
+//! leaf-pushed (default)  entries: [u32], one word per entry       leaf.rs
+//!   bit 31 clear: label index (0 = no route)  -> results[index]
 //!   bit 31 set:   child pointer: bits 26..30 stride (0 = packed node),
 //!                 bits 0..25 node base in entries (or packed line number)
 //! packed (leaf-pushed)   sparse nodes as one 64-byte line: stride, 6 run
 //!                        starts, 7 entries, searched branch-free
-//! nopush                 entries: Vec<[u32; 2]> = [child pointer, label index];
+//! nopush                 entries: [[u32; 2]] = [child pointer, label index];  nopush.rs
 //!                        lookup keeps the last label seen (section 5.1);
 //!                        updates patch single nodes in place
 //! ```
-//! Memory accesses per lookup: one entry read (one cache line: 4 or 8 bytes,
-//! aligned) per level, at most `K` levels on a freshly built trie, plus one
-//! read of the label table. Node bases are indices into flat arrays, not
-//! pointers.
-//! The leaf-pushed batch lookup (`Fib::lookup_batch`) overlaps the reads of
-//! a window of keys: each key's root entry is prefetched 128 keys ahead and
-//! read, with its child's entry prefetched, 64 keys ahead.
+//! The pointer word is read by [`is_child`], [`child_stride`] and
+//! [`child_base`] and written by [`child_ptr`]. Node bases are indices into
+//! flat arrays, not pointers; the results table holds a [`LabelSlot`] per
+//! label index (index 0 = no route), assigned by a
+//! [`crate::labels::LabelIndex`].
 //!
-//! Limits: strides at most [`MAX_STRIDE`] (a 2^24-entry node is 64 MiB
-//! leaf-pushed), at most 2^26 entries or packed lines (26-bit bases), at most
-//! 2^31 - 2 distinct labels. A level count that cannot reach the longest
-//! prefix with capped strides fails with [`BuildError::Limit`] naming the
-//! level count that would work: dfz-v6 has /128 prefixes, so needs
-//! `ceil(128 / 24) = 6` levels. Nodes added by updates below the built trie
-//! have stride [`NEW_NODE_STRIDE`], so updates may add levels.
+//! Memory accesses per lookup: one entry read (4 or 8 bytes, aligned: one
+//! cache line) per level, at most `K` levels, plus one read of the results
+//! table. The leaf-pushed batch lookup overlaps the reads of many keys (see
+//! `leaf.rs`).
 //!
-//! Updates: `nopush` patches the one node a changed prefix expands into
-//! (adding or freeing nodes below as needed). The leaf-pushed variants
-//! rewrite the entries the prefix expands into, and the subtrees below them,
-//! from the reference table's range view (their labels are copied into every
-//! subtree, so one short prefix can touch much of the trie); with packed
-//! nodes they are rebuilt whole by [`crate::apply_changes`].
+//! Limits, each a [`BuildError::Limit`] naming what would work:
+//! - strides at most [`MAX_STRIDE`] (a 2^24-entry node is 64 MiB
+//!   leaf-pushed), at most [`MAX_LABELS`] distinct labels;
+//! - at most `max-entries` entries (default and ceiling [`MAX_ENTRIES`], what
+//!   26-bit bases address; packed lines have the same ceiling), checked
+//!   against the stride program's exact size before anything is allocated
+//!   and by every node an update adds: a memory bound a user can lower;
+//! - a level count that cannot reach the longest prefix with capped strides
+//!   fails naming the level count that would; dfz-v6 has /128 prefixes, so
+//!   needs `ceil(128 / 24) = 6` levels.
+//!
+//! Updates follow section 5.1: a changed prefix longer than the path below
+//! it adds nodes (of the level's stride in a fixed-stride trie, else
+//! [`NEW_NODE_STRIDE`] bits, never more than `cap`), so updates may add
+//! levels to the planned `K`. A change whose nodes would pass `max-entries`
+//! (or a label past [`MAX_LABELS`]) answers [`BuildError::Limit`] at once,
+//! and the handle rebuilds from a new stride plan or, if the new table does
+//! not fit either, keeps the old one. `nopush` patches the one node a
+//! changed prefix expands into (adding or freeing nodes below as needed).
+//! The leaf-pushed trie rewrites the entries the prefix expands into, and
+//! the subtrees below them, from the reference table's range view (their
+//! labels are copied into every subtree, so one short prefix can touch much
+//! of the trie); with packed nodes it is rebuilt whole.
 
 pub mod expand;
+mod leaf;
+mod nopush;
 pub mod strides;
-mod trie;
 
 pub use expand::{expand, Expanded};
+pub use leaf::{LeafTrie, LeafUpdater};
+pub use nopush::{NopushTrie, NopushUpdater};
 pub use strides::{
     fixed_strides, stride_report, variable_strides, FixedPlan, MemoryModel, StrideReport,
     StrideRow, VariablePlan,
 };
-pub use trie::{LeafTrie, NopushTrie};
+
+use std::fmt;
 
 use crate::addr::Addr;
-use crate::engine::BuildError;
-use crate::legacy::LegacyEngine;
+use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
+use crate::labels::{LabelIndex, LabelSlot};
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 use crate::spec::EngineSpec;
-use strides::{fixed_plan, sorted_prefixes, variable_plan};
-use trie::Strides;
+use crate::storage::{Owned, Storage};
+use strides::{fixed_plan, sorted_prefixes, variable_plan_weighted};
 
 /// Largest stride of any node.
 pub const MAX_STRIDE: u8 = 24;
 /// Default stride cap for the non-leaf-pushed trie: the paper's 17, which
 /// bounds the entries one update rewrites.
 pub const NOPUSH_DEFAULT_CAP: u8 = 17;
-/// Stride of a node an update adds below the built trie.
+/// Stride of a node an update adds below a variable-stride trie (or below
+/// the last level of a fixed-stride one), unless the cap is smaller.
 pub const NEW_NODE_STRIDE: u32 = 8;
-/// Most entries (or packed lines) a trie may have: bases are 26 bits.
+/// Most entries (or packed lines) a trie may have: bases are 26 bits. The
+/// default of `max-entries`.
 pub const MAX_ENTRIES: usize = 1 << 26;
+/// Most distinct labels: leaf-pushed label indices must stay clear of the
+/// child bit.
+pub const MAX_LABELS: usize = (CHILD_FLAG - 1) as usize;
+/// Levels of the planned trie when the spec names none, per family: 4 for
+/// IPv4 (the paper's choice for its largest table); for IPv6 enough to
+/// reach /128 with small nodes (dfz-v6 needs 7).
+pub const DEFAULT_LEVELS: [u8; 2] = [4, 12];
+/// Level cost of the variable-stride program when the spec names none,
+/// per family (IPv4, IPv6): see [`CpeConfig::level_cost`].
+// PERF: dfz-v6-nh, keys inside announced prefixes, 2026-11-23: the IPv6
+// default trie of 12 levels walks 9.18 levels on average in 5.0 MB; a
+// level cost of 64 walks 3.80 in 11.0 MB, 1024 walks 2.96 in 48.7 MB. 64
+// doubled the batch lookup (`fibkit bench`, 1.21 -> 2.30 Mlps at load 12)
+// and kept random public keys level (70 -> 63 Mlps per key, 40 -> 62
+// batch, within the noise of that load). IPv4 keeps the paper's program.
+pub const DEFAULT_LEVEL_COST: [u32; 2] = [0, 64];
 
-const CHILD: u32 = 1 << 31;
+/// Marks a pointer word (a leaf-pushed entry, or the first word of a
+/// non-leaf-pushed entry) that points to a child node.
+const CHILD_FLAG: u32 = 1 << 31;
 const STRIDE_SHIFT: u32 = 26;
 const BASE_MASK: u32 = (1 << STRIDE_SHIFT) - 1;
-const _: () = assert!((MAX_STRIDE as u32) < 32, "strides must fit 5 bits");
+const _: () = assert!(
+    (MAX_STRIDE as u32) < 1 << (31 - STRIDE_SHIFT),
+    "strides fit 5 bits"
+);
 const _: () = assert!(MAX_ENTRIES as u64 == BASE_MASK as u64 + 1);
+const _: () = assert!(MAX_LABELS as u64 + 1 == CHILD_FLAG as u64);
 
+/// Whether an entry is a child pointer (else it is a label index).
+#[inline(always)]
+pub(crate) fn is_child(entry: u32) -> bool {
+    entry & CHILD_FLAG != 0
+}
+
+/// The stride of the child a pointer word points to (0: a packed line).
+#[inline(always)]
+pub(crate) fn child_stride(ptr: u32) -> u32 {
+    (ptr >> STRIDE_SHIFT) & ((1 << (31 - STRIDE_SHIFT)) - 1)
+}
+
+/// The first entry (or the packed line) of the child a pointer word points to.
+#[inline(always)]
+pub(crate) fn child_base(ptr: u32) -> usize {
+    (ptr & BASE_MASK) as usize
+}
+
+/// The pointer word of a child of `stride` bits whose entries start at `base`.
 #[inline]
-fn child_ptr(stride: u32, base: u32) -> u32 {
-    debug_assert!(stride < 32 && base <= BASE_MASK);
-    CHILD | stride << STRIDE_SHIFT | base
+pub(crate) fn child_ptr(stride: u32, base: u32) -> u32 {
+    debug_assert!(stride < 1 << (31 - STRIDE_SHIFT) && base <= BASE_MASK);
+    CHILD_FLAG | stride << STRIDE_SHIFT | base
 }
 
-/// Addresses the tries index: [`Addr`] plus a fast bit-field extraction.
-pub trait CpeAddr: Addr {
-    /// Bits `depth..depth+stride` of the address (from the most significant)
-    /// as an integer; `depth < BITS`, `1 <= stride <= BITS - depth`.
-    fn chunk(self, depth: u32, stride: u32) -> u32;
+/// The `cpe` parameters: `cpe:levels=K[,fixed][,nopush][,packed][,cap=C]`
+/// or `cpe:strides=16+8+8[,nopush]`, either with `max-entries=N`.
+/// `Display` prints the canonical spec (parameters in that order, defaults
+/// left out).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpeConfig {
+    /// Levels of the planned trie (`None`: [`DEFAULT_LEVELS`] of the family).
+    pub levels: Option<u8>,
+    /// Explicit strides, root first, summing to the address width (then
+    /// `levels`, `fixed`, `packed` and `cap` are not given).
+    pub strides: Option<Vec<u8>>,
+    /// One stride per level (Table 5's program) instead of one per node.
+    pub fixed: bool,
+    /// Not leaf-pushed: entries hold a pointer and a label (section 5.1).
+    pub nopush: bool,
+    /// Sparse nodes packed into one cache line (leaf-pushed, variable strides).
+    pub packed: bool,
+    /// Largest stride (`None`: [`MAX_STRIDE`], or [`NOPUSH_DEFAULT_CAP`]
+    /// with `nopush`).
+    pub cap: Option<u8>,
+    /// Most entries of the node array (`None`: [`MAX_ENTRIES`]).
+    pub max_entries: Option<u32>,
+    /// Bytes of memory worth one level less on one prefix's path, for the
+    /// variable-stride program (`None`: [`DEFAULT_LEVEL_COST`] of the
+    /// family; 0 plans for memory alone, as the paper does).
+    pub level_cost: Option<u32>,
 }
 
-impl CpeAddr for u32 {
-    #[inline]
-    fn chunk(self, depth: u32, stride: u32) -> u32 {
-        debug_assert!(depth < 32 && stride >= 1 && depth + stride <= 32);
-        (self << depth) >> (32 - stride)
+impl CpeConfig {
+    /// The stride cap in force.
+    pub fn cap(&self) -> u8 {
+        match (self.cap, &self.strides) {
+            (Some(cap), _) => cap,
+            (None, Some(_)) => MAX_STRIDE,
+            (None, None) if self.nopush => NOPUSH_DEFAULT_CAP,
+            (None, None) => MAX_STRIDE,
+        }
+    }
+
+    /// The most entries the node array may hold.
+    pub fn max_entries(&self) -> usize {
+        self.max_entries.map_or(MAX_ENTRIES, |n| n as usize)
+    }
+
+    /// The level cost of the variable-stride program for addresses of type `A`.
+    pub fn level_cost<A: Addr>(&self) -> u32 {
+        self.level_cost
+            .unwrap_or(DEFAULT_LEVEL_COST[(A::BITS == 128) as usize])
+    }
+
+    /// The levels of the planned trie for addresses of type `A`.
+    pub fn levels<A: Addr>(&self) -> u8 {
+        match (&self.strides, self.levels) {
+            (Some(strides), _) => strides.len() as u8,
+            (None, Some(levels)) => levels,
+            (None, None) => DEFAULT_LEVELS[(A::BITS == 128) as usize],
+        }
+    }
+
+    fn memory_model(&self) -> MemoryModel {
+        match (self.nopush, self.packed) {
+            (true, _) => MemoryModel::NOT_PUSHED,
+            (false, true) => MemoryModel::LEAF_PUSHED_PACKED,
+            (false, false) => MemoryModel::LEAF_PUSHED,
+        }
+    }
+
+    /// The stride plan for `rib`, checked against the entry limit before
+    /// anything is allocated.
+    fn plan<A: Addr>(&self, rib: &Rib<A>) -> Result<Strides, BuildError> {
+        let limit = |why: String| BuildError::Limit {
+            engine: self.to_string(),
+            why,
+        };
+        if let Some(strides) = &self.strides {
+            let sum: u32 = strides.iter().map(|&s| s as u32).sum();
+            if sum != A::BITS as u32 {
+                return Err(BuildError::BadSpec {
+                    spec: self.to_string(),
+                    why: format!(
+                        "strides sum to {sum} bits but {} addresses have {} \
+                         (give strides summing to {}, each at most {MAX_STRIDE})",
+                        A::FAMILY,
+                        A::BITS,
+                        A::BITS
+                    ),
+                });
+            }
+            return Ok(Strides::Fixed(strides.clone()));
+        }
+        let levels = self.levels::<A>();
+        let model = self.memory_model();
+        let prefixes = sorted_prefixes(rib);
+        let (strides, bytes) = if self.fixed {
+            let plan = fixed_plan(&prefixes, levels, self.cap(), model).map_err(limit)?;
+            (Strides::Fixed(plan.strides), plan.bytes)
+        } else {
+            let weighted = |level_cost: u32| {
+                variable_plan_weighted(&prefixes, levels, self.cap(), model, level_cost as u64)
+                    .map_err(limit)
+            };
+            let mut plan = weighted(self.level_cost::<A>())?;
+            // The family's default trades memory for levels only while the
+            // trie fits: past the entry limit, the least-memory plan is
+            // what the table can have. A level cost the spec names is kept.
+            if self.level_cost.is_none()
+                && plan.bytes / model.entry_bytes > self.max_entries() as u64
+            {
+                plan = weighted(0)?;
+            }
+            (Strides::Variable(plan.nodes.into_iter()), plan.bytes)
+        };
+        // Fail before allocating: the program knows the size exactly (with
+        // packed nodes it counts a line as 16 entries, so it may pass and
+        // the builder stop at the limit).
+        let entries = bytes / model.entry_bytes;
+        if model.packed_runs.is_none() && entries > self.max_entries() as u64 {
+            return Err(too_big(self, entries));
+        }
+        Ok(strides)
     }
 }
 
-impl CpeAddr for u128 {
-    #[inline]
-    fn chunk(self, depth: u32, stride: u32) -> u32 {
-        debug_assert!(depth < 128 && stride >= 1 && depth + stride <= 128);
-        ((self << depth) >> (128 - stride)) as u32
+impl fmt::Display for CpeConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut params = Vec::new();
+        if let Some(strides) = &self.strides {
+            let strides: Vec<String> = strides.iter().map(|s| s.to_string()).collect();
+            params.push(format!("strides={}", strides.join("+")));
+        }
+        if let Some(levels) = self.levels {
+            params.push(format!("levels={levels}"));
+        }
+        for (flag, name) in [
+            (self.fixed, "fixed"),
+            (self.nopush, "nopush"),
+            (self.packed, "packed"),
+        ] {
+            if flag {
+                params.push(name.to_string());
+            }
+        }
+        if let Some(cap) = self.cap {
+            params.push(format!("cap={cap}"));
+        }
+        if let Some(level_cost) = self.level_cost {
+            params.push(format!("level-cost={level_cost}"));
+        }
+        if let Some(max_entries) = self.max_entries {
+            params.push(format!("max-entries={max_entries}"));
+        }
+        f.write_str("cpe")?;
+        if !params.is_empty() {
+            write!(f, ":{}", params.join(","))?;
+        }
+        Ok(())
     }
 }
 
-/// Builds the `cpe` engine described by `spec` from `rib`.
-pub fn build<A: CpeAddr>(spec: &EngineSpec, rib: &Rib<A>) -> Result<CpeTrie<A>, BuildError> {
-    spec.expect_only(&["levels", "strides", "fixed", "nopush", "packed", "cap"])?;
-    let fixed = spec.flag("fixed")?;
-    let nopush = spec.flag("nopush")?;
-    let packed = spec.flag("packed")?;
-    let default_cap = if nopush {
-        NOPUSH_DEFAULT_CAP
-    } else {
-        MAX_STRIDE
-    };
-    let cap = spec
-        .number("cap", 1..=MAX_STRIDE as u32)?
-        .map_or(default_cap, |c| c as u8);
-    let levels = spec.number("levels", 1..=32)?;
-    let limit = |why: String| BuildError::Limit {
-        engine: spec.to_string(),
-        why,
-    };
-    if packed && (fixed || nopush) {
-        return Err(spec.error(
-            "packed nodes are built for the variable-stride leaf-pushed trie only \
-             (drop `fixed`/`nopush`; `fibkit strides` reports the other packed models)"
-                .to_string(),
-        ));
-    }
-    let strides = match spec.value("strides") {
-        Some(text) => {
-            if levels.is_some() || fixed || packed || spec.number("cap", 1..=24)?.is_some() {
+impl EngineConfig for CpeConfig {
+    const NAMES: &'static [&'static str] = &["cpe"];
+
+    fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
+        spec.expect_only(&[
+            "levels",
+            "strides",
+            "fixed",
+            "nopush",
+            "packed",
+            "cap",
+            "level-cost",
+            "max-entries",
+        ])?;
+        let mut config = CpeConfig {
+            levels: spec.number("levels", 1..=32)?.map(|l| l as u8),
+            strides: None,
+            fixed: spec.flag("fixed")?,
+            nopush: spec.flag("nopush")?,
+            packed: spec.flag("packed")?,
+            cap: spec.number("cap", 1..=MAX_STRIDE as u32)?.map(|c| c as u8),
+            max_entries: spec
+                .number("max-entries", 1..=MAX_ENTRIES as u32)?
+                .filter(|&n| n as usize != MAX_ENTRIES),
+            level_cost: spec.number("level-cost", 0..=1 << 20)?,
+        };
+        if config.level_cost.is_some() && config.fixed {
+            return Err(spec.error(
+                "`level-cost` weighs the variable-stride program; `fixed` strides take none"
+                    .to_string(),
+            ));
+        }
+        if config.packed && (config.fixed || config.nopush) {
+            return Err(spec.error(
+                "packed nodes are built for the variable-stride leaf-pushed trie only \
+                 (drop `fixed`/`nopush`; `fibkit strides` reports the other packed models)"
+                    .to_string(),
+            ));
+        }
+        if let Some(text) = spec.value("strides") {
+            if config.levels.is_some()
+                || config.fixed
+                || config.packed
+                || config.cap.is_some()
+                || config.level_cost.is_some()
+            {
                 return Err(spec.error(
-                    "`strides` fixes the trie; it takes no `levels`, `fixed`, `packed` or `cap`"
+                    "`strides` fixes the trie; it takes no `levels`, `fixed`, `packed`, `cap` \
+                     or `level-cost`"
                         .to_string(),
                 ));
             }
-            Strides::Fixed(parse_strides::<A>(spec, text)?)
+            config.strides = Some(parse_strides(spec, text)?);
+        } else if spec.params.iter().any(|(key, _)| key == "strides") {
+            return Err(spec.error("`strides` needs a value like 16+8+8".to_string()));
         }
-        None => {
-            // IPv6: 12 levels build every shared table (dfz-v6 needs 7) and keep the
-            // worst case of a few random /128s far below the entry limit.
-            let levels = levels.unwrap_or(if A::BITS == 32 { 4 } else { 12 }) as u8;
-            let prefixes = sorted_prefixes(rib);
-            let model = match (nopush, packed) {
-                (true, _) => MemoryModel::NOT_PUSHED,
-                (false, true) => MemoryModel::LEAF_PUSHED_PACKED,
-                (false, false) => MemoryModel::LEAF_PUSHED,
-            };
-            let (strides, bytes) = if fixed {
-                let plan = fixed_plan(&prefixes, levels, cap, model).map_err(limit)?;
-                (Strides::Fixed(plan.strides), plan.bytes)
-            } else {
-                let plan = variable_plan(&prefixes, levels, cap, model).map_err(limit)?;
-                (Strides::Variable(plan.nodes.into_iter()), plan.bytes)
-            };
-            // Fail before allocating: the program knows the size exactly.
-            if bytes / model.entry_bytes > MAX_ENTRIES as u64 {
-                return Err(limit(format!(
-                    "the best {levels}-level trie has {} entries, more than the 2^26 a 26-bit \
-                     node index addresses (use more levels)",
-                    bytes / model.entry_bytes
-                )));
-            }
-            strides
+        // A cap equal to the default is the default: one canonical spec.
+        if config.cap.is_some()
+            && config.cap
+                == Some(
+                    CpeConfig {
+                        cap: None,
+                        ..config.clone()
+                    }
+                    .cap(),
+                )
+        {
+            config.cap = None;
         }
-    };
-    Ok(if nopush {
-        CpeTrie::Nopush(NopushTrie::build(rib, strides, spec.as_str())?)
+        Ok(config)
+    }
+}
+
+/// Parses `16+8+8`: each stride in `1..=MAX_STRIDE` (the sum is checked
+/// against the family's width when the trie is built).
+fn parse_strides(spec: &EngineSpec, text: &str) -> Result<Vec<u8>, BuildError> {
+    let strides: Vec<u8> = text
+        .split('+')
+        .map(|s| s.trim().parse::<u8>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| spec.error(format!("`strides={text}` is not a list like 16+8+8")))?;
+    if strides.iter().any(|&s| s == 0 || s > MAX_STRIDE) {
+        return Err(spec.error(format!(
+            "every stride must be in 1..={MAX_STRIDE}, got `{text}`"
+        )));
+    }
+    if strides.len() > 128 {
+        return Err(spec.error(format!("`strides={text}` has more than 128 levels")));
+    }
+    Ok(strides)
+}
+
+/// Stride choices, consumed in depth-first node order by the builders.
+pub(crate) enum Strides {
+    /// One stride per level.
+    Fixed(Vec<u8>),
+    /// `(stride, packed)` per node, depth-first.
+    Variable(std::vec::IntoIter<(u8, bool)>),
+}
+
+impl Strides {
+    /// The next node's `(stride, packed)`, at `level` (0 = root).
+    fn next(&mut self, level: usize, engine: &CpeConfig) -> Result<(u8, bool), BuildError> {
+        let choice = match self {
+            Strides::Fixed(strides) => strides.get(level).map(|&s| (s, false)),
+            Strides::Variable(nodes) => nodes.next(),
+        };
+        choice.ok_or_else(|| BuildError::Limit {
+            engine: engine.to_string(),
+            why: format!(
+                "the stride plan has no node for level {level} (a bug: plan and table disagree)"
+            ),
+        })
+    }
+}
+
+/// What updates need of the layout: the stride of the nodes they add and
+/// the entry limit.
+#[derive(Clone, Debug)]
+pub(crate) struct Shape {
+    /// The spec, named in limit errors.
+    config: CpeConfig,
+    /// Largest stride of a node an update adds.
+    cap: u32,
+    /// Per level, the stride of a fixed-stride trie.
+    fixed: Option<Vec<u8>>,
+    /// Most entries of the node array.
+    max_entries: usize,
+}
+
+impl Shape {
+    fn new(config: &CpeConfig, strides: &Strides) -> Self {
+        Shape {
+            config: config.clone(),
+            cap: config.cap() as u32,
+            fixed: match strides {
+                Strides::Fixed(strides) => Some(strides.clone()),
+                Strides::Variable(_) => None,
+            },
+            max_entries: config.max_entries(),
+        }
+    }
+
+    /// The stride of a node an update adds at `level` (0 = root) below bit
+    /// `depth` of an address of `width` bits (`depth < width`): its level's
+    /// stride in a fixed-stride trie, else [`NEW_NODE_STRIDE`], at most the
+    /// cap and the bits left.
+    fn new_node_stride(&self, level: u32, depth: u32, width: u32) -> u32 {
+        let planned = self
+            .fixed
+            .as_ref()
+            .and_then(|strides| strides.get(level as usize));
+        let stride = planned.map_or(NEW_NODE_STRIDE.min(self.cap), |&s| s as u32);
+        stride.min(width - depth)
+    }
+
+    /// Fails unless `entries` entries fit the limit.
+    fn check_entries(&self, entries: usize) -> Result<(), BuildError> {
+        if entries > self.max_entries {
+            return Err(too_big(&self.config, entries as u64));
+        }
+        Ok(())
+    }
+}
+
+fn too_big(config: &CpeConfig, entries: u64) -> BuildError {
+    let limit = if config.max_entries().is_power_of_two() {
+        format!("2^{}", config.max_entries().trailing_zeros())
     } else {
-        CpeTrie::Leaf(LeafTrie::build(rib, strides, spec.as_str())?)
-    })
+        config.max_entries().to_string()
+    };
+    let advice = if config.max_entries() < MAX_ENTRIES {
+        "raise max-entries, use more levels or a smaller cap"
+    } else {
+        "26-bit node indices address no more; use more levels or a smaller cap"
+    };
+    BuildError::Limit {
+        engine: config.to_string(),
+        why: format!("the trie needs {entries} entries, more than its limit of {limit} ({advice})"),
+    }
 }
 
-/// Either kind of CPE trie, as the spec chose.
-#[derive(Clone)]
-pub enum CpeTrie<A> {
+/// Free nodes by stride, for updates to reuse, with what an update in
+/// progress took and gave back so that a failed update can be undone.
+/// Nodes freed by an update become reusable only once it commits: until
+/// then they still hold the entries a rollback restores.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FreeNodes {
+    by_stride: Vec<Vec<u32>>,
+    /// `(stride, base)` taken by the update in progress.
+    taken: Vec<(u32, u32)>,
+    /// `(stride, base)` freed by the update in progress.
+    freed: Vec<(u32, u32)>,
+}
+
+impl FreeNodes {
+    fn new(width: u8) -> Self {
+        FreeNodes {
+            by_stride: vec![Vec::new(); width as usize + 1],
+            ..FreeNodes::default()
+        }
+    }
+
+    /// A free node of `stride` bits, if one was free before this update.
+    fn take(&mut self, stride: u32) -> Option<u32> {
+        let base = self.by_stride[stride as usize].pop()?;
+        self.taken.push((stride, base));
+        Some(base)
+    }
+
+    /// Frees the node of `stride` bits at `base` when the update commits.
+    fn give(&mut self, stride: u32, base: u32) {
+        self.freed.push((stride, base));
+    }
+
+    /// The update succeeded: its freed nodes become reusable.
+    fn commit(&mut self) {
+        self.taken.clear();
+        for (stride, base) in self.freed.drain(..) {
+            self.by_stride[stride as usize].push(base);
+        }
+    }
+
+    /// The update failed: the nodes it took are free again, the ones it
+    /// freed are in use again.
+    fn rollback(&mut self) {
+        self.freed.clear();
+        for (stride, base) in self.taken.drain(..).rev() {
+            self.by_stride[stride as usize].push(base);
+        }
+    }
+
+    /// Free nodes.
+    fn len(&self) -> usize {
+        self.by_stride.iter().map(Vec::len).sum()
+    }
+}
+
+/// The table sorted by address then length, with label indices from `labels`.
+fn labelled_prefixes<A: Addr>(
+    rib: &Rib<A>,
+    labels: &mut LabelIndex,
+) -> Result<Vec<(A, u8, u32)>, BuildError> {
+    let mut prefixes = Vec::with_capacity(rib.len());
+    for (prefix, label) in rib.iter() {
+        prefixes.push((prefix.addr(), prefix.plen(), labels.index(Some(label))?));
+    }
+    prefixes.sort_unstable_by_key(|&(addr, plen, _)| (addr, plen));
+    Ok(prefixes)
+}
+
+/// Index just past the run of `prefixes[from..hi]` in the same block as
+/// `prefixes[from]` at depth `depth + stride`.
+fn group_end<A: Addr>(
+    prefixes: &[(A, u8, u32)],
+    from: usize,
+    hi: usize,
+    depth: u32,
+    stride: u32,
+) -> usize {
+    let index = prefixes[from].0.bits(depth, stride);
+    from + 1 + prefixes[from + 1..hi].partition_point(|p| p.0.bits(depth, stride) == index)
+}
+
+/// The `cpe` lookup snapshot: either trie, as the spec chose.
+pub enum CpeTrie<A, S: Storage = Owned> {
     /// Leaf-pushed (optionally packed).
-    Leaf(LeafTrie<A>),
+    Leaf(LeafTrie<A, S>),
     /// Not leaf-pushed (`nopush`).
-    Nopush(NopushTrie<A>),
+    Nopush(NopushTrie<A, S>),
 }
 
-impl<A: CpeAddr> LegacyEngine<A> for CpeTrie<A> {
-    const NAMES: &'static [&'static str] = &["cpe"];
-
-    fn build(spec: &EngineSpec, rib: &Rib<A>) -> Result<Self, BuildError> {
-        build(spec, rib)
-    }
-
-    fn name(&self) -> String {
+impl<A, S: Storage> Clone for CpeTrie<A, S> {
+    fn clone(&self) -> Self {
         match self {
-            CpeTrie::Leaf(trie) => trie.name(),
-            CpeTrie::Nopush(trie) => trie.name(),
+            CpeTrie::Leaf(trie) => CpeTrie::Leaf(trie.clone()),
+            CpeTrie::Nopush(trie) => CpeTrie::Nopush(trie.clone()),
         }
     }
 
-    fn memory_bytes(&self) -> usize {
-        match self {
-            CpeTrie::Leaf(trie) => trie.memory_bytes(),
-            CpeTrie::Nopush(trie) => trie.memory_bytes(),
+    fn clone_from(&mut self, source: &Self) {
+        match (self, source) {
+            (CpeTrie::Leaf(trie), CpeTrie::Leaf(source)) => trie.clone_from(source),
+            (CpeTrie::Nopush(trie), CpeTrie::Nopush(source)) => trie.clone_from(source),
+            (this, source) => *this = source.clone(),
         }
     }
+}
 
+// PERF: one `match` per slice, not per key, for the slice methods; the
+// per-key `lookup` matches on a value that never changes, which the branch
+// predictor learns.
+impl<A: Addr, S: Storage> Lookup<A> for CpeTrie<A, S> {
     #[inline(always)]
     fn lookup(&self, addr: A) -> Option<Label> {
         match self {
@@ -228,44 +621,255 @@ impl<A: CpeAddr> LegacyEngine<A> for CpeTrie<A> {
         }
     }
 
-    fn update(&mut self, rib: &Rib<A>, changed: &[Prefix<A>]) -> Result<(), BuildError> {
+    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
         match self {
-            CpeTrie::Leaf(trie) => trie.update(rib, changed),
-            CpeTrie::Nopush(trie) => trie.update(rib, changed),
+            CpeTrie::Leaf(trie) => trie.lookup_each(addrs, out),
+            CpeTrie::Nopush(trie) => trie.lookup_each(addrs, out),
         }
     }
 
-    fn stats(&self) -> Vec<(String, String)> {
+    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
         match self {
-            CpeTrie::Leaf(trie) => trie.stats(),
-            CpeTrie::Nopush(trie) => trie.stats(),
+            CpeTrie::Leaf(trie) => trie.lookup_chained(addrs, out, seed),
+            CpeTrie::Nopush(trie) => trie.lookup_chained(addrs, out, seed),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        match self {
+            CpeTrie::Leaf(trie) => trie.memory_bytes(),
+            CpeTrie::Nopush(trie) => trie.memory_bytes(),
         }
     }
 }
 
-/// Parses `16+8+8`: each stride in `1..=MAX_STRIDE`, summing to the width.
-fn parse_strides<A: Addr>(spec: &EngineSpec, text: &str) -> Result<Vec<u8>, BuildError> {
-    let strides: Vec<u8> = text
-        .split('+')
-        .map(|s| s.trim().parse::<u8>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| spec.error(format!("`strides={text}` is not a list like 16+8+8")))?;
-    if strides.iter().any(|&s| s == 0 || s > MAX_STRIDE) {
-        return Err(spec.error(format!(
-            "every stride must be in 1..={MAX_STRIDE}, got `{text}`"
-        )));
-    }
-    let sum: u32 = strides.iter().map(|&s| s as u32).sum();
-    if sum != A::BITS as u32 {
-        return Err(spec.error(format!(
-            "strides `{text}` sum to {sum} bits but {} addresses have {} \
-             (give strides summing to {}, each at most {MAX_STRIDE})",
-            A::FAMILY,
-            A::BITS,
-            A::BITS
-        )));
-    }
-    Ok(strides)
+/// The `cpe` build state: the updater of the trie the spec chose.
+#[derive(Clone, Debug)]
+pub enum CpeUpdater<A> {
+    /// Leaf-pushed (optionally packed).
+    Leaf(LeafUpdater<A>),
+    /// Not leaf-pushed (`nopush`).
+    Nopush(NopushUpdater<A>),
 }
 
-crate::legacy::legacy_lookup!([A: CpeAddr] A, CpeTrie<A>);
+/// What a `cpe` trie looks like.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CpeStats {
+    /// Whether labels are pushed to the leaves (every variant but `nopush`).
+    pub leaf_pushed: bool,
+    /// Multibit nodes in use (packed ones included).
+    pub nodes: usize,
+    /// Nodes stored as one packed cache line.
+    pub packed_nodes: usize,
+    /// Freed nodes kept for reuse by updates.
+    pub free_nodes: usize,
+    /// Levels of the longest path (at most; freed paths are not recounted).
+    pub height: u32,
+    /// Entries of the node array (free ones included).
+    pub entries: usize,
+    /// Most entries the node array may hold (`max-entries`).
+    pub max_entries: usize,
+    /// Stride of the root node.
+    pub root_stride: u32,
+    /// Distinct labels in the results table.
+    pub labels: usize,
+    /// Bytes of the update state beside the snapshot (`nopush`: a prefix
+    /// length per entry and a record per node).
+    pub update_state_bytes: usize,
+}
+
+impl EngineStats for CpeStats {
+    fn rows(&self) -> Vec<(String, String)> {
+        let kind = if self.leaf_pushed {
+            "leaf-pushed"
+        } else {
+            "not leaf-pushed"
+        };
+        vec![
+            ("trie".into(), kind.into()),
+            ("multibit nodes".into(), self.nodes.to_string()),
+            ("packed nodes".into(), self.packed_nodes.to_string()),
+            ("free node slots".into(), self.free_nodes.to_string()),
+            ("levels of the longest path".into(), self.height.to_string()),
+            ("entries".into(), self.entries.to_string()),
+            ("entry limit".into(), self.max_entries.to_string()),
+            ("root stride".into(), self.root_stride.to_string()),
+            ("distinct labels".into(), self.labels.to_string()),
+            (
+                "update state bytes".into(),
+                self.update_state_bytes.to_string(),
+            ),
+        ]
+    }
+}
+
+impl<A: Addr> Updater<A> for CpeUpdater<A> {
+    type Config = CpeConfig;
+    type Snapshot = CpeTrie<A>;
+    type Stats = CpeStats;
+
+    fn build(config: &CpeConfig, rib: &Rib<A>) -> Result<(Self, CpeTrie<A>), BuildError> {
+        let strides = config.plan(rib)?;
+        Ok(if config.nopush {
+            let (updater, trie) = NopushUpdater::build(config, rib, strides)?;
+            (CpeUpdater::Nopush(updater), CpeTrie::Nopush(trie))
+        } else {
+            let (updater, trie) = LeafUpdater::build(config, rib, strides)?;
+            (CpeUpdater::Leaf(updater), CpeTrie::Leaf(trie))
+        })
+    }
+
+    fn config(&self) -> CpeConfig {
+        match self {
+            CpeUpdater::Leaf(updater) => updater.shape.config.clone(),
+            CpeUpdater::Nopush(updater) => updater.shape.config.clone(),
+        }
+    }
+
+    fn patches(&self) -> bool {
+        match self {
+            CpeUpdater::Leaf(updater) => updater.patches(),
+            CpeUpdater::Nopush(_) => true,
+        }
+    }
+
+    fn update(
+        &mut self,
+        snapshot: &mut CpeTrie<A>,
+        rib: &Rib<A>,
+        changed: &[Prefix<A>],
+    ) -> Result<(), BuildError> {
+        match (self, snapshot) {
+            (CpeUpdater::Leaf(updater), CpeTrie::Leaf(trie)) => updater.update(trie, rib, changed),
+            (CpeUpdater::Nopush(updater), CpeTrie::Nopush(trie)) => {
+                updater.update(trie, rib, changed)
+            }
+            // Not a snapshot this updater built: ask for a rebuild.
+            (updater, _) => Err(BuildError::UpdateUnsupported {
+                engine: updater.config().to_string(),
+            }),
+        }
+    }
+
+    fn stats(&self, snapshot: &CpeTrie<A>) -> CpeStats {
+        match (self, snapshot) {
+            (CpeUpdater::Leaf(updater), CpeTrie::Leaf(trie)) => updater.stats(trie),
+            (CpeUpdater::Nopush(updater), CpeTrie::Nopush(trie)) => updater.stats(trie),
+            _ => CpeStats::default(),
+        }
+    }
+}
+
+/// Bytes of a results table of `len` slots.
+fn results_bytes(len: usize) -> usize {
+    len * std::mem::size_of::<LabelSlot>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointer_words_round_trip() {
+        for (stride, base) in [(0, 0), (1, 5), (24, BASE_MASK), (8, 1 << 20)] {
+            let ptr = child_ptr(stride, base);
+            assert!(is_child(ptr));
+            assert_eq!(child_stride(ptr), stride);
+            assert_eq!(child_base(ptr), base as usize);
+        }
+        assert!(!is_child(MAX_LABELS as u32));
+        assert!(!is_child(0));
+    }
+
+    #[test]
+    fn configs_print_canonically() {
+        for (text, canonical) in [
+            ("cpe", "cpe"),
+            ("cpe:levels=3", "cpe:levels=3"),
+            ("cpe:nopush,levels=3", "cpe:levels=3,nopush"),
+            ("cpe:levels=3,nopush,cap=17", "cpe:levels=3,nopush"),
+            ("cpe:levels=3,cap=24", "cpe:levels=3"),
+            ("cpe:levels=3,nopush,cap=24", "cpe:levels=3,nopush,cap=24"),
+            ("cpe:packed,cap=8,levels=2", "cpe:levels=2,packed,cap=8"),
+            ("cpe:strides=16+8+8,nopush", "cpe:strides=16+8+8,nopush"),
+            ("cpe:fixed=true,levels=4", "cpe:levels=4,fixed"),
+            (
+                "cpe:max-entries=4096,levels=2",
+                "cpe:levels=2,max-entries=4096",
+            ),
+            ("cpe:max-entries=67108864", "cpe"),
+            ("cpe:level-cost=64,levels=9", "cpe:levels=9,level-cost=64"),
+            ("cpe:level-cost=0", "cpe:level-cost=0"),
+        ] {
+            let config = CpeConfig::parse(text).unwrap();
+            assert_eq!(config.to_string(), canonical, "{text}");
+            assert_eq!(CpeConfig::parse(canonical).unwrap(), config);
+        }
+        assert_eq!(CpeConfig::parse("cpe").unwrap().levels::<u32>(), 4);
+        assert_eq!(CpeConfig::parse("cpe").unwrap().levels::<u128>(), 12);
+        let config = CpeConfig::parse("cpe:strides=16+8+8").unwrap();
+        assert_eq!((config.levels::<u32>(), config.cap()), (3, 24));
+        assert_eq!(CpeConfig::parse("cpe:nopush").unwrap().cap(), 17);
+        let config = CpeConfig::parse("cpe").unwrap();
+        assert_eq!(config.level_cost::<u32>(), DEFAULT_LEVEL_COST[0]);
+        assert_eq!(config.level_cost::<u128>(), DEFAULT_LEVEL_COST[1]);
+        let config = CpeConfig::parse("cpe:level-cost=7").unwrap();
+        assert_eq!(
+            (config.level_cost::<u32>(), config.level_cost::<u128>()),
+            (7, 7)
+        );
+    }
+
+    #[test]
+    fn bad_specs_say_why() {
+        for (text, why) in [
+            ("cpe:strides", "needs a value"),
+            ("cpe:strides=16+x", "not a list"),
+            ("cpe:strides=0+32", "1..=24"),
+            ("cpe:levels=0", "levels=0"),
+            ("cpe:cap=25", "cap=25"),
+            ("cpe:max-entries=0", "max-entries=0"),
+            ("cpe:max-entries=67108865", "max-entries=67108865"),
+            ("cpe:levels=3,nopush,packed", "packed nodes are built"),
+            ("cpe:levels=3,strides=16+16", "takes no"),
+            ("cpe:k=3", "unknown parameter `k`"),
+            (
+                "cpe:levels=4,fixed,level-cost=8",
+                "`fixed` strides take none",
+            ),
+            ("cpe:strides=16+16,level-cost=8", "takes no"),
+            ("cpe:level-cost=2000000", "level-cost=2000000"),
+        ] {
+            let err = CpeConfig::parse(text).unwrap_err().to_string();
+            assert!(err.contains(why), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn new_nodes_keep_the_layout() {
+        let shape =
+            |text: &str, strides: Strides| Shape::new(&CpeConfig::parse(text).unwrap(), &strides);
+        let variable = || Strides::Variable(Vec::new().into_iter());
+        let four = shape("cpe:levels=4", variable());
+        assert_eq!(four.new_node_stride(2, 16, 32), 8);
+        assert_eq!(four.new_node_stride(7, 28, 32), 4);
+        assert_eq!(
+            shape("cpe:levels=2,cap=6", variable()).new_node_stride(1, 6, 32),
+            6
+        );
+        // A fixed-stride trie adds nodes of its level's stride while it has
+        // levels, then nodes of the default stride.
+        let fixed = shape("cpe:levels=3,fixed", Strides::Fixed(vec![16, 4, 4]));
+        assert_eq!(fixed.new_node_stride(1, 16, 32), 4);
+        assert_eq!(fixed.new_node_stride(3, 24, 32), 8);
+        // The entry limit.
+        let small = shape("cpe:max-entries=100", variable());
+        assert!(small.check_entries(100).is_ok());
+        let err = small.check_entries(101).unwrap_err().to_string();
+        assert!(
+            err.contains("101 entries") && err.contains("limit of 100"),
+            "{err}"
+        );
+        assert!(err.contains("raise max-entries"), "{err}");
+    }
+}

@@ -15,6 +15,14 @@
 //!   The sums over descendants are carried bottom-up as a vector per node
 //!   (`V[s][r]`, one per stride and level count), so the program is
 //!   `O(nodes * cap * levels)` time and `O(W * cap * levels)` working memory.
+//! - Variable strides for speed ([`variable_plan_weighted`], an addition to
+//!   the paper): memory alone picks tiny strides along dense paths when the
+//!   level count must be high (IPv6 /128s), so lookups walk many levels. A
+//!   *level cost* `c` (bytes) adds `c * w(N)` to every multibit node `N`,
+//!   where `w(N)` counts the prefixes longer than `N`'s depth below it: a
+//!   key inside an announced prefix reads every such node on its way, so
+//!   the program minimises memory plus `c` times the levels summed over the
+//!   prefixes' paths (a Lagrangian relaxation of a bound on average levels).
 //!
 //! Memory models ([`MemoryModel`]): a leaf-pushed entry is one `u32`, a
 //! non-leaf-pushed entry a pointer plus a label (8 bytes). With packed nodes,
@@ -26,7 +34,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::CpeAddr;
+use crate::addr::Addr;
 use crate::rib::Rib;
 
 /// Bytes of a packed node: one cache line.
@@ -79,7 +87,7 @@ impl MemoryModel {
 
 /// The table as the programs see it: `(addr, plen)` sorted by address, then
 /// length (so a prefix comes before every prefix it contains).
-pub(crate) fn sorted_prefixes<A: CpeAddr>(rib: &Rib<A>) -> Vec<(A, u8)> {
+pub(crate) fn sorted_prefixes<A: Addr>(rib: &Rib<A>) -> Vec<(A, u8)> {
     let mut prefixes: Vec<(A, u8)> = rib.iter().map(|(p, _)| (p.addr(), p.plen())).collect();
     prefixes.sort_unstable();
     prefixes
@@ -96,7 +104,7 @@ pub struct FixedPlan {
 
 /// Number of 1-bit nodes at each depth that have a longer prefix below them
 /// (`counts[0]` is 1: the root always exists), and the longest prefix length.
-fn inner_node_counts<A: CpeAddr>(prefixes: &[(A, u8)]) -> (Vec<u64>, u8) {
+fn inner_node_counts<A: Addr>(prefixes: &[(A, u8)]) -> (Vec<u64>, u8) {
     let bits = A::BITS as usize;
     let mut counts = vec![0u64; bits + 1];
     let mut last: Vec<Option<A>> = vec![None; bits + 1];
@@ -117,7 +125,7 @@ fn inner_node_counts<A: CpeAddr>(prefixes: &[(A, u8)]) -> (Vec<u64>, u8) {
 
 /// The `levels` fixed strides (each at most `cap`) that minimise memory for
 /// `prefixes` under `model` (packing ignored); `Err` says why none exist.
-pub(crate) fn fixed_plan<A: CpeAddr>(
+pub(crate) fn fixed_plan<A: Addr>(
     prefixes: &[(A, u8)],
     levels: u8,
     cap: u8,
@@ -190,6 +198,8 @@ struct VariableDp<'a, A> {
     k: usize,
     cap: usize,
     model: MemoryModel,
+    /// Cost in bytes of one level on one prefix's path.
+    level_cost: u64,
     /// Per depth: `V[s * (k+1) + r]`, the summed optimum over descendants at
     /// relative depth `s` with `r` levels (`r = 0` is infinite for inner nodes).
     sums: Vec<Vec<u64>>,
@@ -201,7 +211,7 @@ struct VariableDp<'a, A> {
     next_id: usize,
 }
 
-impl<A: CpeAddr> VariableDp<'_, A> {
+impl<A: Addr> VariableDp<'_, A> {
     /// Skips the prefix ending at `depth` (if any) in `lo..hi`.
     fn below(&self, depth: usize, lo: usize) -> usize {
         if lo < self.prefixes.len() && self.prefixes[lo].1 as usize == depth {
@@ -246,6 +256,7 @@ impl<A: CpeAddr> VariableDp<'_, A> {
         for s in 1..=cap {
             self.inner[depth][s] += 1;
         }
+        let walkers = self.level_cost * (hi - start) as u64;
         let max_stride = cap.min(A::BITS as usize - depth);
         let mine = &mut self.sums[depth];
         mine[0] = INF;
@@ -258,7 +269,7 @@ impl<A: CpeAddr> VariableDp<'_, A> {
                     continue;
                 }
                 let (cost, packed) = self.model.node_cost(s as u32, 1 + self.inner[depth][s]);
-                let total = cost + below;
+                let total = cost + walkers + below;
                 if total < best {
                     best = total;
                     arg = s as u8 | (packed as u8) << 7;
@@ -309,11 +320,12 @@ impl<A: CpeAddr> VariableDp<'_, A> {
 /// Runs the variable-stride program on `prefixes` for 1..=`levels` levels
 /// and strides up to `cap`; returns `Opt(root, r)` in bytes for each `r`
 /// (index 0 unused), and with `plan` the node list for `levels`.
-fn variable_dp<A: CpeAddr>(
+fn variable_dp<A: Addr>(
     prefixes: &[(A, u8)],
     levels: u8,
     cap: u8,
     model: MemoryModel,
+    level_cost: u64,
     plan: bool,
 ) -> (Vec<u64>, Option<Vec<(u8, bool)>>) {
     let k = levels as usize;
@@ -324,6 +336,7 @@ fn variable_dp<A: CpeAddr>(
         k,
         cap,
         model,
+        level_cost,
         sums: vec![vec![0; (cap + 1) * (k + 1)]; depths],
         inner: vec![vec![0; cap + 1]; depths],
         best: Vec::new(),
@@ -358,18 +371,41 @@ fn variable_dp<A: CpeAddr>(
 
 /// The `levels`-level variable-stride plan of least memory under `model`
 /// with strides at most `cap`; `Err` says why none exists.
-pub(crate) fn variable_plan<A: CpeAddr>(
+pub(crate) fn variable_plan<A: Addr>(
     prefixes: &[(A, u8)],
     levels: u8,
     cap: u8,
     model: MemoryModel,
 ) -> Result<VariablePlan, String> {
-    let (costs, nodes) = variable_dp(prefixes, levels, cap, model, true);
+    variable_plan_weighted(prefixes, levels, cap, model, 0)
+}
+
+/// The `levels`-level variable-stride plan with strides at most `cap` of
+/// least memory under `model` plus `level_cost` bytes per level on each
+/// prefix's path (see the module header; 0 gives [`variable_plan`]).
+/// [`VariablePlan::bytes`] is the plan's memory alone.
+pub(crate) fn variable_plan_weighted<A: Addr>(
+    prefixes: &[(A, u8)],
+    levels: u8,
+    cap: u8,
+    model: MemoryModel,
+    level_cost: u64,
+) -> Result<VariablePlan, String> {
+    let (_, nodes) = variable_dp(prefixes, levels, cap, model, level_cost, true);
     match nodes {
-        Some(nodes) => Ok(VariablePlan {
-            nodes,
-            bytes: costs[levels as usize],
-        }),
+        Some(nodes) => {
+            let bytes = nodes
+                .iter()
+                .map(|&(stride, packed)| {
+                    if packed {
+                        PACKED_NODE_BYTES
+                    } else {
+                        (1u64 << stride) * model.entry_bytes
+                    }
+                })
+                .sum();
+            Ok(VariablePlan { nodes, bytes })
+        }
         None => {
             let max_len = prefixes.iter().map(|p| p.1).max().unwrap_or(0);
             Err(format!(
@@ -383,7 +419,7 @@ pub(crate) fn variable_plan<A: CpeAddr>(
 }
 
 /// Least memory of a fixed-stride trie for `rib` with `levels` levels.
-pub fn fixed_strides<A: CpeAddr>(
+pub fn fixed_strides<A: Addr>(
     rib: &Rib<A>,
     levels: u8,
     cap: u8,
@@ -393,7 +429,7 @@ pub fn fixed_strides<A: CpeAddr>(
 }
 
 /// Least memory of a variable-stride trie for `rib` with `levels` levels.
-pub fn variable_strides<A: CpeAddr>(
+pub fn variable_strides<A: Addr>(
     rib: &Rib<A>,
     levels: u8,
     cap: u8,
@@ -439,7 +475,7 @@ pub struct StrideReport {
 
 /// Runs every stride program on `rib` for each level count in `levels`
 /// (e.g. `2..=12`) with strides at most `cap` (1..=[`super::MAX_STRIDE`]).
-pub fn stride_report<A: CpeAddr>(
+pub fn stride_report<A: Addr>(
     rib: &Rib<A>,
     levels: std::ops::RangeInclusive<u8>,
     cap: u8,
@@ -453,10 +489,17 @@ pub fn stride_report<A: CpeAddr>(
         max_k,
         cap,
         MemoryModel::LEAF_PUSHED_PACKED,
+        0,
         false,
     );
-    let (nopush_packed, _) =
-        variable_dp(&prefixes, max_k, cap, MemoryModel::NOT_PUSHED_PACKED, false);
+    let (nopush_packed, _) = variable_dp(
+        &prefixes,
+        max_k,
+        cap,
+        MemoryModel::NOT_PUSHED_PACKED,
+        0,
+        false,
+    );
     let packed_time = started.elapsed() / 2;
     let finite = |bytes: u64| (bytes < INF).then_some(bytes);
     let mut rows = Vec::new();

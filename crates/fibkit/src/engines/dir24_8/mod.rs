@@ -13,8 +13,13 @@
 //! Labels go through a result table so any `u32` label works; the table is
 //! small (one entry per distinct label) and stays in cache.
 //!
-//! Limits: IPv4 only; at most 2^31 distinct labels and 2^31 groups (more than
-//! 2^24 groups cannot occur, so neither limit can be hit by a valid table).
+//! Limits: IPv4 only; at most 2^31 distinct labels (which no valid table
+//! reaches) and at most `max-groups` groups, 2^20 by default (1 GiB of
+//! tbl8; `dir24-8:max-groups=N` allows up to 2^24, one group per /24 block,
+//! 16 GiB). A build counts the groups a table needs from its range view
+//! before allocating anything, so a table of millions of scattered long
+//! prefixes is refused with the memory it would take, not found out by an
+//! allocation failure.
 //!
 //! Updates rebuild the /24 blocks a changed prefix spans from the reference
 //! table's range view; groups that become unnecessary go to a free list.
@@ -36,6 +41,14 @@ const BLOCKS: usize = 1 << 24;
 const GROUP_SIZE: usize = 256;
 /// Result indices must stay clear of [`GROUP_FLAG`].
 const MAX_LABELS: usize = (GROUP_FLAG - 1) as usize;
+/// The most groups a table can need: one per /24 block.
+const MAX_GROUPS: u32 = BLOCKS as u32;
+/// The groups a build may allocate unless the spec allows more: 1 GiB of
+/// tbl8, sixteen times the direct table. A full-Internet table needs a few
+/// dozen.
+const DEFAULT_MAX_GROUPS: u32 = 1 << 20;
+const GROUP_BYTES: usize = GROUP_SIZE * std::mem::size_of::<u32>();
+const _: () = assert!(MAX_GROUPS < GROUP_FLAG && DEFAULT_MAX_GROUPS <= MAX_GROUPS);
 
 /// Whether a tbl24 entry points to a group of 256 entries.
 #[inline(always)]
@@ -93,13 +106,29 @@ impl<S: Storage> Lookup<u32> for Dir24_8<S> {
     }
 }
 
-/// `dir24-8` takes no parameters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Dir24_8Config;
+/// `dir24-8[:max-groups=N]`: the most tbl8 groups (of 256 entries, 1 KiB
+/// each) the engine may allocate, 2^20 by default, at most 2^24.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dir24_8Config {
+    /// The most groups a build or an update may allocate.
+    pub max_groups: u32,
+}
+
+impl Default for Dir24_8Config {
+    fn default() -> Self {
+        Dir24_8Config {
+            max_groups: DEFAULT_MAX_GROUPS,
+        }
+    }
+}
 
 impl fmt::Display for Dir24_8Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("dir24-8")
+        f.write_str("dir24-8")?;
+        if self.max_groups != DEFAULT_MAX_GROUPS {
+            write!(f, ":max-groups={}", self.max_groups)?;
+        }
+        Ok(())
     }
 }
 
@@ -107,8 +136,12 @@ impl EngineConfig for Dir24_8Config {
     const NAMES: &'static [&'static str] = &["dir24-8", "dir24_8"];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
-        spec.expect_only(&[])?;
-        Ok(Dir24_8Config)
+        spec.expect_only(&["max-groups"])?;
+        Ok(Dir24_8Config {
+            max_groups: spec
+                .number("max-groups", 0..=MAX_GROUPS)?
+                .unwrap_or(DEFAULT_MAX_GROUPS),
+        })
     }
 }
 
@@ -136,6 +169,7 @@ impl EngineStats for Dir24_8Stats {
 /// The build state of DIR-24-8: label indices and free groups.
 #[derive(Clone, Debug)]
 pub struct Dir24_8Updater {
+    config: Dir24_8Config,
     labels: LabelIndex,
     free_groups: Vec<u32>,
 }
@@ -145,24 +179,31 @@ impl Updater<u32> for Dir24_8Updater {
     type Snapshot = Dir24_8;
     type Stats = Dir24_8Stats;
 
-    /// Builds the tables from `rib`'s range view.
-    fn build(_: &Dir24_8Config, rib: &Rib<u32>) -> Result<(Self, Dir24_8), BuildError> {
+    /// Builds the tables from `rib`'s range view, after checking that the
+    /// groups it needs are within the configured limit.
+    fn build(config: &Dir24_8Config, rib: &Rib<u32>) -> Result<(Self, Dir24_8), BuildError> {
+        let ranges = rib.ranges();
+        let groups = groups_needed(&ranges);
+        if groups > config.max_groups as usize {
+            return Err(too_many_groups(config, groups));
+        }
         let mut updater = Dir24_8Updater {
+            config: *config,
             labels: LabelIndex::new("dir24-8", MAX_LABELS),
             free_groups: Vec::new(),
         };
         let mut snapshot = Dir24_8 {
             tbl24: vec![0; BLOCKS],
-            tbl8: Vec::new(),
+            tbl8: Vec::with_capacity(groups * GROUP_SIZE),
             results: Vec::new(),
         };
-        updater.fill_blocks(&mut snapshot, 0, (BLOCKS - 1) as u32, &rib.ranges())?;
+        updater.fill_blocks(&mut snapshot, 0, (BLOCKS - 1) as u32, &ranges)?;
         updater.labels.sync(&mut snapshot.results);
         Ok((updater, snapshot))
     }
 
     fn config(&self) -> Dir24_8Config {
-        Dir24_8Config
+        self.config
     }
 
     fn patches(&self) -> bool {
@@ -232,9 +273,12 @@ impl Dir24_8Updater {
             let group = match self.free_groups.pop() {
                 Some(group) => group,
                 None => {
-                    let group = (snapshot.tbl8.len() / GROUP_SIZE) as u32;
+                    let groups = snapshot.tbl8.len() / GROUP_SIZE;
+                    if groups == self.config.max_groups as usize {
+                        return Err(too_many_groups(&self.config, groups + 1));
+                    }
                     snapshot.tbl8.resize(snapshot.tbl8.len() + GROUP_SIZE, 0);
-                    group
+                    groups as u32
                 }
             };
             let base = group as usize * GROUP_SIZE;
@@ -294,5 +338,94 @@ impl Dir24_8<crate::image::Mapped> {
             return Err(image.invalid("dir24-8: an entry points outside its table"));
         }
         Ok(snapshot)
+    }
+}
+
+/// How many groups a table with these (merged) `ranges` needs: one for
+/// each /24 block that a range starts inside of, after its first address.
+fn groups_needed(ranges: &[Range<u32>]) -> usize {
+    let mut groups = 0;
+    let mut last_block = None;
+    for range in ranges {
+        let block = range.first >> 8;
+        if range.first & 0xff != 0 && last_block != Some(block) {
+            groups += 1;
+            last_block = Some(block);
+        }
+    }
+    groups
+}
+
+/// The error for a table that needs `groups` groups, over the limit.
+fn too_many_groups(config: &Dir24_8Config, groups: usize) -> BuildError {
+    let gib = |groups: usize| (groups * GROUP_BYTES) as f64 / f64::from(1 << 30);
+    BuildError::Limit {
+        engine: config.to_string(),
+        why: format!(
+            "it needs {groups} groups of {GROUP_SIZE} entries ({:.2} GiB of tbl8 beside the \
+             64 MiB direct table), over the limit of {} ({:.2} GiB); {}",
+            gib(groups),
+            config.max_groups,
+            gib(config.max_groups as usize),
+            if groups <= MAX_GROUPS as usize {
+                format!(
+                    "allow them with `dir24-8:max-groups={groups}`, or use `dxr`, \
+                     whose size follows the table's ranges"
+                )
+            } else {
+                "use `dxr`, whose size follows the table's ranges".to_string()
+            }
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `count` /32s, one in each of `count` consecutive /24 blocks from 10/8.
+    fn scattered_host_routes(count: u32) -> Rib<u32> {
+        Rib::from_pairs((0..count).map(|i| (Prefix::new_masked(0x0a00_0001 + (i << 8), 32), 1)))
+    }
+
+    #[test]
+    fn groups_are_counted_from_the_ranges_before_building() {
+        let rib = scattered_host_routes(300);
+        assert_eq!(groups_needed(&rib.ranges()), 300);
+        let config = Dir24_8Config { max_groups: 300 };
+        let (updater, snapshot) = Dir24_8Updater::build(&config, &rib).unwrap();
+        assert_eq!(updater.stats(&snapshot).groups_in_use, 300);
+        assert_eq!(snapshot.tbl8.capacity(), 300 * GROUP_SIZE);
+        let tight = Dir24_8Config { max_groups: 299 };
+        let error = Dir24_8Updater::build(&tight, &rib)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(error.contains("it needs 300 groups"), "{error}");
+        assert!(error.contains("`dir24-8:max-groups=300`"), "{error}");
+    }
+
+    #[test]
+    fn an_update_past_the_group_limit_is_an_error() {
+        let config = Dir24_8Config { max_groups: 2 };
+        let rib = scattered_host_routes(2);
+        let (mut updater, mut snapshot) = Dir24_8Updater::build(&config, &rib).unwrap();
+        let mut grown = rib.clone();
+        let extra = Prefix::new_masked(0x0b00_0001, 32);
+        grown.insert(extra, 2);
+        let error = updater.update(&mut snapshot, &grown, &[extra]).unwrap_err();
+        assert!(matches!(error, BuildError::Limit { .. }), "{error}");
+    }
+
+    #[test]
+    fn the_spec_reads_and_prints_the_group_limit() {
+        let parse = |text: &str| Dir24_8Config::parse(text).map(|c| c.to_string());
+        assert_eq!(parse("dir24-8").unwrap(), "dir24-8");
+        assert_eq!(parse("dir24-8:max-groups=1048576").unwrap(), "dir24-8");
+        assert_eq!(
+            parse("dir24_8:max-groups=7").unwrap(),
+            "dir24-8:max-groups=7"
+        );
+        assert!(parse("dir24-8:max-groups=16777217").is_err());
     }
 }

@@ -1,183 +1,386 @@
-//! Building DXR from the range view, chunk deduplication, and updates.
+//! The DXR updater: builds a snapshot from the range view, deduplicates
+//! chunks and extension blocks, patches snapshots after changes, and
+//! rebuilds in place when a change spans most of the table.
+//!
+//! Every chunk entry, whether built or patched, comes from one routine
+//! ([`DxrUpdater::fill_chunks`]), so a full build and a patch of the whole
+//! address space cost about the same per chunk; the updater rebuilds
+//! instead of patching when the changed prefixes touch more than
+//! `1/REBUILD_SHARE` of the chunks (a default route, a /1), which bounds an
+//! update's cost by about one build.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use super::*;
-use crate::rib::Range;
+use crate::engine::Updater;
+use crate::labels::LabelIndex;
+use crate::prefix::Prefix;
+use crate::rib::{Range, Rib};
 
 /// Compaction threshold: rebuild when free words exceed `1 / COMPACT_RATIO`
 /// of the range table and [`COMPACT_MIN_WORDS`].
 const COMPACT_RATIO: usize = 4;
 const COMPACT_MIN_WORDS: usize = 4096;
+/// An update whose changed prefixes touch more than `1 / REBUILD_SHARE` of
+/// the chunks rebuilds the snapshot instead of patching it.
+// PERF: a patch of every chunk costs about as much as a build (both run
+// `fill_chunks`; the patch also releases the old entries); see
+// docs/BENCHMARKS.md, "DXR update cost bounds".
+const REBUILD_SHARE: usize = 2;
+/// A patch that leaves the range table due for compaction compacts at once
+/// only if it touched at most `1 / COMPACT_NOW_SHARE` of the chunks; after a
+/// larger one the next update compacts (rebuilds) instead of patching, so
+/// no single update pays for a large patch and a rebuild.
+const COMPACT_NOW_SHARE: usize = 16;
+/// Label entries hold 30-bit indices; index 0 is "no route".
+const MAX_LABELS: usize = LABEL_MASK as usize;
 
-/// Build and update state: label interning, chunk and block reference
-/// counts and dedup maps, free space.
+/// Free runs of range-table words.
 #[derive(Clone, Debug, Default)]
-pub(super) struct State {
-    /// Label → index into `results`.
-    pub(super) label_index: HashMap<Label, u32>,
-    /// References to the chunk starting at each range-table word (physical
-    /// `ext` entries pointing at it); 0 elsewhere.
-    pub(super) chunk_refs: Vec<u32>,
-    /// Content hash → entry of a stored chunk with that content.
-    pub(super) chunks: DedupMap<u32>,
-    pub(super) free: FreeList,
-    /// Extended layout: direct entries pointing at each block.
-    pub(super) block_refs: Vec<u32>,
-    /// Content hash → block number.
-    pub(super) blocks: DedupMap<u16>,
-    pub(super) free_blocks: Vec<u16>,
-    /// Prefixes in the table last built or updated from.
-    pub(super) prefixes: usize,
-    /// Wall time of the last full build.
-    pub(super) build_ns: u64,
-    /// Compactions (rebuilds) updates have triggered so far.
-    pub(super) compactions: u64,
-    scratch_indices: Vec<u32>,
-    scratch_words: Vec<u16>,
+struct FreeList {
+    /// Free runs by length: their first words.
+    by_len: BTreeMap<u32, Vec<u32>>,
+    /// Total free words.
+    words: usize,
 }
 
-/// The range table ran out of base bits; turned into a [`BuildError::Limit`]
-/// by the caller, which knows the table.
-struct BaseOverflow;
+/// Content hash → entry (chunks) or block number (extension blocks).
+type DedupMap<V> = HashMap<u64, V>;
+
+/// The DXR build state: the label index, the chunks' and extension blocks'
+/// reference counts and dedup maps, and the range table's free space. It
+/// builds [`Dxr`] snapshots and patches the one it last produced.
+#[derive(Clone, Debug)]
+pub struct DxrUpdater {
+    config: DxrConfig,
+    geometry: Geometry,
+    /// Label → index into the snapshot's results, most frequent first.
+    labels: LabelIndex,
+    /// References to the chunk starting at each range-table word (physical
+    /// `ext` entries pointing at it); 0 elsewhere.
+    chunk_refs: Vec<u32>,
+    /// Content hash → entry of a stored chunk with that content.
+    chunks: DedupMap<u32>,
+    free: FreeList,
+    /// Extended layout: direct entries pointing at each block.
+    block_refs: Vec<u32>,
+    /// Content hash → block number.
+    blocks: DedupMap<u16>,
+    free_blocks: Vec<u16>,
+    /// Prefixes in the table last built or updated from.
+    prefixes: usize,
+    /// Wall time of the last full build (the first, or a rebuild).
+    build_ns: u64,
+    /// Rebuilds that compacted the range table.
+    compactions: u64,
+    /// Updates that rebuilt because they touched too many chunks to patch.
+    span_rebuilds: u64,
+    scratch_indices: Vec<u32>,
+    scratch_words: Vec<u16>,
+    scratch_block: Vec<u32>,
+}
+
+/// Why chunks could not be stored.
+enum ChunkError {
+    /// Too many labels.
+    Label(BuildError),
+    /// The range table ran out of base bits; turned into a
+    /// [`BuildError::Limit`] by the caller, which knows the table.
+    Base,
+}
+
+impl Updater<u32> for DxrUpdater {
+    type Config = DxrConfig;
+    type Snapshot = Dxr;
+    type Stats = DxrStats;
+
+    fn build(config: &DxrConfig, rib: &Rib<u32>) -> Result<(Self, Dxr), BuildError> {
+        let mut updater = DxrUpdater::new(*config);
+        let mut snapshot = Dxr::empty(*config);
+        match updater.rebuild(&mut snapshot, rib) {
+            Ok(()) => Ok((updater, snapshot)),
+            Err(ChunkError::Label(error)) => Err(error),
+            Err(ChunkError::Base) => Err(range_table_limit(*config, Some(rib))),
+        }
+    }
+
+    fn config(&self) -> DxrConfig {
+        self.config
+    }
+
+    fn patches(&self) -> bool {
+        true
+    }
+
+    /// Rebuilds the chunks the changed prefixes cover (a prefix shorter
+    /// than `K` covers `2^(K-len)` of them), or the whole snapshot in place
+    /// when they are more than `1/REBUILD_SHARE` of the chunks or the range
+    /// table is due for compaction.
+    fn update(
+        &mut self,
+        snapshot: &mut Dxr,
+        rib: &Rib<u32>,
+        changed: &[Prefix<u32>],
+    ) -> Result<(), BuildError> {
+        let windows = crate::engines::touched_blocks(changed, self.geometry.chunk_shift);
+        let touched: usize = windows.iter().map(|&(lo, hi)| (hi - lo) as usize + 1).sum();
+        let chunks = 1usize << self.config.k_bits;
+        let result = if touched > chunks / REBUILD_SHARE {
+            self.span_rebuilds += 1;
+            self.rebuild(snapshot, rib)
+        } else if self.compaction_due(snapshot) {
+            self.compactions += 1;
+            self.rebuild(snapshot, rib)
+        } else {
+            self.patch(snapshot, rib, &windows).and_then(|()| {
+                if self.compaction_due(snapshot) && touched <= chunks / COMPACT_NOW_SHARE {
+                    self.compactions += 1;
+                    self.rebuild(snapshot, rib)
+                } else {
+                    Ok(())
+                }
+            })
+        };
+        // The caller rebuilds after an error; `Updater::build` names the
+        // layouts that fit then.
+        result.map_err(|error| match error {
+            ChunkError::Label(error) => error,
+            ChunkError::Base => range_table_limit(self.config, None),
+        })
+    }
+
+    fn stats(&self, snapshot: &Dxr) -> DxrStats {
+        self.collect_stats(snapshot)
+    }
+}
 
 impl Dxr {
-    /// Builds DXR from `rib` with the layout `spec` names (`dxr`, `dxr:k=K`,
-    /// `dxr:d=D,x=X`).
-    pub fn build(spec: &EngineSpec, rib: &Rib<u32>) -> Result<Self, BuildError> {
-        Self::with_layout(Layout::from_spec(spec)?, rib)
-    }
-
-    /// Builds DXR with `layout` from `rib`.
-    pub fn with_layout(layout: Layout, rib: &Rib<u32>) -> Result<Self, BuildError> {
-        let started = Instant::now();
-        let ranges = rib.ranges();
-        let mut engine = Self::empty(layout);
-        engine.intern_labels_by_frequency(&ranges)?;
-        let chunks = 1usize << layout.k_bits;
-        let mut entries = Vec::with_capacity(chunks);
-        let mut next = 0; // the range holding the current chunk's first address
-        let mut pieces = Vec::new();
-        // PERF: most chunks (all but a few % at K >= 20) lie inside one range;
-        // they skip the label map and chunk assembly (dxr_bench build times).
-        let mut next_label = (usize::MAX, 0);
-        for chunk in 0..chunks {
-            let first = (chunk as u32) << engine.chunk_shift;
-            let last = first | engine.offset_mask;
-            while ranges[next].last < first {
-                next += 1;
-            }
-            if ranges[next].last >= last {
-                if next_label.0 != next {
-                    let index = engine.label_index(ranges[next].label)?;
-                    next_label = (next, (FORMAT_LABEL << FORMAT_SHIFT) | index);
-                }
-                entries.push(next_label.1);
-                continue;
-            }
-            pieces.clear();
-            pieces.extend(ranges[next..].iter().take_while(|r| r.first <= last));
-            let entry = engine
-                .chunk_entry(&pieces, first)
-                .map_err(|e| engine.limit_error(e, rib))?;
-            entries.push(entry);
-        }
-        engine.install(entries);
-        engine.state.prefixes = rib.len();
-        engine.state.build_ns = started.elapsed().as_nanos() as u64;
-        Ok(engine)
-    }
-
-    fn empty(layout: Layout) -> Self {
-        let k = layout.k_bits;
-        let d = layout.d_bits;
+    /// A snapshot of `config` with no arrays yet.
+    fn empty(config: DxrConfig) -> Self {
         Dxr {
-            layout,
-            chunk_shift: 32 - k,
-            direct_shift: if d == 0 { 0 } else { 32 - d },
-            x_bits: k - d,
-            x_mask: if d == 0 { 0 } else { (1 << (k - d)) - 1 },
-            offset_mask: (1u32 << (32 - k)) - 1,
-            short_shift: 24 - k,
+            config,
+            geometry: Geometry::new(config),
             direct: Vec::new(),
             ext: Vec::new(),
             ranges: Vec::new(),
-            results: vec![None],
-            state: State::default(),
+            results: Vec::new(),
         }
     }
 
-    /// Gives the labels on most ranges the smallest indices, so that more
-    /// chunks qualify for the short (8-bit) and long (16-bit) formats.
-    fn intern_labels_by_frequency(&mut self, ranges: &[Range<u32>]) -> Result<(), BuildError> {
-        let mut counts: HashMap<Label, usize> = HashMap::new();
-        for range in ranges {
-            if let Some(label) = range.label {
-                *counts.entry(label).or_default() += 1;
-            }
+    /// Completes a snapshot whose rebuild failed part way into one that
+    /// answers "no route" where it was not rebuilt, so that what the
+    /// unchecked reads rely on (2^K chunk entries, 2^D direct entries
+    /// naming blocks present in `ext`) holds even for a snapshot the caller
+    /// is about to drop.
+    pub(super) fn fill_unbuilt(&mut self) {
+        let g = self.geometry;
+        if !self.config.is_extended() {
+            self.ext.resize(1 << self.config.k_bits, label_entry(0));
+            return;
         }
-        let mut labels: Vec<(Label, usize)> = counts.into_iter().collect();
-        labels.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        for (label, _) in labels {
-            self.label_index(Some(label))?;
+        let blocks = 1usize << self.config.d_bits;
+        if self.direct.len() < blocks {
+            let empty = (self.ext.len() >> g.x_bits) as u16;
+            self.ext
+                .resize(self.ext.len() + (1 << g.x_bits), label_entry(0));
+            self.direct.resize(blocks, empty);
+        }
+    }
+}
+
+impl DxrUpdater {
+    fn new(config: DxrConfig) -> Self {
+        DxrUpdater {
+            config,
+            geometry: Geometry::new(config),
+            labels: LabelIndex::new("dxr", MAX_LABELS),
+            chunk_refs: Vec::new(),
+            chunks: DedupMap::default(),
+            free: FreeList::default(),
+            block_refs: Vec::new(),
+            blocks: DedupMap::default(),
+            free_blocks: Vec::new(),
+            prefixes: 0,
+            build_ns: 0,
+            compactions: 0,
+            span_rebuilds: 0,
+            scratch_indices: Vec::new(),
+            scratch_words: Vec::new(),
+            scratch_block: Vec::new(),
+        }
+    }
+
+    /// Whether the range table's free words call for a compaction.
+    fn compaction_due(&self, snapshot: &Dxr) -> bool {
+        let free = self.free.words;
+        free > COMPACT_MIN_WORDS && free > snapshot.ranges.len() / COMPACT_RATIO
+    }
+
+    /// Builds `snapshot` afresh from `rib`, reusing its arrays' memory.
+    /// On an error the snapshot answers "no route" where it was not yet
+    /// rebuilt (it is memory-safe, not meaningful).
+    fn rebuild(&mut self, snapshot: &mut Dxr, rib: &Rib<u32>) -> Result<(), ChunkError> {
+        let started = Instant::now();
+        let ranges = rib.ranges();
+        snapshot.direct.clear();
+        snapshot.ext.clear();
+        snapshot.ranges.clear();
+        snapshot.results.clear();
+        let result = self
+            .reset(&ranges)
+            .and_then(|()| self.fill_all(snapshot, &ranges));
+        self.labels.sync(&mut snapshot.results);
+        if result.is_err() {
+            snapshot.fill_unbuilt();
+            return result;
+        }
+        self.prefixes = rib.len();
+        self.build_ns = started.elapsed().as_nanos() as u64;
+        Ok(())
+    }
+
+    /// Forgets every chunk and block and indexes the labels of `ranges`,
+    /// the labels on most ranges first, so that more chunks qualify for the
+    /// short (8-bit) and long (16-bit) formats.
+    fn reset(&mut self, ranges: &[Range<u32>]) -> Result<(), ChunkError> {
+        self.labels = LabelIndex::with_order("dxr", MAX_LABELS, labels_by_frequency(ranges))
+            .map_err(ChunkError::Label)?;
+        self.chunk_refs.clear();
+        self.chunks.clear();
+        self.free = FreeList::default();
+        self.block_refs.clear();
+        self.blocks.clear();
+        self.free_blocks.clear();
+        Ok(())
+    }
+
+    /// Fills an emptied snapshot's chunk entries (and blocks) from the
+    /// range view of the whole address space.
+    fn fill_all(&mut self, snapshot: &mut Dxr, ranges: &[Range<u32>]) -> Result<(), ChunkError> {
+        let last_chunk = ((1u64 << self.config.k_bits) - 1) as u32;
+        if !self.config.is_extended() {
+            snapshot.ext.reserve_exact(1 << self.config.k_bits);
+            return self.fill_chunks(snapshot, ranges, 0, last_chunk, |_, snapshot, _, entry| {
+                snapshot.ext.push(entry)
+            });
+        }
+        // Block by block, so no 2^K array of entries is built first.
+        let block_len = 1usize << self.geometry.x_bits;
+        snapshot.direct.reserve_exact(1 << self.config.d_bits);
+        let mut block = Vec::with_capacity(block_len);
+        self.fill_chunks(
+            snapshot,
+            ranges,
+            0,
+            last_chunk,
+            |updater, snapshot, _, entry| {
+                block.push(entry);
+                if block.len() == block_len {
+                    let id = updater.intern_block(snapshot, &block);
+                    snapshot.direct.push(id);
+                    block.clear();
+                }
+            },
+        )
+    }
+
+    /// Computes the entry of every chunk `first_chunk..=last_chunk` from
+    /// `ranges`, which must exactly cover those chunks' addresses, and
+    /// hands each `(chunk, entry)` to `sink` in chunk order; the entry holds
+    /// one reference to its stored chunk.
+    fn fill_chunks(
+        &mut self,
+        snapshot: &mut Dxr,
+        ranges: &[Range<u32>],
+        first_chunk: u32,
+        last_chunk: u32,
+        mut sink: impl FnMut(&mut Self, &mut Dxr, u32, u32),
+    ) -> Result<(), ChunkError> {
+        let g = self.geometry;
+        debug_assert_eq!(
+            ranges.first().map(|r| r.first),
+            Some(first_chunk << g.chunk_shift)
+        );
+        debug_assert_eq!(
+            ranges.last().map(|r| r.last),
+            Some((last_chunk << g.chunk_shift) | g.offset_mask)
+        );
+        let mut next = 0; // the range holding the current chunk's first address
+                          // PERF: most chunks (all but a few % at K >= 20) lie inside one
+                          // range; they reuse that range's entry instead of looking its label
+                          // up again (dxr_bench build times).
+        let mut inside = (usize::MAX, 0);
+        for chunk in first_chunk..=last_chunk {
+            let first = chunk << g.chunk_shift;
+            let last = first | g.offset_mask;
+            while ranges[next].last < first {
+                next += 1;
+            }
+            let entry = if ranges[next].last >= last {
+                if inside.0 != next {
+                    let index = self
+                        .labels
+                        .index(ranges[next].label)
+                        .map_err(ChunkError::Label)?;
+                    inside = (next, label_entry(index));
+                }
+                inside.1
+            } else {
+                let end = next
+                    + 1
+                    + ranges[next + 1..]
+                        .iter()
+                        .take_while(|r| r.first <= last)
+                        .count();
+                self.store_chunk(snapshot, &ranges[next..end], first)?
+            };
+            sink(self, snapshot, chunk, entry);
         }
         Ok(())
     }
 
-    fn label_index(&mut self, label: Option<Label>) -> Result<u32, BuildError> {
-        let Some(label) = label else { return Ok(0) };
-        if let Some(&index) = self.state.label_index.get(&label) {
-            return Ok(index);
-        }
-        let index = self.results.len() as u32;
-        if index > LABEL_MASK {
-            return Err(BuildError::Limit {
-                engine: self.name(),
-                why: format!("more than 2^{LABEL_BITS} distinct labels (label entries hold {LABEL_BITS} bits)"),
-            });
-        }
-        self.results.push(Some(label));
-        self.state.label_index.insert(label, index);
-        Ok(index)
-    }
-
-    /// The entry for the chunk starting at `first`, whose ranges are
-    /// `pieces` (the first may start before the chunk, the last end after
-    /// it). A stored chunk's reference count is raised by one for the caller.
-    fn chunk_entry(&mut self, pieces: &[Range<u32>], first: u32) -> Result<u32, ChunkError> {
-        debug_assert!(!pieces.is_empty() && pieces[0].first <= first);
-        if pieces.len() == 1 {
-            let index = self
-                .label_index(pieces[0].label)
-                .map_err(ChunkError::Label)?;
-            return Ok((FORMAT_LABEL << FORMAT_SHIFT) | index);
-        }
-        // Scratch buffers live in the state so a build allocates them once.
-        let mut indices = std::mem::take(&mut self.state.scratch_indices);
-        let mut words = std::mem::take(&mut self.state.scratch_words);
+    /// The entry for the chunk starting at `first`, whose `pieces` (at least
+    /// two) are its ranges (the first may start before the chunk, the last
+    /// end after it). A stored chunk's reference count is raised by one for
+    /// the caller.
+    fn store_chunk(
+        &mut self,
+        snapshot: &mut Dxr,
+        pieces: &[Range<u32>],
+        first: u32,
+    ) -> Result<u32, ChunkError> {
+        debug_assert!(pieces.len() >= 2 && pieces[0].first <= first);
+        // Scratch buffers live in the updater so a build allocates them once.
+        let mut indices = std::mem::take(&mut self.scratch_indices);
+        let mut words = std::mem::take(&mut self.scratch_words);
         indices.clear();
         words.clear();
-        let result = self.assemble_chunk(pieces, first, &mut indices, &mut words);
-        self.state.scratch_indices = indices;
-        self.state.scratch_words = words;
+        let result = self
+            .assemble_chunk(pieces, first, &mut indices, &mut words)
+            .and_then(|(format, size)| self.intern_chunk(snapshot, format, size, &words));
+        self.scratch_indices = indices;
+        self.scratch_words = words;
         result
     }
 
+    /// Writes the range-table words of a chunk into `words`; returns its
+    /// format and size field.
     fn assemble_chunk(
         &mut self,
         pieces: &[Range<u32>],
         first: u32,
         indices: &mut Vec<u32>,
         words: &mut Vec<u16>,
-    ) -> Result<u32, ChunkError> {
+    ) -> Result<(u32, u32), ChunkError> {
         for piece in pieces {
-            indices.push(self.label_index(piece.label).map_err(ChunkError::Label)?);
+            indices.push(self.labels.index(piece.label).map_err(ChunkError::Label)?);
         }
+        let short_shift = self.geometry.short_shift;
         let n = pieces.len();
         let offset = |piece: &Range<u32>| piece.first.max(first) - first;
         let max_index = indices.iter().copied().max().unwrap_or(0);
-        let short_grid = (1u32 << self.short_shift) - 1;
+        let short_grid = (1u32 << short_shift) - 1;
         let format = if max_index <= 0xff && pieces.iter().all(|p| offset(p) & short_grid == 0) {
             FORMAT_SHORT
         } else if max_index <= 0xffff {
@@ -191,7 +394,7 @@ impl Dxr {
         }
         if format == FORMAT_SHORT {
             for (piece, &index) in pieces.iter().zip(indices.iter()) {
-                words.push((((offset(piece) >> self.short_shift) << 8) | index) as u16);
+                words.push((((offset(piece) >> short_shift) << 8) | index) as u16);
             }
         } else {
             words.extend(pieces.iter().map(|p| offset(p) as u16));
@@ -202,88 +405,76 @@ impl Dxr {
                 }
             }
         }
-        let size = if escaped { SIZE_ESCAPE } else { n as u32 };
-        self.intern_chunk(format, size, words)
-            .map_err(|BaseOverflow| ChunkError::Base)
+        Ok((format, if escaped { SIZE_ESCAPE } else { n as u32 }))
     }
 
     /// Stores a chunk once: an identical stored chunk gains a reference,
     /// otherwise the words are placed (in freed space if a run fits).
-    fn intern_chunk(&mut self, format: u32, size: u32, words: &[u16]) -> Result<u32, BaseOverflow> {
+    fn intern_chunk(
+        &mut self,
+        snapshot: &mut Dxr,
+        format: u32,
+        size: u32,
+        words: &[u16],
+    ) -> Result<u32, ChunkError> {
         let hash = hash_chunk(format, words);
-        if let Some(&entry) = self.state.chunks.get(&hash) {
-            let base = (entry & BASE_MASK) as usize;
-            if entry >> FORMAT_SHIFT == format
-                && (entry >> SIZE_SHIFT) & SIZE_MASK == size
-                && self.ranges.get(base..base + words.len()) == Some(words)
+        if let Some(&entry) = self.chunks.get(&hash) {
+            let base = base_of(entry);
+            if format_of(entry) == format
+                && size_of(entry) == size
+                && snapshot.ranges.get(base..base + words.len()) == Some(words)
             {
-                self.state.chunk_refs[base] += 1;
+                self.chunk_refs[base] += 1;
                 return Ok(entry);
             }
         }
-        let base = self.alloc(words.len())?;
-        self.ranges[base..base + words.len()].copy_from_slice(words);
-        self.state.chunk_refs[base] = 1;
-        let entry = (format << FORMAT_SHIFT) | (size << SIZE_SHIFT) | base as u32;
+        let base = self.alloc(snapshot, words.len())?;
+        snapshot.ranges[base..base + words.len()].copy_from_slice(words);
+        self.chunk_refs[base] = 1;
+        let entry = chunk_entry(format, size, base);
         // On a hash collision the newer chunk wins the slot; the older one
         // just stops being found for dedup.
-        self.state.chunks.insert(hash, entry);
+        self.chunks.insert(hash, entry);
         Ok(entry)
     }
 
-    /// Words a stored chunk occupies (header included).
-    pub(super) fn chunk_words(&self, entry: u32) -> usize {
-        let base = (entry & BASE_MASK) as usize;
-        let size = (entry >> SIZE_SHIFT) & SIZE_MASK;
-        let (header, n) = if size == SIZE_ESCAPE {
-            (1, self.ranges[base] as usize + 1)
-        } else {
-            (0, size as usize)
-        };
-        let per_range = match entry >> FORMAT_SHIFT {
-            FORMAT_SHORT => 1,
-            FORMAT_LONG => 2,
-            _ => 3,
-        };
-        header + n * per_range
-    }
-
     /// Drops one reference to `entry`'s chunk, freeing it at zero.
-    fn release(&mut self, entry: u32) {
-        if entry >> FORMAT_SHIFT == FORMAT_LABEL {
+    fn release(&mut self, ranges: &[u16], entry: u32) {
+        if is_label(entry) {
             return;
         }
-        let base = (entry & BASE_MASK) as usize;
-        debug_assert!(self.state.chunk_refs[base] > 0, "release of a free chunk");
-        self.state.chunk_refs[base] -= 1;
-        if self.state.chunk_refs[base] > 0 {
+        let base = base_of(entry);
+        debug_assert!(self.chunk_refs[base] > 0, "release of a free chunk");
+        self.chunk_refs[base] -= 1;
+        if self.chunk_refs[base] > 0 {
             return;
         }
-        let len = self.chunk_words(entry);
-        let hash = hash_chunk(entry >> FORMAT_SHIFT, &self.ranges[base..base + len]);
-        if self.state.chunks.get(&hash) == Some(&entry) {
-            self.state.chunks.remove(&hash);
+        let len = chunk_words(ranges, entry);
+        let hash = hash_chunk(format_of(entry), &ranges[base..base + len]);
+        if self.chunks.get(&hash) == Some(&entry) {
+            self.chunks.remove(&hash);
         }
-        let free = &mut self.state.free;
-        free.by_len.entry(len as u32).or_default().push(base as u32);
-        free.words += len;
+        self.free
+            .by_len
+            .entry(len as u32)
+            .or_default()
+            .push(base as u32);
+        self.free.words += len;
     }
 
     /// Finds room for `len` words: the smallest free run that fits (the rest
     /// of it stays free), else the end of the table.
-    fn alloc(&mut self, len: usize) -> Result<usize, BaseOverflow> {
-        let free = &mut self.state.free;
-        if let Some((&run, bases)) = free.by_len.range(len as u32..).next() {
-            let run = run as usize;
-            let base = bases.last().copied().unwrap_or_default() as usize;
-            let emptied = {
-                let bases = free.by_len.get_mut(&(run as u32)).expect("run just found");
-                bases.pop();
-                bases.is_empty()
-            };
-            if emptied {
-                free.by_len.remove(&(run as u32));
+    fn alloc(&mut self, snapshot: &mut Dxr, len: usize) -> Result<usize, ChunkError> {
+        let free = &mut self.free;
+        if let Some((&run, bases)) = free.by_len.range_mut(len as u32..).next() {
+            let base = bases
+                .pop()
+                .expect("free runs are listed only while some remain")
+                as usize;
+            if bases.is_empty() {
+                free.by_len.remove(&run);
             }
+            let run = run as usize;
             free.words -= run;
             if run > len {
                 free.by_len
@@ -294,265 +485,291 @@ impl Dxr {
             }
             return Ok(base);
         }
-        let base = self.ranges.len();
+        let base = snapshot.ranges.len();
         if base + len > 1 << BASE_BITS {
-            return Err(BaseOverflow);
+            return Err(ChunkError::Base);
         }
-        self.ranges.resize(base + len, 0);
-        self.state.chunk_refs.resize(base + len, 0);
+        snapshot.ranges.resize(base + len, 0);
+        self.chunk_refs.resize(base + len, 0);
         Ok(base)
     }
 
-    /// Lays out the per-chunk `entries` (each holding one reference) in the
-    /// layout's tables.
-    fn install(&mut self, entries: Vec<u32>) {
-        if self.layout.d_bits == 0 {
-            self.ext = entries;
-            return;
-        }
-        let block_len = 1usize << self.x_bits;
-        let blocks = 1usize << self.layout.d_bits;
-        self.direct = Vec::with_capacity(blocks);
-        for content in entries.chunks_exact(block_len) {
-            let id = match self.find_block(content) {
-                Some(id) => {
-                    self.state.block_refs[id as usize] += 1;
-                    // The stored block already holds these references.
-                    for &entry in content {
-                        self.release(entry);
-                    }
-                    id
+    /// The number of a stored block with `content`, gaining a reference
+    /// (the content's chunk references are dropped: the stored block holds
+    /// its own), or of a new block holding `content` and its references.
+    fn intern_block(&mut self, snapshot: &mut Dxr, content: &[u32]) -> u16 {
+        match self.find_block(&snapshot.ext, content) {
+            Some(id) => {
+                self.block_refs[id as usize] += 1;
+                for &entry in content {
+                    self.release(&snapshot.ranges, entry);
                 }
-                None => self.new_block(content),
-            };
-            self.direct.push(id);
+                id
+            }
+            None => self.new_block(snapshot, content),
         }
     }
 
-    fn find_block(&self, content: &[u32]) -> Option<u16> {
-        let id = *self.state.blocks.get(&hash_block(content))?;
-        let start = (id as usize) << self.x_bits;
-        (self.ext[start..start + content.len()] == *content).then_some(id)
+    fn find_block(&self, ext: &[u32], content: &[u32]) -> Option<u16> {
+        let id = *self.blocks.get(&hash_block(content))?;
+        let start = (id as usize) << self.geometry.x_bits;
+        (ext[start..start + content.len()] == *content).then_some(id)
     }
 
     /// Stores a new block with one reference; `content`'s chunk references
     /// become the block's.
-    fn new_block(&mut self, content: &[u32]) -> u16 {
-        let id = match self.state.free_blocks.pop() {
+    fn new_block(&mut self, snapshot: &mut Dxr, content: &[u32]) -> u16 {
+        let id = match self.free_blocks.pop() {
             Some(id) => {
-                let start = (id as usize) << self.x_bits;
-                self.ext[start..start + content.len()].copy_from_slice(content);
-                self.state.block_refs[id as usize] = 1;
+                let start = (id as usize) << self.geometry.x_bits;
+                snapshot.ext[start..start + content.len()].copy_from_slice(content);
+                self.block_refs[id as usize] = 1;
                 id
             }
             None => {
                 // INVARIANT: at most 2^D blocks are live (one per direct
                 // entry) and a new block is made only while the old one is
                 // still shared, so numbers stay below 2^D <= 2^16.
-                let id = self.state.block_refs.len();
-                debug_assert!(id < 1 << self.layout.d_bits);
-                self.ext.extend_from_slice(content);
-                self.state.block_refs.push(1);
+                let id = self.block_refs.len();
+                debug_assert!(id < 1 << self.config.d_bits);
+                snapshot.ext.extend_from_slice(content);
+                self.block_refs.push(1);
                 id as u16
             }
         };
-        self.state.blocks.insert(hash_block(content), id);
+        self.blocks.insert(hash_block(content), id);
         id
     }
 
     /// Drops one reference to block `id`, freeing it (and its chunk
     /// references) at zero.
-    fn release_block(&mut self, id: u16) {
-        self.state.block_refs[id as usize] -= 1;
-        if self.state.block_refs[id as usize] > 0 {
+    fn release_block(&mut self, snapshot: &Dxr, id: u16) {
+        self.block_refs[id as usize] -= 1;
+        if self.block_refs[id as usize] > 0 {
             return;
         }
-        let start = (id as usize) << self.x_bits;
-        let content = self.ext[start..start + (1 << self.x_bits)].to_vec();
-        if self.state.blocks.get(&hash_block(&content)) == Some(&id) {
-            self.state.blocks.remove(&hash_block(&content));
+        let start = (id as usize) << self.geometry.x_bits;
+        let content = &snapshot.ext[start..start + (1 << self.geometry.x_bits)];
+        let hash = hash_block(content);
+        if self.blocks.get(&hash) == Some(&id) {
+            self.blocks.remove(&hash);
         }
-        for entry in content {
-            self.release(entry);
+        for &entry in content {
+            self.release(&snapshot.ranges, entry);
         }
-        self.state.free_blocks.push(id);
+        self.free_blocks.push(id);
     }
 
-    /// [`LegacyEngine::update`]: rebuilds the chunks the changed prefixes cover.
-    pub(super) fn update_chunks(
+    /// Rebuilds the chunks of the `windows` (sorted, disjoint chunk-number
+    /// ranges) from `rib`.
+    fn patch(
         &mut self,
+        snapshot: &mut Dxr,
         rib: &Rib<u32>,
-        changed: &[Prefix<u32>],
-    ) -> Result<(), BuildError> {
-        let shift = self.chunk_shift;
-        let merged = crate::engines::touched_blocks(changed, shift);
+        windows: &[(u32, u32)],
+    ) -> Result<(), ChunkError> {
+        let g = self.geometry;
         let mut ranges = Vec::new();
-        let mut pieces = Vec::new();
-        let mut fresh: Vec<(u32, u32)> = Vec::new(); // (chunk, entry)
-        for (lo, hi) in merged {
+        let mut group: Vec<(u32, u32)> = Vec::new(); // (chunk, entry) of one block
+        let mut result = Ok(());
+        for &(lo, hi) in windows {
             ranges.clear();
             rib.ranges_in(
-                lo << shift,
-                (hi << shift) | self.offset_mask,
+                lo << g.chunk_shift,
+                (hi << g.chunk_shift) | g.offset_mask,
                 true,
                 &mut ranges,
             );
-            let mut next = 0;
-            for chunk in lo..=hi {
-                let first = chunk << shift;
-                let last = first | self.offset_mask;
-                while ranges[next].last < first {
-                    next += 1;
-                }
-                pieces.clear();
-                pieces.extend(ranges[next..].iter().take_while(|r| r.first <= last));
-                match self.chunk_entry(&pieces, first) {
-                    Ok(entry) => fresh.push((chunk, entry)),
-                    Err(error) => {
-                        for (_, entry) in fresh {
-                            self.release(entry);
-                        }
-                        return Err(self.limit_error(error, rib));
-                    }
-                }
-            }
-        }
-        self.apply_entries(&fresh);
-        self.state.prefixes = rib.len();
-        let free = self.state.free.words;
-        if free > COMPACT_MIN_WORDS && free > self.ranges.len() / COMPACT_RATIO {
-            let compactions = self.state.compactions + 1;
-            let build_ns = self.state.build_ns;
-            *self = Self::with_layout(self.layout, rib)?;
-            self.state.compactions = compactions;
-            self.state.build_ns = build_ns;
-        }
-        Ok(())
-    }
-
-    /// Puts `fresh` (chunk, entry) pairs, sorted by chunk and each holding
-    /// one reference, in place of the old entries.
-    fn apply_entries(&mut self, fresh: &[(u32, u32)]) {
-        if self.layout.d_bits == 0 {
-            for &(chunk, entry) in fresh {
-                let old = std::mem::replace(&mut self.ext[chunk as usize], entry);
-                self.release(old);
-            }
-            return;
-        }
-        let x = self.x_bits;
-        let block_len = 1usize << x;
-        for group in fresh.chunk_by(|a, b| a.0 >> x == b.0 >> x) {
-            let slot = (group[0].0 >> x) as usize;
-            let old_id = self.direct[slot];
-            let old_start = (old_id as usize) << x;
-            let mut content = self.ext[old_start..old_start + block_len].to_vec();
-            for &(chunk, entry) in group {
-                content[(chunk & self.x_mask) as usize] = entry;
-            }
-            if let Some(id) = self.find_block(&content) {
-                if id != old_id {
-                    self.state.block_refs[id as usize] += 1;
-                    self.direct[slot] = id;
-                    self.release_block(old_id);
-                }
-                // The found block holds its own references.
-                for &(_, entry) in group {
-                    self.release(entry);
-                }
-            } else if self.state.block_refs[old_id as usize] == 1 {
-                // Sole owner: rewrite the block in place.
-                let old_hash = hash_block(&self.ext[old_start..old_start + block_len]);
-                if self.state.blocks.get(&old_hash) == Some(&old_id) {
-                    self.state.blocks.remove(&old_hash);
-                }
-                for &(chunk, entry) in group {
-                    let at = old_start + (chunk & self.x_mask) as usize;
-                    let old = std::mem::replace(&mut self.ext[at], entry);
-                    self.release(old);
-                }
-                self.state.blocks.insert(hash_block(&content), old_id);
+            result = if !self.config.is_extended() {
+                self.fill_chunks(
+                    snapshot,
+                    &ranges,
+                    lo,
+                    hi,
+                    |updater, snapshot, chunk, entry| {
+                        let old = std::mem::replace(&mut snapshot.ext[chunk as usize], entry);
+                        updater.release(&snapshot.ranges, old);
+                    },
+                )
             } else {
-                // Shared: copy on write. Every chunk in the copy gains a
-                // reference; the group's own references are then dropped.
-                for &entry in &content {
-                    if entry >> FORMAT_SHIFT != FORMAT_LABEL {
-                        self.state.chunk_refs[(entry & BASE_MASK) as usize] += 1;
-                    }
-                }
-                for &(_, entry) in group {
-                    self.release(entry);
-                }
-                let id = self.new_block(&content);
-                self.direct[slot] = id;
-                self.release_block(old_id);
-            }
-        }
-    }
-
-    /// Turns a chunk error into a [`BuildError`], naming the `K` values whose
-    /// range table would fit (estimated without dedup, so an upper bound).
-    fn limit_error(&self, error: ChunkError, rib: &Rib<u32>) -> BuildError {
-        match error {
-            ChunkError::Label(error) => error,
-            ChunkError::Base => {
-                let ranges = rib.ranges();
-                let fitting: Vec<String> = (MIN_K..=MAX_K)
-                    .filter(|&k| estimate_words(&ranges, k) <= 1 << BASE_BITS)
-                    .map(|k| format!("k={k}"))
-                    .collect();
-                BuildError::Limit {
-                    engine: self.name(),
-                    why: format!(
-                        "the range table needs more than 2^{BASE_BITS} 16-bit words, the most a \
-                         {BASE_BITS}-bit chunk base can address; {}",
-                        if fitting.is_empty() {
-                            "no K in 16..=24 fits this table (use dir24-8)".to_string()
-                        } else {
-                            format!("these layouts fit: {}", fitting.join(", "))
+                self.fill_chunks(
+                    snapshot,
+                    &ranges,
+                    lo,
+                    hi,
+                    |updater, snapshot, chunk, entry| {
+                        if group
+                            .first()
+                            .is_some_and(|&(c, _)| c >> g.x_bits != chunk >> g.x_bits)
+                        {
+                            updater.patch_block(snapshot, &group);
+                            group.clear();
                         }
-                    ),
-                }
+                        group.push((chunk, entry));
+                    },
+                )
+            };
+            if !group.is_empty() {
+                self.patch_block(snapshot, &group);
+                group.clear();
+            }
+            if result.is_err() {
+                break;
             }
         }
+        // Even after an error: entries may name labels added on the way.
+        self.labels.sync(&mut snapshot.results);
+        self.prefixes = rib.len();
+        result
+    }
+
+    /// Puts `group`'s (chunk, entry) pairs, all of one block, sorted by
+    /// chunk and each holding one reference, in place of the old entries.
+    fn patch_block(&mut self, snapshot: &mut Dxr, group: &[(u32, u32)]) {
+        let g = self.geometry;
+        let block_len = 1usize << g.x_bits;
+        let slot = (group[0].0 >> g.x_bits) as usize;
+        let old_id = snapshot.direct[slot];
+        let old_start = (old_id as usize) << g.x_bits;
+        let mut content = std::mem::take(&mut self.scratch_block);
+        content.clear();
+        content.extend_from_slice(&snapshot.ext[old_start..old_start + block_len]);
+        for &(chunk, entry) in group {
+            content[(chunk & g.x_mask) as usize] = entry;
+        }
+        if let Some(id) = self.find_block(&snapshot.ext, &content) {
+            if id != old_id {
+                self.block_refs[id as usize] += 1;
+                snapshot.direct[slot] = id;
+                self.release_block(snapshot, old_id);
+            }
+            // The found block holds its own references.
+            for &(_, entry) in group {
+                self.release(&snapshot.ranges, entry);
+            }
+        } else if self.block_refs[old_id as usize] == 1 {
+            // Sole owner: rewrite the block in place.
+            let old_hash = hash_block(&snapshot.ext[old_start..old_start + block_len]);
+            if self.blocks.get(&old_hash) == Some(&old_id) {
+                self.blocks.remove(&old_hash);
+            }
+            for &(chunk, entry) in group {
+                let at = old_start + (chunk & g.x_mask) as usize;
+                let old = std::mem::replace(&mut snapshot.ext[at], entry);
+                self.release(&snapshot.ranges, old);
+            }
+            self.blocks.insert(hash_block(&content), old_id);
+        } else {
+            // Shared: copy on write. Every chunk in the copy gains a
+            // reference; the group's own references are then dropped.
+            for &entry in &content {
+                if !is_label(entry) {
+                    self.chunk_refs[base_of(entry)] += 1;
+                }
+            }
+            for &(_, entry) in group {
+                self.release(&snapshot.ranges, entry);
+            }
+            let id = self.new_block(snapshot, &content);
+            snapshot.direct[slot] = id;
+            self.release_block(snapshot, old_id);
+        }
+        self.scratch_block = content;
+    }
+
+    /// Statistics of `snapshot`, which this updater last built or patched.
+    fn collect_stats(&self, snapshot: &Dxr) -> DxrStats {
+        let live_blocks = self.block_refs.len() - self.free_blocks.len();
+        let mut stats = DxrStats::new(snapshot, live_blocks);
+        stats.prefixes = self.prefixes;
+        stats.labels = self.labels.len();
+        stats.free_range_words = self.free.words;
+        stats.build_ns = self.build_ns;
+        stats.compactions = self.compactions;
+        stats.span_rebuilds = self.span_rebuilds;
+        stats
     }
 }
 
-/// Why a chunk could not be stored.
-enum ChunkError {
-    Label(BuildError),
-    Base,
+/// The labels of `ranges`, those on most ranges first (ties by label).
+fn labels_by_frequency(ranges: &[Range<u32>]) -> Vec<Label> {
+    let mut counts: HashMap<Label, usize> = HashMap::new();
+    for range in ranges {
+        if let Some(label) = range.label {
+            *counts.entry(label).or_default() += 1;
+        }
+    }
+    let mut labels: Vec<(Label, usize)> = counts.into_iter().collect();
+    labels.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    labels.into_iter().map(|(label, _)| label).collect()
 }
 
-/// Range-table words layout `k` needs for `ranges` without dedup, assuming
-/// the widest format (an upper bound).
-fn estimate_words(ranges: &[Range<u32>], k: u32) -> usize {
-    let shift = 32 - k;
-    let mut words = 0usize;
-    let mut chunk_ranges = 0usize;
-    let mut chunk = 0u32;
-    let flush = |n: usize, words: &mut usize| {
-        if n > 1 {
-            *words += 1 + 3 * n;
+/// The error for a range table that outgrew the base field of `config`,
+/// naming the layouts whose range table fits `rib` (when given; updates
+/// leave that to the rebuild that follows their error).
+fn range_table_limit(config: DxrConfig, rib: Option<&Rib<u32>>) -> BuildError {
+    let advice = match rib.map(|rib| fitting_k(rib, config.k_bits)) {
+        None => String::new(),
+        Some(fitting) if fitting.is_empty() => {
+            format!("; no K in {MIN_K}..={MAX_K} fits this table (use dir24-8)")
+        }
+        Some(fitting) => {
+            let specs: Vec<String> = fitting
+                .iter()
+                .map(|&k| DxrConfig::single(k).to_string())
+                .collect();
+            format!(
+                "; layouts that fit: {} (or dxr:d=D,x=X with D+X one of these K)",
+                specs.join(", ")
+            )
         }
     };
-    for range in ranges {
-        let first = range.first >> shift;
-        let last = range.last >> shift;
-        if first != chunk {
-            flush(chunk_ranges, &mut words);
-            chunk_ranges = 0;
-        }
-        chunk_ranges += 1;
-        if last != first {
-            // The range ends in a later chunk, where it is that chunk's first.
-            flush(chunk_ranges, &mut words);
-            chunk_ranges = 1;
-        }
-        chunk = last;
+    BuildError::Limit {
+        engine: config.to_string(),
+        why: format!(
+            "the range table needs more than 2^{BASE_BITS} 16-bit words, the most a \
+             {BASE_BITS}-bit chunk base can address{advice}"
+        ),
     }
-    flush(chunk_ranges, &mut words);
-    words
+}
+
+/// The `K` (other than `failed_k`) whose range table fits the base field
+/// for `rib`. Each candidate's range table is built for real, with the
+/// chunk dedup of a build, but without chunk entries or blocks (the range
+/// table is the same for every layout of one `K`), and abandoned as soon as
+/// it overflows: at most 8 MiB of words per candidate, no 2^K array.
+fn fitting_k(rib: &Rib<u32>, failed_k: u32) -> Vec<u32> {
+    let ranges = rib.ranges();
+    (MIN_K..=MAX_K)
+        .filter(|&k| k != failed_k)
+        .filter(|&k| {
+            let config = DxrConfig::single(k);
+            let mut sizer = DxrUpdater::new(config);
+            let mut scratch = Dxr::empty(config);
+            let last_chunk = ((1u64 << k) - 1) as u32;
+            sizer.reset(&ranges).is_ok()
+                && sizer
+                    .fill_chunks(&mut scratch, &ranges, 0, last_chunk, |_, _, _, _| {})
+                    .is_ok()
+        })
+        .collect()
+}
+
+/// Words a stored chunk occupies in `ranges` (header included).
+pub(super) fn chunk_words(ranges: &[u16], entry: u32) -> usize {
+    let base = base_of(entry);
+    let size = size_of(entry);
+    let (header, n) = if size == SIZE_ESCAPE {
+        (1, ranges[base] as usize + 1)
+    } else {
+        (0, size as usize)
+    };
+    let per_range = match format_of(entry) {
+        FORMAT_SHORT => 1,
+        FORMAT_LONG => 2,
+        _ => 3,
+    };
+    header + n * per_range
 }
 
 /// FxHash-style mixing: fast, and collisions only cost a missed dedup.

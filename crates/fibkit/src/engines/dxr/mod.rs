@@ -20,7 +20,7 @@
 //!   short (fmt 1): n words  start8 << 8 | label8       (2 bytes per range)
 //!   long  (fmt 2): n words start16, then n words label16  (4 bytes per range)
 //!   wide  (fmt 3): n words start16, then n x (label lo16, label hi16)  (6 bytes)
-//! results[label index] = Option<Label>   (index 0 = no route)
+//! results[label index] = LabelSlot   (index 0 = no route)
 //! ```
 //! `start` is a range's offset inside its chunk (the low `32-K` bits, at most
 //! 16 since `K >= 16`). A chunk is **short** when every label index fits 8
@@ -43,6 +43,13 @@
 //! 3.9–3.10); in the extended layout identical extension blocks are too
 //! (thesis 4.1). The extended lookup always reads both levels (thesis 4.2).
 //!
+//! The snapshot ([`Dxr`]) holds only what lookups read: the layout's shifts
+//! and masks, `direct`, `ext`, `ranges` and `results`, in a
+//! [`Storage`]. The updater ([`DxrUpdater`], in `build.rs`) holds what
+//! builds and updates need: the label index, the chunks' and blocks'
+//! reference counts and dedup maps, and the range table's free lists, as
+//! FreeBSD keeps `struct dxr_aux` apart from `struct dxr`.
+//!
 //! Memory accesses per lookup: D{K}R: one direct entry, then (if the chunk
 //! has `n >= 2` ranges) the range words: the thesis' binary search reads
 //! `ceil(log2 n)` of them one after the other; fibkit halves only down to
@@ -51,34 +58,38 @@
 //! table (small: one entry per label).
 //! D{D}X{X}R: one more, to the direct table (`2^D x 2` bytes, cache resident).
 //!
+//! Batch lookups ([`Lookup::lookup_batch`]) keep many entry reads in flight
+//! and leave the few keys that need a search for a second pass (see
+//! `lookup_masked`); slices of fewer than 4 keys, where that costs more
+//! than it saves, take the plain loop.
+//!
 //! Limits (checked at build, reported as [`BuildError::Limit`]):
 //! - the range table holds at most `2^22` words (8 MiB) — the base field;
-//!   the error names the `K` values that would fit;
-//! - at most `2^30` distinct labels (label entries use 30 bits);
+//!   the error names the layouts whose range table really fits (sized by a
+//!   dry run of the range table alone, without the chunk entries);
+//! - at most `2^30 - 1` distinct labels (label entries use 30 bits);
 //! - chunk sizes have no limit: sizes above 254 go to a header word
 //!   (a chunk holds at most `2^(32-K) <= 65,536` ranges, so `n-1` fits it);
 //! - `D <= 16`, so block numbers fit the u16 direct table.
 //!
-//! Updates ([`Fib::update`]) rebuild only the chunks a changed prefix covers,
-//! from the reference table (thesis 3.5). Freed range-table space goes to
-//! free lists by size (best fit, remainder split off); when free words exceed
-//! a quarter of the range table (and 4,096 words) the engine is rebuilt from
-//! the reference table, which compacts it, so the range table is never more
-//! than 4/3 of its live size plus 4,096 words. Labels first seen in updates
-//! are appended to the results table until that rebuild.
+//! Updates ([`Updater::update`]) rebuild only the chunks a changed prefix
+//! covers, from the reference table (thesis 3.5), unless that is most of
+//! the table: then the updater rebuilds the whole snapshot in place, so a
+//! change costs at most about one full build (see `build.rs`).
 
 mod build;
 mod stats;
 
-use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 
-use crate::engine::BuildError;
+use crate::engine::{BuildError, EngineConfig, Lookup};
 use crate::engines::prefetch;
-use crate::legacy::LegacyEngine;
-use crate::prefix::{Label, Prefix};
-use crate::rib::Rib;
+use crate::labels::LabelSlot;
+use crate::prefix::Label;
 use crate::spec::EngineSpec;
+use crate::storage::{Owned, Storage};
 
+pub use build::DxrUpdater;
 pub use stats::DxrStats;
 
 /// Entry bits 31..30: what the entry holds.
@@ -110,17 +121,6 @@ pub const MAX_K: u32 = 24;
 pub const MIN_D: u32 = 12;
 /// See [`MIN_D`].
 pub const MAX_D: u32 = 16;
-/// The default layout, chosen by measurement (docs/BENCHMARKS.md, "DXR"):
-/// with the masked batch lookup D20R is the fastest layout on random keys
-/// that keeps its speed when other processes share the L3 cache (D21R,
-/// twice its size, is as fast only on a quiet machine), it has the fastest
-/// plain loop, and it stays within the 7 bytes/prefix budget (5.4 on
-/// dfz-v4-nh). For serialized lookups or tight memory prefer `dxr:k=16` or
-/// `dxr:d=16,x=3` (1.2-1.6 bytes/prefix, 2-3x D20R on dependent keys).
-pub const DEFAULT_LAYOUT: Layout = Layout {
-    d_bits: 0,
-    k_bits: 20,
-};
 
 const _: () = assert!(2 + SIZE_BITS + BASE_BITS == 32);
 const _: () = assert!(FORMAT_SHIFT == LABEL_BITS && SIZE_SHIFT == BASE_BITS);
@@ -133,28 +133,108 @@ const _: () = assert!(
 const _: () = assert!((1u64 << (32 - MIN_K)) - 1 <= u16::MAX as u64);
 const _: () = assert!(MAX_D <= 16, "block numbers are u16");
 
+/// Whether a chunk entry holds a label index (the chunk lies inside one
+/// range) rather than the place of the chunk's ranges.
+#[inline(always)]
+fn is_label(entry: u32) -> bool {
+    entry >> FORMAT_SHIFT == FORMAT_LABEL
+}
+
+/// The label index of an entry for which [`is_label`] holds.
+#[inline(always)]
+fn label_of(entry: u32) -> u32 {
+    entry & LABEL_MASK
+}
+
+/// The entry of a chunk that lies inside one range of label index `index`.
+#[inline(always)]
+fn label_entry(index: u32) -> u32 {
+    debug_assert!(index <= LABEL_MASK);
+    (FORMAT_LABEL << FORMAT_SHIFT) | index
+}
+
+/// The format of an entry (`FORMAT_LABEL`, `_SHORT`, `_LONG`, `_WIDE`).
+#[inline(always)]
+fn format_of(entry: u32) -> u32 {
+    entry >> FORMAT_SHIFT
+}
+
+/// The size field of a chunk entry: its number of ranges, or
+/// [`SIZE_ESCAPE`] when the first word holds it.
+#[inline(always)]
+fn size_of(entry: u32) -> u32 {
+    (entry >> SIZE_SHIFT) & SIZE_MASK
+}
+
+/// The range-table word a chunk entry's data starts at.
+#[inline(always)]
+fn base_of(entry: u32) -> usize {
+    (entry & BASE_MASK) as usize
+}
+
+/// The entry of a chunk of `format` (not a label) with size field `size`
+/// stored from word `base`.
+#[inline(always)]
+fn chunk_entry(format: u32, size: u32, base: usize) -> u32 {
+    debug_assert!(format != FORMAT_LABEL && size <= SIZE_MASK && base <= BASE_MASK as usize);
+    (format << FORMAT_SHIFT) | (size << SIZE_SHIFT) | base as u32
+}
+
 /// Which DXR layout: `d_bits == 0` for the single-level D{K}R, otherwise
-/// D{d}X{k-d}R.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layout {
+/// D{d}X{k-d}R. Parsed from `dxr`, `dxr:k=K`, `dxr:d=D,x=X` or
+/// `dxr:d=D,k=K`; printed as `dxr:k=K` or `dxr:d=D,x=X`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DxrConfig {
     /// Bits of the extended layout's first-level direct table (0: none).
     pub d_bits: u32,
     /// Address bits resolved by the direct (and extension) tables.
     pub k_bits: u32,
 }
 
-impl Layout {
-    /// The spec string for this layout (`dxr:k=20`, `dxr:d=16,x=4`).
-    pub fn spec(self) -> String {
-        if self.d_bits == 0 {
-            format!("dxr:k={}", self.k_bits)
-        } else {
-            format!("dxr:d={},x={}", self.d_bits, self.k_bits - self.d_bits)
-        }
+/// The default layout, chosen by measurement (docs/BENCHMARKS.md, "DXR"):
+/// with the masked batch lookup D20R is the fastest layout on random keys
+/// that keeps its speed when other processes share the L3 cache (D21R,
+/// twice its size, is as fast only on a quiet machine), it has the fastest
+/// plain loop, and it stays within the 7 bytes/prefix budget (5.4 on
+/// dfz-v4-nh). For serialized lookups or tight memory prefer `dxr:k=16` or
+/// `dxr:d=16,x=3` (1.2-1.6 bytes/prefix, 2-3x D20R on dependent keys).
+pub const DEFAULT_LAYOUT: DxrConfig = DxrConfig {
+    d_bits: 0,
+    k_bits: 20,
+};
+
+impl Default for DxrConfig {
+    fn default() -> Self {
+        DEFAULT_LAYOUT
+    }
+}
+
+impl DxrConfig {
+    /// The single-level layout D{K}R.
+    pub fn single(k_bits: u32) -> Self {
+        DxrConfig { d_bits: 0, k_bits }
     }
 
-    /// Reads a layout from `dxr`, `dxr:k=K`, `dxr:d=D,x=X` or `dxr:d=D,k=K`.
-    pub fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
+    /// Whether this is the two-level layout D{D}X{X}R.
+    pub fn is_extended(self) -> bool {
+        self.d_bits != 0
+    }
+}
+
+impl fmt::Display for DxrConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.d_bits == 0 {
+            write!(f, "dxr:k={}", self.k_bits)
+        } else {
+            write!(f, "dxr:d={},x={}", self.d_bits, self.k_bits - self.d_bits)
+        }
+    }
+}
+
+impl EngineConfig for DxrConfig {
+    const NAMES: &'static [&'static str] = &["dxr"];
+
+    fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["k", "d", "x"])?;
         let k = spec.number("k", MIN_K..=MAX_K)?;
         let d = spec.number("d", MIN_D..=MAX_D)?;
@@ -163,7 +243,7 @@ impl Layout {
             if x.is_some() {
                 return Err(spec.error("`x` needs `d` (the extended layout is d=D,x=X)".into()));
             }
-            return Ok(k.map_or(DEFAULT_LAYOUT, |k_bits| Layout { d_bits: 0, k_bits }));
+            return Ok(k.map_or(DEFAULT_LAYOUT, DxrConfig::single));
         };
         let k_bits = match (k, x) {
             (Some(k), None) => k,
@@ -180,82 +260,130 @@ impl Layout {
                 k_bits as i64 - d_bits as i64
             )));
         }
-        Ok(Layout { d_bits, k_bits })
+        Ok(DxrConfig { d_bits, k_bits })
     }
 }
 
-/// The DXR engine (both layouts).
-#[derive(Clone, Debug)]
-pub struct Dxr {
-    layout: Layout,
+/// The shifts and masks of a layout, computed once so lookups do not
+/// derive them per key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Geometry {
     /// `32 - K`: shifts an address to its chunk number.
     chunk_shift: u32,
     /// `32 - D` (extended layout only).
     direct_shift: u32,
-    /// `X` and `2^X - 1` (extended layout only).
+    /// `X` and `2^X - 1` (extended layout only; `K` and 0 for D{K}R).
     x_bits: u32,
     x_mask: u32,
     /// `2^(32-K) - 1`: an address's offset inside its chunk.
     offset_mask: u32,
     /// `24 - K`: shifts an offset to its short (8-bit) start.
     short_shift: u32,
-    /// Extended layout: block number per `D`-bit prefix (empty for D{K}R).
-    direct: Vec<u16>,
-    /// D{K}R: one entry per chunk. Extended: blocks of `2^X` entries.
-    ext: Vec<u32>,
-    /// The range table: chunks of u16 words, see the module docs.
-    ranges: Vec<u16>,
-    /// Label index → result; index 0 is "no route".
-    results: Vec<Option<Label>>,
-    /// Build and update state; lookups never touch it.
-    state: build::State,
 }
 
-impl LegacyEngine<u32> for Dxr {
-    const NAMES: &'static [&'static str] = &["dxr"];
+impl Geometry {
+    fn new(config: DxrConfig) -> Self {
+        let (k, d) = (config.k_bits, config.d_bits);
+        Geometry {
+            chunk_shift: 32 - k,
+            direct_shift: if d == 0 { 0 } else { 32 - d },
+            x_bits: k - d,
+            x_mask: if d == 0 { 0 } else { (1 << (k - d)) - 1 },
+            offset_mask: (1u32 << (32 - k)) - 1,
+            short_shift: 24 - k,
+        }
+    }
+}
 
-    fn name(&self) -> String {
-        Dxr::name(self)
+/// The DXR lookup snapshot (both layouts): what lookups read, in storage
+/// `S`. Built and updated by [`DxrUpdater`].
+pub struct Dxr<S: Storage = Owned> {
+    config: DxrConfig,
+    geometry: Geometry,
+    /// Extended layout: block number per `D`-bit prefix (empty for D{K}R).
+    direct: S::Array<u16>,
+    /// D{K}R: one entry per chunk. Extended: blocks of `2^X` entries.
+    ext: S::Array<u32>,
+    /// The range table: chunks of u16 words, see the module docs.
+    ranges: S::Array<u16>,
+    /// Label index → result; index 0 is "no route".
+    results: S::Array<LabelSlot>,
+}
+
+impl<S: Storage> Clone for Dxr<S> {
+    fn clone(&self) -> Self {
+        Dxr {
+            config: self.config,
+            geometry: self.geometry,
+            direct: self.direct.clone(),
+            ext: self.ext.clone(),
+            ranges: self.ranges.clone(),
+            results: self.results.clone(),
+        }
     }
 
-    fn build(spec: &EngineSpec, rib: &Rib<u32>) -> Result<Self, BuildError> {
-        Dxr::build(spec, rib)
+    /// Reuses this snapshot's arrays (up to 64 MiB of chunk entries)
+    /// instead of allocating and faulting in new pages.
+    fn clone_from(&mut self, source: &Self) {
+        self.config = source.config;
+        self.geometry = source.geometry;
+        self.direct.clone_from(&source.direct);
+        self.ext.clone_from(&source.ext);
+        self.ranges.clone_from(&source.ranges);
+        self.results.clone_from(&source.results);
+    }
+}
+
+impl<S: Storage> fmt::Debug for Dxr<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dxr")
+            .field("config", &self.config)
+            .field("direct_entries", &self.direct.len())
+            .field("ext_entries", &self.ext.len())
+            .field("range_words", &self.ranges.len())
+            .field("labels", &self.results.len().saturating_sub(1))
+            .finish()
+    }
+}
+
+impl<S: Storage> Lookup<u32> for Dxr<S> {
+    #[inline(always)]
+    fn lookup(&self, addr: u32) -> Option<Label> {
+        let entry = self.ext[self.entry_index(addr)];
+        self.results[self.resolve(entry, addr) as usize].get()
+    }
+
+    #[inline]
+    fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<Label>]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        let out = &mut out[..addrs.len()];
+        if addrs.len() < SHORT_SLICE {
+            for (addr, result) in addrs.iter().zip(out.iter_mut()) {
+                *result = self.lookup(*addr);
+            }
+        } else if self.config.is_extended() {
+            self.lookup_masked::<true, true>(addrs, out);
+        } else {
+            self.lookup_masked::<false, true>(addrs, out);
+        }
     }
 
     fn memory_bytes(&self) -> usize {
         self.direct.len() * 2
             + self.ext.len() * 4
             + self.ranges.len() * 2
-            + self.results.len() * std::mem::size_of::<Option<Label>>()
-    }
-
-    #[inline]
-    fn lookup(&self, addr: u32) -> Option<Label> {
-        let entry = self.ext[self.entry_index(addr)];
-        self.results[self.resolve(entry, addr) as usize]
-    }
-
-    fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<Label>]) {
-        assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        let out = &mut out[..addrs.len()];
-        if self.layout.d_bits == 0 {
-            self.lookup_batch_masked::<false, true>(addrs, out);
-        } else {
-            self.lookup_batch_masked::<true, true>(addrs, out);
-        }
-    }
-
-    fn update(&mut self, rib: &Rib<u32>, changed: &[Prefix<u32>]) -> Result<(), BuildError> {
-        self.update_chunks(rib, changed)
-    }
-
-    fn stats(&self) -> Vec<(String, String)> {
-        self.dxr_stats().rows()
+            + self.results.len() * std::mem::size_of::<LabelSlot>()
     }
 }
 
-/// Keys per group of [`Dxr::lookup_batch_masked`]: the width of the mask
-/// that marks the keys needing a search.
+/// Slices shorter than this are looked up key by key: the masked pass
+/// costs more than it saves on so few keys.
+// PERF: lookup_batch / a lookup loop over the same n-key slices, dxr:k=20
+// (dxr_bench --short-slices, 2026-11-23 14:13 UTC, load average 15.7):
+// 0.53 at n=1, 0.72 at 2, 0.87 at 3, 1.05 at 4, 1.19 at 8, 2.50 at 32.
+const SHORT_SLICE: usize = 4;
+/// Keys per group of [`Dxr::lookup_masked`]: the width of the mask that
+/// marks the keys needing a search.
 const GROUP: usize = 64;
 /// How many keys ahead the batch lookup prefetches chunk entries (and, in
 /// the extended layout, twice as far ahead, direct-table entries).
@@ -268,86 +396,95 @@ const GROUP: usize = 64;
 // dxr:k=20) and of the marked keys a group early (no gain).
 const PREFETCH_DISTANCE: usize = 32;
 
-impl Dxr {
-    /// The engine's spec string (`dxr:k=20`).
-    pub fn name(&self) -> String {
-        self.layout.spec()
-    }
-
+impl<S: Storage> Dxr<S> {
     /// The layout.
-    pub fn layout(&self) -> Layout {
-        self.layout
+    pub fn config(&self) -> DxrConfig {
+        self.config
     }
 
     /// Index into `ext` of the entry for `addr`'s chunk. The extended layout
     /// always reads both levels (thesis 4.2): no branch on the first.
     #[inline(always)]
     fn entry_index(&self, addr: u32) -> usize {
-        if self.layout.d_bits == 0 {
-            self.entry_index_in::<false, false>(addr)
-        } else {
+        if self.config.is_extended() {
             self.entry_index_in::<true, false>(addr)
+        } else {
+            self.entry_index_in::<false, false>(addr)
         }
+    }
+
+    /// [`Dxr::entry_index`] for a layout known at compile time, so the
+    /// batch loop has no layout branch. `UNCHECKED` reads the direct table
+    /// without a bounds check.
+    #[inline(always)]
+    fn entry_index_in<const EXTENDED: bool, const UNCHECKED: bool>(&self, addr: u32) -> usize {
+        let g = &self.geometry;
+        if !EXTENDED {
+            return (addr >> g.chunk_shift) as usize;
+        }
+        let at = (addr >> g.direct_shift) as usize;
+        let block = if UNCHECKED {
+            debug_assert!(at < self.direct.len());
+            // SAFETY: the extended layout's direct table has 2^D entries
+            // (the updater builds one per D-bit prefix and never resizes
+            // it) and `at` is an address shifted right by 32 - D.
+            // Exercised against the checked twin by
+            // `masked_batch_matches_lookup_checked_and_unchecked`.
+            unsafe { *self.direct.get_unchecked(at) }
+        } else {
+            self.direct[at]
+        } as usize;
+        (block << g.x_bits) | ((addr >> g.chunk_shift) & g.x_mask) as usize
     }
 
     /// The label index for `addr` given its chunk's `entry`.
     #[inline(always)]
     fn resolve(&self, entry: u32, addr: u32) -> u32 {
-        let format = entry >> FORMAT_SHIFT;
-        if format == FORMAT_LABEL {
-            return entry & LABEL_MASK;
+        if is_label(entry) {
+            return label_of(entry);
         }
-        let mut n = ((entry >> SIZE_SHIFT) & SIZE_MASK) as usize;
-        let mut base = (entry & BASE_MASK) as usize;
-        if n == SIZE_ESCAPE as usize {
-            n = self.ranges[base] as usize + 1;
-            base += 1;
-        }
-        let offset = addr & self.offset_mask;
-        if format == FORMAT_SHORT {
-            let probe = (((offset >> self.short_shift) << 8) | 0xff) as u16;
-            return (self.ranges[base + search_window(&self.ranges, base, n, probe)] & 0xff) as u32;
-        }
-        let i = search_window(&self.ranges, base, n, offset as u16);
-        if format == FORMAT_LONG {
-            self.ranges[base + n + i] as u32
-        } else {
-            let at = base + n + 2 * i;
-            self.ranges[at] as u32 | (self.ranges[at + 1] as u32) << 16
-        }
+        self.search_chunk(entry, addr)
     }
 
-    /// [`Dxr::entry_index`] for a layout known at compile time, so the
-    /// batch loop has no layout branch (`entry_index` picks one at run time). `UNCHECKED` reads the direct table
-    /// without a bounds check.
+    /// The label index for `addr` in the chunk of ranges `entry` points to.
     #[inline(always)]
-    fn entry_index_in<const EXTENDED: bool, const UNCHECKED: bool>(&self, addr: u32) -> usize {
-        if !EXTENDED {
-            return (addr >> self.chunk_shift) as usize;
+    fn search_chunk(&self, entry: u32, addr: u32) -> u32 {
+        let ranges = &self.ranges[..];
+        let mut n = size_of(entry) as usize;
+        let mut base = base_of(entry);
+        if n == SIZE_ESCAPE as usize {
+            n = ranges[base] as usize + 1;
+            base += 1;
         }
-        let at = (addr >> self.direct_shift) as usize;
-        let block = if UNCHECKED {
-            debug_assert!(at < self.direct.len());
-            // SAFETY: the extended layout's direct table has 2^D entries
-            // (`install` builds one per D-bit prefix and updates never
-            // resize it) and `at` is an address shifted right by 32 - D.
-            unsafe { *self.direct.get_unchecked(at) }
+        let offset = addr & self.geometry.offset_mask;
+        let format = format_of(entry);
+        if format == FORMAT_SHORT {
+            let probe = (((offset >> self.geometry.short_shift) << 8) | 0xff) as u16;
+            return (ranges[base + search_window(ranges, base, n, probe)] & 0xff) as u32;
+        }
+        let i = search_window(ranges, base, n, offset as u16);
+        if format == FORMAT_LONG {
+            ranges[base + n + i] as u32
         } else {
-            self.direct[at]
-        } as usize;
-        (block << self.x_bits) | ((addr >> self.chunk_shift) & self.x_mask) as usize
+            let at = base + n + 2 * i;
+            ranges[at] as u32 | (ranges[at + 1] as u32) << 16
+        }
     }
 
     /// The batch lookup (thesis 4.2, "keep many lookups in flight"), in two
-    /// passes per group of [`GROUP`] keys.
+    /// passes per group of [`GROUP`] keys, for slices of any length.
     ///
     /// Pass one is branch-free and does the same few steps for every key:
-    /// read the chunk entry (prefetched [`PREFETCH_DISTANCE`] keys ahead,
-    /// its direct-table entry twice as far), store the result of a label
-    /// entry, or the "no route" result as a placeholder, and set the key's
-    /// bit in a mask when the entry points to ranges instead. Pass two runs
-    /// one group later, when those entries have long arrived, and resolves
-    /// only the marked keys (5-8% on dfz-v4-nh) with [`Dxr::resolve`].
+    /// read the chunk entry (in long slices prefetched [`PREFETCH_DISTANCE`]
+    /// keys ahead, its direct-table entry twice as far), store the result of
+    /// a label entry, or the "no route" result as a placeholder, and set the
+    /// key's bit in a mask when the entry points to ranges instead. Pass two
+    /// runs one group later, when those entries have long arrived, and
+    /// resolves only the marked keys (5-8% on dfz-v4-nh) with
+    /// [`Dxr::search_chunk`]. The last group may be partial, and a slice
+    /// shorter than a group is one partial group: its pass two follows its
+    /// pass one at once, so a burst of 8 keys issues its 8 entry reads
+    /// back to back before any branch that depends on them.
     ///
     /// Why this shape: on random keys the entry loads miss L1 and L2, and
     /// what limits throughput is how many of them the core keeps in flight.
@@ -360,105 +497,135 @@ impl Dxr {
     ///
     /// `UNCHECKED` drops the bounds checks on the reads every key makes;
     /// `false` is its safe twin (the tests compare them).
-    fn lookup_batch_masked<const EXTENDED: bool, const UNCHECKED: bool>(
+    #[inline(never)]
+    fn lookup_masked<const EXTENDED: bool, const UNCHECKED: bool>(
         &self,
         addrs: &[u32],
         out: &mut [Option<Label>],
     ) {
         debug_assert_eq!(addrs.len(), out.len());
-        let groups = addrs.len() / GROUP;
-        // Groups whose prefetch window (2 x distance, for the direct table)
-        // lies inside `addrs`; the last few groups skip the prefetch.
-        let prefetched = addrs.len().saturating_sub(2 * PREFETCH_DISTANCE) / GROUP;
-        // Keys of the previous group still to resolve.
-        let mut pending = 0u64;
-        for group in 0..groups {
-            let start = group * GROUP;
+        // The previous group's start and the keys of it still to resolve.
+        let mut pending = (0, 0u64);
+        let mut start = 0;
+        // Full groups whose prefetch window (2 x distance, for the direct
+        // table) lies inside `addrs`.
+        while start + GROUP + 2 * PREFETCH_DISTANCE <= addrs.len() {
+            let group = |from: usize| -> &[u32; GROUP] {
+                addrs[from..from + GROUP].try_into().expect("GROUP keys")
+            };
             let results: &mut [Option<Label>; GROUP] = (&mut out[start..start + GROUP])
                 .try_into()
-                .expect("a slice of GROUP results");
-            let marked = if group < prefetched {
-                self.first_pass::<EXTENDED, UNCHECKED, true>(addrs, start, results)
-            } else {
-                self.first_pass::<EXTENDED, UNCHECKED, false>(addrs, start, results)
-            };
-            if group > 0 {
-                self.resolve_marked::<EXTENDED>(addrs, out, start - GROUP, pending);
-            }
-            pending = marked;
+                .expect("GROUP results");
+            let marked = self.first_pass_prefetching::<EXTENDED, UNCHECKED>(
+                group(start),
+                group(start + PREFETCH_DISTANCE),
+                group(start + 2 * PREFETCH_DISTANCE),
+                results,
+            );
+            self.resolve_marked::<EXTENDED>(addrs, out, pending.0, pending.1);
+            pending = (start, marked);
+            start += GROUP;
         }
-        if groups > 0 {
-            self.resolve_marked::<EXTENDED>(addrs, out, (groups - 1) * GROUP, pending);
-        }
-        let done = groups * GROUP;
-        for (addr, result) in addrs[done..].iter().zip(&mut out[done..]) {
-            *result = self.lookup(*addr);
-        }
-    }
-
-    /// Pass one of [`Dxr::lookup_batch_masked`] over the group at `start`:
-    /// stores every result a label entry gives and returns the mask of the
-    /// keys that need a search. With `PREFETCH`, `addrs` must hold
-    /// `2 * PREFETCH_DISTANCE` keys past the group.
-    #[inline(always)]
-    fn first_pass<const EXTENDED: bool, const UNCHECKED: bool, const PREFETCH: bool>(
-        &self,
-        addrs: &[u32],
-        start: usize,
-        out: &mut [Option<Label>; GROUP],
-    ) -> u64 {
-        let keys: &[u32; GROUP] = addrs[start..start + GROUP]
-            .try_into()
-            .expect("a slice of GROUP keys");
-        if PREFETCH {
-            // One check for the whole group instead of one per key.
-            assert!(start + GROUP + 2 * PREFETCH_DISTANCE <= addrs.len());
-        }
-        let mut marked = 0u64;
-        for (j, (&addr, result)) in keys.iter().zip(out.iter_mut()).enumerate() {
-            if PREFETCH {
-                let ahead = start + j + PREFETCH_DISTANCE;
-                // The assert above lets the compiler drop the bounds checks.
-                if EXTENDED {
-                    let far = addrs[ahead + PREFETCH_DISTANCE];
-                    prefetch(
-                        self.direct
-                            .as_ptr()
-                            .wrapping_add((far >> self.direct_shift) as usize),
-                    );
-                }
-                let near = addrs[ahead];
-                let at = self.entry_index_in::<EXTENDED, UNCHECKED>(near);
+        // The last keys (all of a short slice), in groups that may be
+        // partial.
+        while start < addrs.len() {
+            let end = addrs.len().min(start + GROUP);
+            // A burst has no later keys to prefetch for: asking for every
+            // entry of the group before reading any keeps them all in
+            // flight at once. (Not A/B-measured on its own; the burst
+            // figures with it are in docs/BENCHMARKS.md, "DXR: snapshot
+            // split, bursts and update bounds".)
+            for &addr in &addrs[start..end] {
+                let at = self.entry_index_in::<EXTENDED, UNCHECKED>(addr);
                 prefetch(self.ext.as_ptr().wrapping_add(at));
             }
-            let at = self.entry_index_in::<EXTENDED, UNCHECKED>(addr);
-            let entry = if UNCHECKED {
-                debug_assert!(at < self.ext.len());
-                // SAFETY: D{K}R indexes by the top K bits and `ext` has 2^K
-                // entries; the extended layout's direct table holds only
-                // numbers of blocks present in `ext` (build and update keep
-                // it so). The debug_assert checks it in tests.
-                unsafe { *self.ext.get_unchecked(at) }
-            } else {
-                self.ext[at]
-            };
-            let is_label = entry >> FORMAT_SHIFT == FORMAT_LABEL;
-            // Keys to search get index 0's result for now (a select, not a
-            // branch).
-            let label = if is_label { entry & LABEL_MASK } else { 0 } as usize;
-            *result = if UNCHECKED {
-                debug_assert!(label < self.results.len());
-                // SAFETY: label entries hold indices into `results` (build
-                // and update add a label to `results` before any entry
-                // names it, and never shrink it), and index 0 ("no route")
-                // always exists. The debug_assert checks it in tests.
-                unsafe { *self.results.get_unchecked(label) }
-            } else {
-                self.results[label]
-            };
-            marked |= (!is_label as u64) << j;
+            let marked =
+                self.first_pass::<EXTENDED, UNCHECKED>(&addrs[start..end], &mut out[start..end]);
+            self.resolve_marked::<EXTENDED>(addrs, out, pending.0, pending.1);
+            pending = (start, marked);
+            start = end;
+        }
+        self.resolve_marked::<EXTENDED>(addrs, out, pending.0, pending.1);
+    }
+
+    /// Pass one of [`Dxr::lookup_masked`] over a full group of `keys`,
+    /// prefetching the chunk entries of `near` (the keys
+    /// [`PREFETCH_DISTANCE`] further on) and, in the extended layout, the
+    /// direct entries of `far` (twice as far): stores every result a label
+    /// entry gives and returns the mask of the keys that need a search.
+    #[inline(always)]
+    fn first_pass_prefetching<const EXTENDED: bool, const UNCHECKED: bool>(
+        &self,
+        keys: &[u32; GROUP],
+        near: &[u32; GROUP],
+        far: &[u32; GROUP],
+        out: &mut [Option<Label>; GROUP],
+    ) -> u64 {
+        let mut marked = 0u64;
+        for j in 0..GROUP {
+            if EXTENDED {
+                let at = (far[j] >> self.geometry.direct_shift) as usize;
+                prefetch(self.direct.as_ptr().wrapping_add(at));
+            }
+            let at = self.entry_index_in::<EXTENDED, UNCHECKED>(near[j]);
+            prefetch(self.ext.as_ptr().wrapping_add(at));
+            marked |= (self.mark::<EXTENDED, UNCHECKED>(keys[j], &mut out[j]) as u64) << j;
         }
         marked
+    }
+
+    /// Pass one of [`Dxr::lookup_masked`] over at most [`GROUP`] `keys`,
+    /// without prefetch.
+    #[inline(always)]
+    fn first_pass<const EXTENDED: bool, const UNCHECKED: bool>(
+        &self,
+        keys: &[u32],
+        out: &mut [Option<Label>],
+    ) -> u64 {
+        debug_assert!(keys.len() <= GROUP && keys.len() == out.len());
+        let mut marked = 0u64;
+        for (j, (&addr, result)) in keys.iter().zip(out.iter_mut()).enumerate() {
+            marked |= (self.mark::<EXTENDED, UNCHECKED>(addr, result) as u64) << j;
+        }
+        marked
+    }
+
+    /// One key of pass one: reads its chunk entry and stores the result if
+    /// the entry holds a label, else "no route" as a placeholder; returns
+    /// whether the key needs a search.
+    #[inline(always)]
+    fn mark<const EXTENDED: bool, const UNCHECKED: bool>(
+        &self,
+        addr: u32,
+        result: &mut Option<Label>,
+    ) -> bool {
+        let at = self.entry_index_in::<EXTENDED, UNCHECKED>(addr);
+        let entry = if UNCHECKED {
+            debug_assert!(at < self.ext.len());
+            // SAFETY: D{K}R indexes by the top K bits and `ext` has 2^K
+            // entries; the extended layout's direct table holds only
+            // numbers of blocks present in `ext` (build and update keep it
+            // so). The debug_assert checks it in tests.
+            unsafe { *self.ext.get_unchecked(at) }
+        } else {
+            self.ext[at]
+        };
+        let is_label = is_label(entry);
+        // Keys to search get index 0's result for now (a select, not a
+        // branch).
+        let label = if is_label { label_of(entry) } else { 0 } as usize;
+        *result = if UNCHECKED {
+            debug_assert!(label < self.results.len());
+            // SAFETY: label entries hold indices into `results` (the
+            // updater adds a label to `results` before any entry names it,
+            // and never shrinks it), and index 0 ("no route") always
+            // exists. The debug_assert checks it in tests.
+            unsafe { *self.results.get_unchecked(label) }
+        } else {
+            self.results[label]
+        }
+        .get();
+        !is_label
     }
 
     /// Pass two: resolves the keys of the group at `start` whose bits are
@@ -477,7 +644,7 @@ impl Dxr {
             marked &= marked - 1;
             let addr = addrs[at];
             let entry = self.ext[self.entry_index_in::<EXTENDED, false>(addr)];
-            out[at] = self.results[self.resolve(entry, addr) as usize];
+            out[at] = self.results[self.search_chunk(entry, addr) as usize].get();
         }
     }
 }
@@ -601,185 +768,5 @@ fn search_steps(n: usize) -> usize {
     steps
 }
 
-/// Build-time bookkeeping kept for updates (not part of the lookup
-/// structures and not counted in `memory_bytes`).
-#[derive(Clone, Debug, Default)]
-struct FreeList {
-    /// Free runs of range-table words by length.
-    by_len: BTreeMap<u32, Vec<u32>>,
-    /// Total free words.
-    words: usize,
-}
-
-/// Content hash → entry (chunks) or block number (extension blocks).
-type DedupMap<V> = HashMap<u64, V>;
-
-crate::legacy::legacy_lookup!([] u32, Dxr);
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn search_finds_last_start_not_above_probe() {
-        let starts = [0u16, 10, 20, 30, 40];
-        for probe in 0..60u16 {
-            let want = starts.iter().rposition(|&s| s <= probe).unwrap();
-            assert_eq!(search(&starts, probe), want, "probe {probe}");
-        }
-        assert_eq!(search(&[0], 7), 0);
-        for n in 1..300u16 {
-            let starts: Vec<u16> = (0..n).map(|i| i * 3).collect();
-            for probe in 0..n * 3 + 2 {
-                let want = starts.iter().rposition(|&s| s <= probe).unwrap();
-                assert_eq!(search(&starts, probe), want);
-            }
-        }
-        assert_eq!(search_steps(1), 0);
-        assert_eq!(search_steps(2), 1);
-        assert_eq!(search_steps(5), 3);
-        assert_eq!(search_steps(256), 8);
-    }
-
-    #[test]
-    fn search_window_agrees_with_binary_search() {
-        use rand::rngs::SmallRng;
-        use rand::{Rng, SeedableRng};
-        let mut rng = SmallRng::seed_from_u64(11);
-        for n in (1..40).chain([63, 64, 65, 100, 255, 256, 300, 1000]) {
-            // A chunk with 0 to 20 words of other data on each side (so
-            // some windows run off the table's end).
-            let before = rng.random_range(0..20);
-            let after = rng.random_range(0..20);
-            let mut starts: Vec<u16> = (0..n).map(|_| rng.random_range(1..u16::MAX)).collect();
-            starts[0] = 0;
-            starts.sort_unstable();
-            let mut table: Vec<u16> = (0..before).map(|_| rng.random()).collect();
-            table.extend(&starts);
-            table.extend((0..after).map(|_| rng.random::<u16>()));
-            let mut probes: Vec<u16> = starts
-                .iter()
-                .flat_map(|&s| [s, s.saturating_sub(1), s.saturating_add(1)])
-                .collect();
-            probes.extend((0..200).map(|_| rng.random::<u16>()));
-            probes.extend([0, u16::MAX]);
-            for probe in probes {
-                let want = search(&starts, probe);
-                assert_eq!(starts.iter().rposition(|&s| s <= probe), Some(want));
-                assert_eq!(
-                    search_window(&table, before, n, probe),
-                    want,
-                    "n {n}, {before} words before, {after} after, probe {probe}"
-                );
-            }
-        }
-    }
-
-    /// The masked batch lookup, unchecked and its checked twin, agrees with
-    /// the plain lookup in every format (short, long, wide, escaped sizes),
-    /// for lengths that leave tails.
-    #[test]
-    fn masked_batch_matches_lookup_checked_and_unchecked() {
-        use rand::rngs::SmallRng;
-        use rand::{Rng, SeedableRng};
-        let mut rng = SmallRng::seed_from_u64(7);
-        let mut rib = Rib::new();
-        rib.insert(Prefix::new_masked(0, 0), 1);
-        for _ in 0..4000 {
-            let plen = rng.random_range(8..=32u8);
-            rib.insert(
-                Prefix::new_masked(rng.random(), plen),
-                rng.random_range(0..50),
-            );
-        }
-        // More than 2^16 distinct labels, one range each: wide chunks.
-        for i in 0..70_000u32 {
-            rib.insert(Prefix::new_masked(0x2000_0000 + i * 5, 32), 1000 + i);
-        }
-        // 300 /32s in one /16: a chunk bigger than the size field (escape).
-        for i in 0..300u32 {
-            rib.insert(Prefix::new_masked(0x0a0b_0000 | (i * 7), 32), i % 3 + 2);
-        }
-        let mut addrs: Vec<u32> = (0..20_001).map(|_| rng.random()).collect();
-        addrs.extend(rib.ranges().iter().map(|r| r.first));
-        addrs.extend((0..3000u32).map(|i| 0x0a0b_0000 | i));
-        for layout in [(0, 16), (0, 20), (16, 20), (12, 18)] {
-            let layout = Layout {
-                d_bits: layout.0,
-                k_bits: layout.1,
-            };
-            let dxr = Dxr::with_layout(layout, &rib).unwrap();
-            let stats = dxr.dxr_stats();
-            assert!(
-                stats.chunks[1] > 0 && stats.chunks[2] > 0,
-                "{layout:?} {stats:?}"
-            );
-            let want: Vec<_> = addrs.iter().map(|&a| dxr.lookup(a)).collect();
-            // Lengths with no full group, groups without prefetch only,
-            // and tails of every kind.
-            for len in [0, 1, 63, 64, 65, 127, 128, 129, 191, 200, 1000, addrs.len()] {
-                let (addrs, want) = (&addrs[..len], &want[..len]);
-                let mut checked = vec![None; len];
-                let mut unchecked = vec![None; len];
-                let mut via_trait = vec![None; len];
-                if layout.d_bits == 0 {
-                    dxr.lookup_batch_masked::<false, false>(addrs, &mut checked);
-                    dxr.lookup_batch_masked::<false, true>(addrs, &mut unchecked);
-                } else {
-                    dxr.lookup_batch_masked::<true, false>(addrs, &mut checked);
-                    dxr.lookup_batch_masked::<true, true>(addrs, &mut unchecked);
-                }
-                dxr.lookup_batch(addrs, &mut via_trait);
-                assert_eq!(checked, want, "{layout:?} checked, {len} keys");
-                assert_eq!(unchecked, want, "{layout:?} unchecked, {len} keys");
-                assert_eq!(via_trait, want, "{layout:?} lookup_batch, {len} keys");
-            }
-        }
-    }
-
-    #[test]
-    fn prefetch_accepts_any_address() {
-        let table = [1u32; 4];
-        prefetch(table.as_ptr().wrapping_add(1 << 40));
-        prefetch(std::ptr::null::<u8>());
-    }
-
-    #[test]
-    fn layouts_parse() {
-        let parse = |text: &str| Layout::from_spec(&EngineSpec::parse(text).unwrap());
-        assert_eq!(parse("dxr").unwrap(), DEFAULT_LAYOUT);
-        assert_eq!(
-            parse("dxr:k=16").unwrap(),
-            Layout {
-                d_bits: 0,
-                k_bits: 16
-            }
-        );
-        assert_eq!(
-            parse("dxr:d=12,x=8").unwrap(),
-            Layout {
-                d_bits: 12,
-                k_bits: 20
-            }
-        );
-        assert_eq!(
-            parse("dxr:d=16,k=22").unwrap(),
-            Layout {
-                d_bits: 16,
-                k_bits: 22
-            }
-        );
-        assert_eq!(parse("dxr:d=16,x=6").unwrap().spec(), "dxr:d=16,x=6");
-        for bad in [
-            "dxr:k=25",
-            "dxr:x=4",
-            "dxr:d=12",
-            "dxr:d=12,x=2",
-            "dxr:d=16,x=9",
-            "dxr:d=12,x=4,k=17",
-            "dxr:q=1",
-        ] {
-            assert!(parse(bad).is_err(), "{bad}");
-        }
-    }
-}
+mod tests;

@@ -3,9 +3,10 @@
 use std::collections::HashSet;
 
 use super::*;
+use crate::engine::EngineStats;
 
 /// What a DXR engine looks like inside (thesis Tables 3.1 and 3.2).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct DxrStats {
     /// The engine spec.
     pub spec: String,
@@ -13,7 +14,7 @@ pub struct DxrStats {
     pub prefixes: usize,
     /// Distinct labels in the results table (the "no route" slot excluded).
     pub labels: usize,
-    /// Bytes of all lookup structures ([`LegacyEngine::memory_bytes`]).
+    /// Bytes of all lookup structures ([`Lookup::memory_bytes`]).
     pub footprint_bytes: usize,
     /// Of which the first-level direct table (extended layout only).
     pub direct_bytes: usize,
@@ -40,10 +41,14 @@ pub struct DxrStats {
     pub blocks: usize,
     /// See [`DxrStats::blocks`].
     pub block_dedup_saved_bytes: usize,
-    /// Wall time of the last full build, in nanoseconds.
+    /// Wall time of the last full build (the first, or a rebuild by an
+    /// update), in nanoseconds.
     pub build_ns: u64,
     /// Rebuilds that updates triggered to compact the range table.
     pub compactions: u64,
+    /// Updates that rebuilt the snapshot because their changes touched
+    /// too many chunks to patch.
+    pub span_rebuilds: u64,
     /// `steps[n]`: share of the address space whose lookup takes `n` binary
     /// search steps (`n = 0`: resolved by the entry) (thesis Table 3.1).
     pub steps: Vec<f64>,
@@ -55,8 +60,75 @@ impl DxrStats {
         self.footprint_bytes as f64 / self.prefixes.max(1) as f64
     }
 
-    /// The statistics as `(name, value)` rows.
-    pub fn rows(&self) -> Vec<(String, String)> {
+    /// The figures `snapshot` shows by itself, found by walking every chunk
+    /// entry; `live_blocks` is the extended layout's count of blocks in
+    /// use. The updater fills in what only it knows.
+    pub(super) fn new(snapshot: &Dxr, live_blocks: usize) -> Self {
+        let mut stats = DxrStats {
+            spec: snapshot.config.to_string(),
+            footprint_bytes: snapshot.memory_bytes(),
+            direct_bytes: snapshot.direct.len() * 2,
+            ext_bytes: snapshot.ext.len() * 4,
+            range_bytes: snapshot.ranges.len() * 2,
+            results_bytes: snapshot.results.len() * std::mem::size_of::<LabelSlot>(),
+            ..DxrStats::default()
+        };
+        let mut steps = [0usize; 17];
+        let mut label_entries = 0usize;
+        let mut seen = HashSet::new();
+        let mut all_words = 0usize;
+        let mut unique_words = 0usize;
+        let mut visit = |entry: u32, stats: &mut DxrStats| {
+            if is_label(entry) {
+                label_entries += 1;
+                steps[0] += 1;
+                return;
+            }
+            let format = format_of(entry) as usize - 1;
+            let words = build::chunk_words(&snapshot.ranges, entry);
+            let n = if size_of(entry) == SIZE_ESCAPE {
+                snapshot.ranges[base_of(entry)] as usize + 1
+            } else {
+                size_of(entry) as usize
+            };
+            steps[search_steps(n)] += 1;
+            stats.chunk_refs[format] += 1;
+            all_words += words;
+            if seen.insert(entry) {
+                stats.chunks[format] += 1;
+                stats.ranges[format] += n;
+                unique_words += words;
+            }
+        };
+        let chunks = 1usize << snapshot.config.k_bits;
+        if snapshot.config.is_extended() {
+            let block_len = 1usize << snapshot.geometry.x_bits;
+            for &id in &snapshot.direct {
+                let start = id as usize * block_len;
+                for &entry in &snapshot.ext[start..start + block_len] {
+                    visit(entry, &mut stats);
+                }
+            }
+            stats.blocks = live_blocks;
+            stats.block_dedup_saved_bytes = (snapshot.direct.len() - live_blocks) * block_len * 4;
+        } else {
+            for &entry in &snapshot.ext {
+                visit(entry, &mut stats);
+            }
+        }
+        stats.dedup_saved_bytes = (all_words - unique_words) * 2;
+        stats.direct_coverage = label_entries as f64 / chunks as f64;
+        let last = steps.iter().rposition(|&c| c > 0).unwrap_or(0);
+        stats.steps = steps[..=last]
+            .iter()
+            .map(|&c| c as f64 / chunks as f64)
+            .collect();
+        stats
+    }
+}
+
+impl EngineStats for DxrStats {
+    fn rows(&self) -> Vec<(String, String)> {
         let mut rows = vec![
             ("layout".to_string(), self.spec.clone()),
             ("prefixes".to_string(), self.prefixes.to_string()),
@@ -114,6 +186,10 @@ impl DxrStats {
             format!("{:.1}", self.build_ns as f64 / 1e6),
         ));
         rows.push(("compactions".to_string(), self.compactions.to_string()));
+        rows.push((
+            "rebuilds for large changes".to_string(),
+            self.span_rebuilds.to_string(),
+        ));
         for (n, share) in self.steps.iter().enumerate() {
             rows.push((
                 format!("addresses after {n} search steps"),
@@ -121,77 +197,5 @@ impl DxrStats {
             ));
         }
         rows
-    }
-}
-
-impl Dxr {
-    /// Computes [`DxrStats`] by walking every chunk entry.
-    pub fn dxr_stats(&self) -> DxrStats {
-        let mut stats = DxrStats {
-            spec: self.layout.spec(),
-            prefixes: self.state.prefixes,
-            labels: self.results.len() - 1,
-            footprint_bytes: self.memory_bytes(),
-            direct_bytes: self.direct.len() * 2,
-            ext_bytes: self.ext.len() * 4,
-            range_bytes: self.ranges.len() * 2,
-            results_bytes: self.results.len() * std::mem::size_of::<Option<Label>>(),
-            free_range_words: self.state.free.words,
-            build_ns: self.state.build_ns,
-            compactions: self.state.compactions,
-            ..DxrStats::default()
-        };
-        let mut steps = [0usize; 17];
-        let mut label_entries = 0usize;
-        let mut seen = HashSet::new();
-        let mut all_words = 0usize;
-        let mut unique_words = 0usize;
-        let mut visit = |entry: u32, stats: &mut DxrStats| {
-            if entry >> FORMAT_SHIFT == FORMAT_LABEL {
-                label_entries += 1;
-                steps[0] += 1;
-                return;
-            }
-            let format = (entry >> FORMAT_SHIFT) as usize - 1;
-            let words = self.chunk_words(entry);
-            let size = (entry >> SIZE_SHIFT) & SIZE_MASK;
-            let n = if size == SIZE_ESCAPE {
-                self.ranges[(entry & BASE_MASK) as usize] as usize + 1
-            } else {
-                size as usize
-            };
-            steps[search_steps(n)] += 1;
-            stats.chunk_refs[format] += 1;
-            all_words += words;
-            if seen.insert(entry) {
-                stats.chunks[format] += 1;
-                stats.ranges[format] += n;
-                unique_words += words;
-            }
-        };
-        let chunks = 1usize << self.layout.k_bits;
-        if self.layout.d_bits == 0 {
-            for &entry in &self.ext {
-                visit(entry, &mut stats);
-            }
-        } else {
-            let block_len = 1usize << self.x_bits;
-            for &id in &self.direct {
-                let start = id as usize * block_len;
-                for &entry in &self.ext[start..start + block_len] {
-                    visit(entry, &mut stats);
-                }
-            }
-            stats.blocks = self.state.block_refs.len() - self.state.free_blocks.len();
-            stats.block_dedup_saved_bytes = (self.direct.len() - stats.blocks) * block_len * 4;
-        }
-        stats.dedup_saved_bytes = (all_words - unique_words) * 2;
-        stats.direct_coverage = label_entries as f64 / chunks as f64;
-        let last = steps.iter().rposition(|&c| c > 0).unwrap_or(0);
-        stats.steps = steps[..=last]
-            .iter()
-            .map(|&c| c as f64 / chunks as f64)
-            .collect();
-        stats
     }
 }

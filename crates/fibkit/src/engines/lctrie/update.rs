@@ -1,7 +1,36 @@
-//! Insert, delete and resize (inflate, halve, collapse) of the LC-trie, as
-//! fib_trie does them; plus structural checks for tests.
+//! The updater of the LC-trie: insert, delete and resize (inflate, halve,
+//! collapse) as fib_trie does them, on the snapshot's slab in place; plus
+//! structural checks for tests.
+//!
+//! Besides free block lists, the updater keeps per node what fib_trie keeps
+//! in its `tnode` info: the non-empty and full child counts the resize
+//! thresholds need, and, unlike fib_trie, a count of children per suffix
+//! length, so that a node's longest suffix is known without scanning its
+//! children:
+//!
+//! ```text
+//! node_counts: Vec<u32>, as long as the slab; for the node whose children
+//! block starts at p (2^b slots, b >= 1, so the b + 1 counts fit):
+//!   node_counts[p]          non-empty children
+//!   node_counts[p + 1]      full children (tnodes with no skipped bits)
+//!   node_counts[p + 1 + r]  children at index != 0 whose slen is pos + r,
+//!                           for r in 1..b
+//! ```
+//!
+//! A child at index `i != 0` has bit `pos + tz(i)` of its key set, so its
+//! suffixes are at most `pos + tz(i) <= pos + b - 1` long; child 0 may hold
+//! any suffix and is read directly. A node's `slen` is then the largest of
+//! its `pos`, child 0's `slen` and the largest `pos + r` with a count: at
+//! most `b` reads, where fib_trie's `update_suffix` scans the children
+//! (half of them when no child has a longer suffix than `pos`). That scan,
+//! run on every withdrawal under a wide node, made a storm of withdrawals
+//! quadratic.
+
+use std::marker::PhantomData;
 
 use super::*;
+use crate::engine::Updater;
+use crate::rib::Rib;
 
 /// Resizes per node per rebalance step (fib_trie's `MAX_WORK`): bounds the
 /// cost of one update when a node could keep doubling.
@@ -11,11 +40,249 @@ const INFLATE_THRESHOLD: usize = 50;
 const INFLATE_THRESHOLD_ROOT: usize = 30;
 const HALVE_THRESHOLD: usize = 25;
 const HALVE_THRESHOLD_ROOT: usize = 15;
+/// Entry block size classes: blocks of 2^0 .. 2^8 entries.
+const ENTRY_CLASSES: usize = 9;
+/// The largest entry block: the header and one entry per IPv6 prefix length.
+const MAX_LIST_SLOTS: usize = 1 + (u128::BITS as usize + 1);
+const _: () = assert!(1 << (ENTRY_CLASSES - 1) >= MAX_LIST_SLOTS);
 
-impl<A: LcKey> LcTrie<A> {
+/// The build and update state of an LC-trie: per-node counts, free blocks,
+/// the prefix count (see the module header).
+#[derive(Clone, Debug)]
+pub struct LcTrieUpdater<A> {
+    config: LcTrieConfig,
+    /// Child and suffix-length counts of every node, at its block's offsets.
+    node_counts: Vec<u32>,
+    /// Free child blocks by `bits`.
+    free_blocks: Vec<Vec<u32>>,
+    /// Free entry blocks by log2 of their size.
+    free_entries: Vec<Vec<u32>>,
+    prefixes: usize,
+    _family: PhantomData<fn() -> A>,
+}
+
+impl<A: SlotLayout> Updater<A> for LcTrieUpdater<A> {
+    type Config = LcTrieConfig;
+    type Snapshot = LcTrie<A>;
+    type Stats = LcTrieStats;
+
+    /// Builds the trie by inserting every prefix of `rib`.
+    fn build(config: &LcTrieConfig, rib: &Rib<A>) -> Result<(Self, LcTrie<A>), BuildError> {
+        let mut trie = LcTrie::empty(config.lookup);
+        let mut updater = LcTrieUpdater {
+            config: *config,
+            node_counts: vec![0; trie.slab.len()],
+            free_blocks: vec![Vec::new(); MAX_BITS as usize + 1],
+            free_entries: vec![Vec::new(); ENTRY_CLASSES],
+            prefixes: 0,
+            _family: PhantomData,
+        };
+        let mut editor = updater.editor(&mut trie);
+        for (prefix, label) in rib.iter() {
+            editor.insert(prefix, label)?;
+        }
+        Ok((updater, trie))
+    }
+
+    fn config(&self) -> LcTrieConfig {
+        self.config
+    }
+
+    fn patches(&self) -> bool {
+        true
+    }
+
+    fn update(
+        &mut self,
+        snapshot: &mut LcTrie<A>,
+        rib: &Rib<A>,
+        changed: &[Prefix<A>],
+    ) -> Result<(), BuildError> {
+        let mut editor = self.editor(snapshot);
+        for &prefix in changed {
+            match rib.get(prefix) {
+                Some(label) => editor.insert(prefix, label)?,
+                None => editor.remove(prefix)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn stats(&self, snapshot: &LcTrie<A>) -> LcTrieStats {
+        LcTrieStats {
+            prefixes: self.prefixes,
+            shape: snapshot.shape(),
+            slab_slots: snapshot.slab.len(),
+            entry_slots: snapshot.entries.len(),
+        }
+    }
+}
+
+impl<A: SlotLayout> LcTrieUpdater<A> {
+    fn editor<'a>(&'a mut self, trie: &'a mut LcTrie<A>) -> Editor<'a, A> {
+        debug_assert_eq!(self.node_counts.len(), trie.slab.len());
+        Editor {
+            trie,
+            updater: self,
+        }
+    }
+
+    /// Number of prefixes held.
+    pub fn len(&self) -> usize {
+        self.prefixes
+    }
+
+    /// Whether no prefix is held.
+    pub fn is_empty(&self) -> bool {
+        self.prefixes == 0
+    }
+
+    /// Checks every structural invariant look-ups and updates rely on, in
+    /// `trie` (the snapshot this updater last built or updated) and in the
+    /// updater's counts; returns the first violation found. For tests.
+    pub fn check_invariants(&self, trie: &LcTrie<A>) -> Result<(), String> {
+        if self.node_counts.len() != trie.slab.len() {
+            return Err(format!(
+                "{} node counts for {} slab slots",
+                self.node_counts.len(),
+                trie.slab.len()
+            ));
+        }
+        let mut stack = vec![(ROOT, 0usize)];
+        let mut count = 0usize;
+        while let Some((block, index)) = stack.pop() {
+            let kv = trie.kv(block + index);
+            let parent = trie.header(block);
+            let here = format!("slot {index} of block {block} (key {:?})", kv.key);
+            if kv.kind == EMPTY {
+                continue;
+            }
+            // The key agrees with the parent's bits and the slot index.
+            if block != ROOT {
+                let above = parent.pos as u32 + parent.bits as u32;
+                let agree = above >= A::BITS as u32 || (kv.key ^ parent.key) >> above == A::ZERO;
+                if !agree || index_in(&parent, kv.key) != index {
+                    return Err(format!("{here}: key does not belong in this slot"));
+                }
+            }
+            if kv.kind != TNODE {
+                let entries = Editor::entries_of(trie, &kv);
+                count += entries.len();
+                if kv.pos != 0 || kv.bits != 0 {
+                    return Err(format!("{here}: leaf with pos/bits"));
+                }
+                if entries.windows(2).any(|w| w[0].slen >= w[1].slen)
+                    || (kv.kind == LEAF_LIST && entries.len() < 2)
+                {
+                    return Err(format!("{here}: leaf entries unsorted or too few"));
+                }
+                if entries.last().map(|e| e.slen) != Some(kv.slen) {
+                    return Err(format!("{here}: leaf slen is not its longest suffix"));
+                }
+                if kv.slen < A::BITS && (kv.key << (A::BITS - 1 - kv.slen) as u32) << 1 != A::ZERO {
+                    return Err(format!("{here}: host bits set under a prefix"));
+                }
+                continue;
+            }
+            let child_block = kv.ptr as usize;
+            let header = trie.header(child_block);
+            if header.ptr as usize != block {
+                return Err(format!("{here}: parent link points to {}", header.ptr));
+            }
+            if (Kv {
+                ptr: child_block as u32,
+                ..header
+            }) != kv
+            {
+                return Err(format!("{here}: key vector differs from header {header:?}"));
+            }
+            if kv.bits == 0 || kv.bits > MAX_BITS {
+                return Err(format!("{here}: stride {}", kv.bits));
+            }
+            let shift = kv.pos as u32 + kv.bits as u32;
+            if block != ROOT && shift > parent.pos as u32 {
+                return Err(format!("{here}: node overlaps its parent's bits"));
+            }
+            if shift < A::BITS as u32 && kv.key << (A::BITS as u32 - shift) != A::ZERO {
+                return Err(format!("{here}: key bits below pos + bits"));
+            }
+            let size = 1usize << kv.bits;
+            let children: Vec<Kv<A>> = (child_block..child_block + size)
+                .map(|i| trie.kv(i))
+                .collect();
+            let mut want = vec![0u32; kv.bits as usize + 1];
+            for (i, child) in children.iter().enumerate() {
+                if child.kind != EMPTY {
+                    want[0] += 1;
+                }
+                if is_full(&kv, child) {
+                    want[1] += 1;
+                }
+                if let Some(r) = suffix_rank(&kv, i, child) {
+                    if r as u32 > i.trailing_zeros() {
+                        return Err(format!("{here}: child {i} has suffix {}", child.slen));
+                    }
+                    want[1 + r as usize] += 1;
+                }
+            }
+            let counts = &self.node_counts[child_block..child_block + want.len()];
+            if counts != want {
+                return Err(format!("{here}: counts {counts:?}, children say {want:?}"));
+            }
+            if want[0] < 2 {
+                return Err(format!("{here}: node with {} children", want[0]));
+            }
+            let slen = children
+                .iter()
+                .filter(|c| c.kind != EMPTY)
+                .map(|c| c.slen)
+                .fold(kv.pos, u8::max);
+            if slen != kv.slen {
+                return Err(format!("{here}: slen {} but children say {slen}", kv.slen));
+            }
+            stack.extend((0..size).map(|i| (child_block, i)));
+        }
+        if count != self.prefixes {
+            return Err(format!("{count} prefixes found, {} counted", self.prefixes));
+        }
+        Ok(())
+    }
+}
+
+/// Which child of a node with header `node` holds `key` (whose bits above
+/// the node agree with the node's key). The root pseudo block has one.
+#[inline]
+fn index_in<A: Addr>(node: &Kv<A>, key: A) -> usize {
+    if node.bits == 0 {
+        return 0;
+    }
+    ((key ^ node.key) >> node.pos as u32).low_u64() as usize & ((1usize << node.bits) - 1)
+}
+
+/// A child of a node is "full" when it is a tnode with no skipped bits.
+#[inline]
+fn is_full<A>(node: &Kv<A>, child: &Kv<A>) -> bool {
+    child.kind == TNODE && child.pos + child.bits == node.pos
+}
+
+/// The suffix-length count a child at `index` of `node` goes in: `slen -
+/// pos` for children at index != 0 with a suffix longer than `pos`.
+#[inline]
+fn suffix_rank<A>(node: &Kv<A>, index: usize, child: &Kv<A>) -> Option<u8> {
+    (index != 0 && child.kind != EMPTY && child.slen > node.pos).then(|| child.slen - node.pos)
+}
+
+/// The snapshot being changed and the updater's state, borrowed together
+/// for one batch.
+struct Editor<'a, A: SlotLayout> {
+    trie: &'a mut LcTrie<A>,
+    updater: &'a mut LcTrieUpdater<A>,
+}
+
+impl<A: SlotLayout> Editor<'_, A> {
     fn limit_error(&self) -> BuildError {
         BuildError::Limit {
-            engine: self.name(),
+            engine: self.updater.config.to_string(),
             why: format!(
                 "the trie needs more than {MAX_SLAB} key-vector slots; \
                  use `dxr` or `radix` for a table this large"
@@ -23,10 +290,18 @@ impl<A: LcKey> LcTrie<A> {
         }
     }
 
-    /// The header of block `block`: the node's own key vector, ptr = parent.
+    #[inline]
+    fn kv(&self, index: usize) -> Kv<A> {
+        self.trie.kv(index)
+    }
+
     #[inline]
     fn header(&self, block: usize) -> Kv<A> {
-        self.kv(block - HEADER)
+        self.trie.header(block)
+    }
+
+    fn set_header(&mut self, block: usize, header: Kv<A>) {
+        self.trie.slab[block - HEADER] = A::pack(header);
     }
 
     /// The key vector that describes block `block` in its parent.
@@ -37,44 +312,48 @@ impl<A: LcKey> LcTrie<A> {
         }
     }
 
-    /// `(full, empty)` child counts of `block`.
-    fn counts(&self, block: usize) -> (usize, usize) {
-        let kv = self.kv(block - 1);
-        (kv.key.low_usize(), kv.ptr as usize)
+    /// Non-empty and full children of the node at `block`.
+    fn children(&self, block: usize) -> (usize, usize) {
+        let counts = &self.updater.node_counts;
+        (counts[block] as usize, counts[block + 1] as usize)
     }
 
-    fn set_counts(&mut self, block: usize, full: usize, empty: usize) {
-        let kv = self.kv_mut(block - 1);
-        kv.key = A::from_usize(full);
-        kv.ptr = empty as u32;
-    }
-
-    /// Which child of `block` holds `key` (whose bits above the node agree).
-    #[inline]
-    fn index_in(&self, block: usize, key: A) -> usize {
-        if block == ROOT {
-            return 0;
+    /// Adds (`add`) or takes away the counts of `child` at `index` of the
+    /// node at `block` with header `node`.
+    fn tally(&mut self, block: usize, node: &Kv<A>, index: usize, child: &Kv<A>, add: bool) {
+        let counts = &mut self.updater.node_counts;
+        let mut count = |at: usize| {
+            if add {
+                counts[at] += 1;
+            } else {
+                counts[at] -= 1;
+            }
+        };
+        if child.kind != EMPTY {
+            count(block);
         }
-        let header = self.header(block);
-        key.xor(header.key).shr(header.pos as u32).low_usize() & ((1usize << header.bits) - 1)
+        if is_full(node, child) {
+            count(block + 1);
+        }
+        if let Some(r) = suffix_rank(node, index, child) {
+            debug_assert!(r < node.bits, "child {index} of {node:?}: {child:?}");
+            count(block + 1 + r as usize);
+        }
     }
 
-    /// The slot (in the parent's block) holding the key vector of `block`.
-    fn slot_of(&self, block: usize) -> usize {
-        let header = self.header(block);
-        let parent = header.ptr as usize;
-        parent + self.index_in(parent, header.key)
-    }
-
-    fn set_slen(&mut self, block: usize, slen: u8) {
-        self.kv_mut(block - HEADER).slen = slen;
-        let slot = self.slot_of(block);
-        self.kv_mut(slot).slen = slen;
-    }
-
-    /// A child of a node is "full" when it is a tnode with no skipped bits.
-    fn is_full(node: &Kv<A>, child: &Kv<A>) -> bool {
-        child.kind == TNODE && child.pos + child.bits == node.pos
+    /// The longest suffix below the node at `block`, from its counts.
+    fn node_slen(&self, block: usize) -> u8 {
+        let node = self.header(block);
+        let first = self.kv(block);
+        let mut slen = node.pos;
+        if first.kind != EMPTY {
+            slen = slen.max(first.slen);
+        }
+        let ranks = &self.updater.node_counts[block + 2..block + 1 + node.bits as usize];
+        if let Some(r) = ranks.iter().rposition(|&count| count != 0) {
+            slen = slen.max(node.pos + r as u8 + 1);
+        }
+        slen
     }
 
     /// A fresh block of `2^bits` empty children for a node at `pos` with
@@ -87,117 +366,84 @@ impl<A: LcKey> LcTrie<A> {
         parent: usize,
     ) -> Result<usize, BuildError> {
         let size = 1usize << bits;
-        let block = match self.free_blocks[bits as usize].pop() {
+        let block = match self.updater.free_blocks[bits as usize].pop() {
             Some(block) => {
                 let block = block as usize;
-                self.slab[block..block + size].fill(A::slot(Kv::EMPTY));
+                self.trie.slab[block..block + size].fill(A::pack(Kv::EMPTY));
                 block
             }
             None => {
-                let block = self.slab.len() + HEADER;
+                let block = self.trie.slab.len() + HEADER;
                 if block + size > MAX_SLAB {
                     return Err(self.limit_error());
                 }
-                self.slab.resize(block + size, A::slot(Kv::EMPTY));
+                self.trie.slab.resize(block + size, A::pack(Kv::EMPTY));
+                self.updater.node_counts.resize(block + size, 0);
                 block
             }
         };
+        self.updater.node_counts[block..=block + bits as usize].fill(0);
         let shift = pos as u32 + bits as u32;
         let key = if shift >= A::BITS as u32 {
             A::ZERO
         } else {
-            key.shr(shift).shl(shift)
+            (key >> shift) << shift
         };
-        *self.kv_mut(block - HEADER) = Kv {
-            key,
-            ptr: parent as u32,
-            pos,
-            bits,
-            slen: pos,
-            kind: TNODE,
-        };
-        self.set_counts(block, 0, size);
+        self.set_header(
+            block,
+            Kv {
+                key,
+                ptr: parent as u32,
+                pos,
+                bits,
+                slen: pos,
+                kind: TNODE,
+            },
+        );
         Ok(block)
     }
 
     fn free_block(&mut self, block: usize) {
         let bits = self.header(block).bits;
-        self.free_blocks[bits as usize].push(block as u32);
+        self.updater.free_blocks[bits as usize].push(block as u32);
     }
 
-    /// Stores `kv` as child `index` of `block`, keeping the child counts and
-    /// the child's parent link.
+    /// Stores `kv` as child `index` of `block`, keeping the node's counts
+    /// and the child's parent link. Every write of a child slot goes here,
+    /// so the counts always describe the slots.
     fn put_child(&mut self, block: usize, index: usize, kv: Kv<A>) {
-        let node = self.header(block);
-        let old = self.kv(block + index);
-        let (mut full, mut empty) = self.counts(block);
-        if old.kind == EMPTY && kv.kind != EMPTY {
-            empty -= 1;
-        } else if old.kind != EMPTY && kv.kind == EMPTY {
-            empty += 1;
+        if block != ROOT {
+            let node = self.header(block);
+            let old = self.kv(block + index);
+            self.tally(block, &node, index, &old, false);
+            self.tally(block, &node, index, &kv, true);
         }
-        match (Self::is_full(&node, &old), Self::is_full(&node, &kv)) {
-            (true, false) => full -= 1,
-            (false, true) => full += 1,
-            _ => {}
-        }
-        self.set_counts(block, full, empty);
-        *self.kv_mut(block + index) = kv;
+        self.trie.slab[block + index] = A::pack(kv);
         if kv.kind == TNODE {
-            self.kv_mut(kv.ptr as usize - HEADER).ptr = block as u32;
+            let child = kv.ptr as usize;
+            let header = Kv {
+                ptr: block as u32,
+                ..self.header(child)
+            };
+            self.set_header(child, header);
         }
     }
 
-    /// The longest suffix below `block`: `max(pos, children's slen)`. A
-    /// child at index `i` holds keys with bit `pos + tz(i)` set, so its
-    /// suffixes are at most that long; only indices that are multiples of a
-    /// growing stride can raise the maximum (fib_trie's `update_suffix`).
-    fn compute_slen(&self, block: usize) -> u8 {
-        let node = self.header(block);
-        let size = 1usize << node.bits;
-        let mut slen = node.pos;
-        let mut index = 0;
-        while index < size {
-            let child = self.kv(block + index);
-            if child.kind != EMPTY && child.slen > slen {
-                slen = child.slen;
-            }
-            let stride_bits = (slen - node.pos) as u32 + 1;
-            if stride_bits >= node.bits as u32 {
-                break;
-            }
-            let stride = 1usize << stride_bits;
-            index = (index & !(stride - 1)) + stride;
-        }
-        slen
-    }
-
-    /// Raises the suffix length of `block` and its ancestors to `slen`.
-    fn push_suffix(&mut self, mut block: usize, slen: u8) {
+    /// Sets the `slen` of the node at `block` from its counts (header and
+    /// the key vector in its parent), then its ancestors' as far as they
+    /// change: each level costs at most `bits` count reads.
+    fn refresh_slen(&mut self, mut block: usize) {
         while block != ROOT {
             let header = self.header(block);
-            if header.slen >= slen {
-                break;
-            }
-            self.set_slen(block, slen);
-            block = header.ptr as usize;
-        }
-    }
-
-    /// Recomputes suffix lengths upwards after a suffix of length `removed`
-    /// left `block`'s sub-trie.
-    fn pull_suffix(&mut self, mut block: usize, removed: u8) {
-        while block != ROOT {
-            let header = self.header(block);
-            if header.slen != removed {
-                break;
-            }
-            let slen = self.compute_slen(block);
+            let slen = self.node_slen(block);
             if slen == header.slen {
-                break;
+                return;
             }
-            self.set_slen(block, slen);
-            block = header.ptr as usize;
+            self.set_header(block, Kv { slen, ..header });
+            let parent = header.ptr as usize;
+            let index = index_in(&self.header(parent), header.key);
+            self.put_child(parent, index, self.kv_of(block));
+            block = parent;
         }
     }
 
@@ -212,37 +458,34 @@ impl<A: LcKey> LcTrie<A> {
             if n.kind != TNODE {
                 return (block, index);
             }
-            let child = key.xor(n.key).shr(n.pos as u32);
-            if !child.shr(n.bits as u32).is_zero() {
+            let child = (key ^ n.key) >> n.pos as u32;
+            if child >> n.bits as u32 != A::ZERO {
                 return (block, index);
             }
             block = n.ptr as usize;
-            index = child.low_usize();
+            index = child.low_u64() as usize;
         }
     }
 
-    fn leaf_entries(&self, leaf: &Kv<A>) -> Vec<Entry> {
+    /// The prefixes of leaf `leaf`, by ascending suffix length.
+    fn entries_of(trie: &LcTrie<A>, leaf: &Kv<A>) -> Vec<Entry> {
         match leaf.kind {
-            LEAF => vec![Entry {
-                label: leaf.ptr,
-                slen: leaf.slen,
-            }],
-            _ => {
-                let base = leaf.ptr as usize;
-                let count = self.entries[base].slen as usize;
-                self.entries[base + 1..base + 1 + count].to_vec()
-            }
+            LEAF => vec![Entry::new(leaf.ptr, leaf.slen)],
+            _ => trie.list_entries(leaf).to_vec(),
         }
     }
 
     /// A leaf key vector for `entries` (sorted by `slen`, not empty),
     /// reusing or freeing the entry block of `old`.
     fn make_leaf(&mut self, key: A, entries: &[Entry], old: &Kv<A>) -> Kv<A> {
-        let old_class = (old.kind == LEAF_LIST).then(|| self.entries[old.ptr as usize].label);
+        // Blocks of 2^class entries, the first one a header (the count).
+        let class_of = |count: usize| (count + 1).next_power_of_two().trailing_zeros();
+        let old_class = (old.kind == LEAF_LIST)
+            .then(|| class_of(self.trie.entries[old.ptr as usize].slen as usize));
         let slen = entries.last().map_or(0, |e| e.slen);
         if entries.len() == 1 {
             if let Some(class) = old_class {
-                self.free_entries[class as usize].push(old.ptr);
+                self.updater.free_entries[class as usize].push(old.ptr);
             }
             return Kv {
                 key,
@@ -253,30 +496,28 @@ impl<A: LcKey> LcTrie<A> {
                 kind: LEAF,
             };
         }
-        // Blocks of 2^class entries, the first one a header (count, class).
-        let class = (entries.len() + 1).next_power_of_two().trailing_zeros();
+        let class = class_of(entries.len());
         let base = match old_class {
             Some(old_class) if old_class == class => old.ptr as usize,
             _ => {
                 if let Some(old_class) = old_class {
-                    self.free_entries[old_class as usize].push(old.ptr);
+                    self.updater.free_entries[old_class as usize].push(old.ptr);
                 }
-                match self.free_entries[class as usize].pop() {
+                match self.updater.free_entries[class as usize].pop() {
                     Some(base) => base as usize,
                     None => {
-                        let base = self.entries.len();
-                        self.entries
-                            .resize(base + (1 << class), Entry { label: 0, slen: 0 });
+                        let base = self.trie.entries.len();
+                        self.trie
+                            .entries
+                            .resize(base + (1 << class), Entry::new(0, 0));
                         base
                     }
                 }
             }
         };
-        self.entries[base] = Entry {
-            label: class,
-            slen: entries.len() as u8,
-        };
-        self.entries[base + 1..base + 1 + entries.len()].copy_from_slice(entries);
+        let block = &mut self.trie.entries[base..base + 1 + entries.len()];
+        block[0] = Entry::new(0, entries.len() as u8);
+        block[1..].copy_from_slice(entries);
         Kv {
             key,
             ptr: base as u32,
@@ -288,29 +529,26 @@ impl<A: LcKey> LcTrie<A> {
     }
 
     /// Inserts `prefix` with `label`, or relabels it.
-    pub(super) fn insert(&mut self, prefix: Prefix<A>, label: Label) -> Result<(), BuildError> {
+    fn insert(&mut self, prefix: Prefix<A>, label: Label) -> Result<(), BuildError> {
         let key = prefix.addr();
         let slen = A::BITS - prefix.plen();
         let (tp, index) = self.find(key);
         let n = self.kv(tp + index);
-        if (n.kind == LEAF || n.kind == LEAF_LIST) && n.key == key {
-            let mut entries = self.leaf_entries(&n);
+        if n.is_leaf() && n.key == key {
+            let mut entries = Self::entries_of(self.trie, &n);
             match entries.binary_search_by_key(&slen, |e| e.slen) {
                 Ok(at) => entries[at].label = label,
                 Err(at) => {
-                    entries.insert(at, Entry { label, slen });
-                    self.prefixes += 1;
+                    entries.insert(at, Entry::new(label, slen));
+                    self.updater.prefixes += 1;
                 }
             }
             let leaf = self.make_leaf(key, &entries, &n);
-            // A leaf is never "full" and stays non-empty: counts unchanged.
-            *self.kv_mut(tp + index) = leaf;
-            if leaf.slen > n.slen {
-                self.push_suffix(tp, leaf.slen);
-            }
+            self.put_child(tp, index, leaf);
+            self.refresh_slen(tp);
             return Ok(());
         }
-        self.prefixes += 1;
+        self.updater.prefixes += 1;
         let leaf = Kv {
             key,
             ptr: label,
@@ -323,49 +561,50 @@ impl<A: LcKey> LcTrie<A> {
         if n.kind != EMPTY {
             // Split the slot: a binary node at the highest bit where the new
             // key and the occupant's key differ.
-            let pos = (A::BITS as u32 - 1 - key.xor(n.key).leading_zeros()) as u8;
+            let pos = (A::BITS as u32 - 1 - (key ^ n.key).leading_zeros()) as u8;
             let tn = self.alloc_block(1, key, pos, tp)?;
-            let at = self.index_in(tn, n.key);
-            self.put_child(tn, at, n);
-            self.kv_mut(tn - HEADER).slen = pos.max(n.slen);
-            let kv = self.kv_of(tn);
-            self.put_child(tp, index, kv);
+            self.put_child(tn, index_in(&self.header(tn), n.key), n);
+            let slen = self.node_slen(tn);
+            self.set_header(
+                tn,
+                Kv {
+                    slen,
+                    ..self.header(tn)
+                },
+            );
+            self.put_child(tp, index, self.kv_of(tn));
             tp = tn;
         }
-        let at = self.index_in(tp, key);
-        self.put_child(tp, at, leaf);
-        self.push_suffix(tp, slen);
+        self.put_child(tp, index_in(&self.header(tp), key), leaf);
+        self.refresh_slen(tp);
         self.rebalance(tp)
     }
 
     /// Removes `prefix` if present.
-    pub(super) fn remove(&mut self, prefix: Prefix<A>) {
+    fn remove(&mut self, prefix: Prefix<A>) -> Result<(), BuildError> {
         let key = prefix.addr();
         let slen = A::BITS - prefix.plen();
         let (tp, index) = self.find(key);
         let n = self.kv(tp + index);
-        if !((n.kind == LEAF || n.kind == LEAF_LIST) && n.key == key) {
-            return;
+        if !(n.is_leaf() && n.key == key) {
+            return Ok(());
         }
-        let mut entries = self.leaf_entries(&n);
+        let mut entries = Self::entries_of(self.trie, &n);
         let Ok(at) = entries.binary_search_by_key(&slen, |e| e.slen) else {
-            return;
+            return Ok(());
         };
         entries.remove(at);
-        self.prefixes -= 1;
+        self.updater.prefixes -= 1;
         if !entries.is_empty() {
             let leaf = self.make_leaf(key, &entries, &n);
-            *self.kv_mut(tp + index) = leaf;
-            if leaf.slen < n.slen {
-                self.pull_suffix(tp, n.slen);
-            }
-            return;
+            self.put_child(tp, index, leaf);
+            self.refresh_slen(tp);
+            return Ok(());
         }
         self.put_child(tp, index, Kv::EMPTY);
-        self.pull_suffix(tp, n.slen);
-        // Rebalancing only allocates when inflating, and a removal never
-        // makes a node fuller; the error cannot occur.
-        let _ = self.rebalance(tp);
+        self.refresh_slen(tp);
+        // Halving allocates the smaller node, so this can fail too.
+        self.rebalance(tp)
     }
 
     /// Resizes `block` and every ancestor, bottom up.
@@ -379,8 +618,8 @@ impl<A: LcKey> LcTrie<A> {
     fn should_inflate(&self, parent: usize, block: usize) -> bool {
         let node = self.header(block);
         let size = 1usize << node.bits;
-        let (full, empty) = self.counts(block);
-        let used = size - empty + full;
+        let (children, full) = self.children(block);
+        let used = children + full;
         let threshold = size
             * if parent == ROOT {
                 INFLATE_THRESHOLD_ROOT
@@ -393,8 +632,7 @@ impl<A: LcKey> LcTrie<A> {
     fn should_halve(&self, parent: usize, block: usize) -> bool {
         let node = self.header(block);
         let size = 1usize << node.bits;
-        let (_, empty) = self.counts(block);
-        let used = size - empty;
+        let (used, _) = self.children(block);
         let threshold = size
             * if parent == ROOT {
                 HALVE_THRESHOLD_ROOT
@@ -405,8 +643,7 @@ impl<A: LcKey> LcTrie<A> {
     }
 
     fn should_collapse(&self, block: usize) -> bool {
-        let size = 1usize << self.header(block).bits;
-        size - self.counts(block).1 < 2
+        self.children(block).0 < 2
     }
 
     /// Inflates or halves `block` while the thresholds say so, collapses it
@@ -440,20 +677,28 @@ impl<A: LcKey> LcTrie<A> {
         Ok(parent)
     }
 
+    /// Sets the `slen` of a node built from scratch (nothing above it
+    /// points to it yet).
+    fn seal(&mut self, block: usize) {
+        let slen = self.node_slen(block);
+        let header = self.header(block);
+        self.set_header(block, Kv { slen, ..header });
+    }
+
     /// Replaces `block` by one of twice the stride, one bit lower.
     fn inflate(&mut self, old: usize) -> Result<usize, BuildError> {
         let node = self.header(old);
         let tn = self.alloc_block(node.bits + 1, node.key, node.pos - 1, node.ptr as usize)?;
+        let tn_header = self.header(tn);
         // The bit the new node tests on top of the old ones.
-        let high = A::from_usize(1).shl(node.pos as u32 - 1);
+        let high = A::from_u64(1) << (node.pos as u32 - 1);
         for i in (0..1usize << node.bits).rev() {
             let inode = self.kv(old + i);
             if inode.kind == EMPTY {
                 continue;
             }
-            if !Self::is_full(&node, &inode) {
-                let at = self.index_in(tn, inode.key);
-                self.put_child(tn, at, inode);
+            if !is_full(&node, &inode) {
+                self.put_child(tn, index_in(&tn_header, inode.key), inode);
                 continue;
             }
             let iblock = inode.ptr as usize;
@@ -467,20 +712,18 @@ impl<A: LcKey> LcTrie<A> {
             // Split the full child in two halves one bit narrower; their
             // keys differ in the bit the new node now tests.
             let half = 1usize << (inode.bits - 1);
-            let node1 = self.alloc_block(inode.bits - 1, inode.key.or(high), inode.pos, tn)?;
+            let node1 = self.alloc_block(inode.bits - 1, inode.key | high, inode.pos, tn)?;
             let node0 = self.alloc_block(inode.bits - 1, inode.key, inode.pos, tn)?;
             for j in 0..half {
                 let (zero, one) = (self.kv(iblock + j), self.kv(iblock + half + j));
                 self.put_child(node0, j, zero);
                 self.put_child(node1, j, one);
             }
-            for half_block in [node0, node1] {
-                self.kv_mut(half_block - HEADER).slen = self.compute_slen(half_block);
-            }
+            self.seal(node0);
+            self.seal(node1);
             self.free_block(iblock);
-            let (kv1, kv0) = (self.kv_of(node1), self.kv_of(node0));
-            self.put_child(tn, 2 * i + 1, kv1);
-            self.put_child(tn, 2 * i, kv0);
+            self.put_child(tn, 2 * i + 1, self.kv_of(node1));
+            self.put_child(tn, 2 * i, self.kv_of(node0));
         }
         self.replace(old, tn)
     }
@@ -499,9 +742,8 @@ impl<A: LcKey> LcTrie<A> {
                     let pair = self.alloc_block(1, zero.key, node.pos, tn)?;
                     self.put_child(pair, 0, zero);
                     self.put_child(pair, 1, one);
-                    self.kv_mut(pair - HEADER).slen = self.compute_slen(pair);
-                    let kv = self.kv_of(pair);
-                    self.put_child(tn, i / 2, kv);
+                    self.seal(pair);
+                    self.put_child(tn, i / 2, self.kv_of(pair));
                 }
             }
         }
@@ -511,21 +753,16 @@ impl<A: LcKey> LcTrie<A> {
     /// Puts the new block `tn` where `old` was, frees `old`, fixes suffix
     /// lengths and resizes the new node's full children; returns `tn`.
     fn replace(&mut self, old: usize, tn: usize) -> Result<usize, BuildError> {
-        let old_node = self.header(old);
-        let parent = old_node.ptr as usize;
-        self.kv_mut(tn - HEADER).slen = self.compute_slen(tn);
+        let parent = self.header(old).ptr as usize;
+        self.seal(tn);
         let kv = self.kv_of(tn);
-        let at = self.index_in(parent, kv.key);
-        self.put_child(parent, at, kv);
+        self.put_child(parent, index_in(&self.header(parent), kv.key), kv);
         self.free_block(old);
-        if kv.slen > old_node.slen {
-            self.push_suffix(parent, kv.slen);
-        } else if kv.slen < old_node.slen {
-            self.pull_suffix(parent, old_node.slen);
-        }
+        // The new node's position differs by one, and so may its `slen`.
+        self.refresh_slen(parent);
         for i in (0..1usize << kv.bits).rev() {
             let child = self.kv(tn + i);
-            if Self::is_full(&kv, &child) {
+            if is_full(&kv, &child) {
                 self.resize(child.ptr as usize)?;
             }
         }
@@ -540,164 +777,8 @@ impl<A: LcKey> LcTrie<A> {
             .map(|i| self.kv(old + i))
             .find(|kv| kv.kind != EMPTY)
             .unwrap_or(Kv::EMPTY);
-        let at = self.index_in(parent, node.key);
-        self.put_child(parent, at, child);
+        self.put_child(parent, index_in(&self.header(parent), node.key), child);
         self.free_block(old);
-        if child.kind == EMPTY || child.slen < node.slen {
-            self.pull_suffix(parent, node.slen);
-        }
-    }
-
-    /// Shape statistics (one walk over the trie).
-    pub fn shape(&self) -> Shape {
-        let mut shape = Shape::default();
-        let top = self.kv(ROOT);
-        if top.kind == TNODE {
-            shape.top_bits = top.bits;
-        }
-        let mut depth_sum = 0usize;
-        let mut stack = vec![(top, 1usize)];
-        while let Some((kv, depth)) = stack.pop() {
-            match kv.kind {
-                EMPTY => {}
-                LEAF | LEAF_LIST => {
-                    shape.leaves += 1;
-                    depth_sum += depth;
-                    shape.max_depth = shape.max_depth.max(depth);
-                }
-                _ => {
-                    shape.tnodes += 1;
-                    shape.slab_in_use += HEADER + (1 << kv.bits);
-                    let block = kv.ptr as usize;
-                    for i in 0..1usize << kv.bits {
-                        stack.push((self.kv(block + i), depth + 1));
-                    }
-                }
-            }
-        }
-        shape.average_leaf_depth = depth_sum as f64 / shape.leaves.max(1) as f64;
-        shape
-    }
-
-    /// Every prefix and label held, sorted by address then length.
-    pub fn prefixes(&self) -> Vec<(Prefix<A>, Label)> {
-        let mut out = Vec::with_capacity(self.prefixes);
-        let mut stack = vec![self.kv(ROOT)];
-        while let Some(kv) = stack.pop() {
-            match kv.kind {
-                EMPTY => {}
-                LEAF | LEAF_LIST => {
-                    for entry in self.leaf_entries(&kv) {
-                        out.push((
-                            Prefix::new_masked(kv.key, A::BITS - entry.slen),
-                            entry.label,
-                        ));
-                    }
-                }
-                _ => {
-                    for i in 0..1usize << kv.bits {
-                        stack.push(self.kv(kv.ptr as usize + i));
-                    }
-                }
-            }
-        }
-        out.sort_unstable_by_key(|&(prefix, _)| (prefix.addr(), prefix.plen()));
-        out
-    }
-
-    /// Checks every structural invariant look-ups and updates rely on;
-    /// returns the first violation found. For tests.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        let mut stack = vec![(ROOT, 0usize)];
-        let mut count = 0usize;
-        while let Some((block, index)) = stack.pop() {
-            let kv = self.kv(block + index);
-            let parent = self.header(block);
-            let here = format!("slot {} of block {block} (key {:?})", index, kv.key);
-            if kv.kind == EMPTY {
-                continue;
-            }
-            // The key agrees with the parent's bits and the slot index.
-            if block != ROOT {
-                let above = parent.pos as u32 + parent.bits as u32;
-                let agree = above >= A::BITS as u32 || kv.key.xor(parent.key).shr(above).is_zero();
-                if !agree || self.index_in(block, kv.key) != index {
-                    return Err(format!("{here}: key does not belong in this slot"));
-                }
-            }
-            if kv.kind != TNODE {
-                let entries = self.leaf_entries(&kv);
-                count += entries.len();
-                if kv.pos != 0 || kv.bits != 0 {
-                    return Err(format!("{here}: leaf with pos/bits"));
-                }
-                if entries.windows(2).any(|w| w[0].slen >= w[1].slen)
-                    || (kv.kind == LEAF_LIST && entries.len() < 2)
-                {
-                    return Err(format!("{here}: leaf entries unsorted or too few"));
-                }
-                if entries.last().map(|e| e.slen) != Some(kv.slen) {
-                    return Err(format!("{here}: leaf slen is not its longest suffix"));
-                }
-                if kv.slen < A::BITS
-                    && !kv
-                        .key
-                        .shl(A::BITS as u32 - 1 - kv.slen as u32)
-                        .shl(1)
-                        .is_zero()
-                {
-                    return Err(format!("{here}: host bits set under a prefix"));
-                }
-                continue;
-            }
-            let child_block = kv.ptr as usize;
-            let header = self.header(child_block);
-            if header.ptr as usize != block {
-                return Err(format!("{here}: parent link points to {}", header.ptr));
-            }
-            if self.kv_of(child_block) != kv {
-                return Err(format!("{here}: key vector differs from header {header:?}"));
-            }
-            if kv.bits == 0 || kv.bits > MAX_BITS {
-                return Err(format!("{here}: stride {}", kv.bits));
-            }
-            let shift = kv.pos as u32 + kv.bits as u32;
-            if block != ROOT && shift > parent.pos as u32 {
-                return Err(format!("{here}: node overlaps its parent's bits"));
-            }
-            if shift < A::BITS as u32 && !kv.key.shl(A::BITS as u32 - shift).is_zero() {
-                return Err(format!("{here}: key bits below pos + bits"));
-            }
-            let size = 1usize << kv.bits;
-            let children: Vec<Kv<A>> = (child_block..child_block + size)
-                .map(|i| self.kv(i))
-                .collect();
-            let empty = children.iter().filter(|c| c.kind == EMPTY).count();
-            let full = children.iter().filter(|c| Self::is_full(&kv, c)).count();
-            if self.counts(child_block) != (full, empty) {
-                return Err(format!(
-                    "{here}: counts {:?}, actual (full, empty) = ({full}, {empty})",
-                    self.counts(child_block)
-                ));
-            }
-            if size - empty < 2 {
-                return Err(format!("{here}: node with {} children", size - empty));
-            }
-            let slen = children
-                .iter()
-                .filter(|c| c.kind != EMPTY)
-                .map(|c| c.slen)
-                .fold(kv.pos, u8::max);
-            if slen != kv.slen {
-                return Err(format!("{here}: slen {} but children say {slen}", kv.slen));
-            }
-            for i in 0..size {
-                stack.push((child_block, i));
-            }
-        }
-        if count != self.prefixes {
-            return Err(format!("{count} prefixes found, {} counted", self.prefixes));
-        }
-        Ok(())
+        self.refresh_slen(parent);
     }
 }

@@ -1,0 +1,141 @@
+//! What the C boundary costs: `fibkit_lookup_v4_bulk` (called through a
+//! function pointer, as a C program calls it: no inlining into the loop)
+//! against the engine's own Rust `lookup_batch`, on the same keys and
+//! table, in one process, alternating A, B, A, B, ... so each ratio pairs
+//! adjacent measurements (neighbours on a shared machine move single runs
+//! by up to 2x).
+//!
+//! ```text
+//! cargo bench -p fibkit-c --bench c_vs_rust -- [TABLE] [SPEC] [ROUNDS]
+//! ```
+//!
+//! Defaults: `../shared/data/dfz-v4-nh.txt.gz`, `dxr`, 7 rounds. Bursts of
+//! 32 keys (what a datapath passes, as DPDK's l3fwd does) and one call over
+//! the whole key array are measured.
+
+// The C library's source, compiled into this benchmark: its entry points
+// are the ones a C program links.
+#[allow(dead_code, unused_imports, clippy::all, missing_docs)]
+#[path = "../src/lib.rs"]
+mod c_api;
+
+use std::ffi::{c_int, CString};
+use std::hint::black_box;
+use std::time::Instant;
+
+use fibkit::bench::{generate_keys, Pattern};
+use fibkit::load::{load_table, LoadOptions};
+use fibkit::{AnyFib, Label};
+
+type Bulk = unsafe extern "C" fn(*const c_api::fibkit_fib, *const u32, *mut u64, usize) -> c_int;
+
+const KEYS: usize = 1 << 22;
+const MIN_SECONDS: f64 = 0.5;
+
+/// Lookups per second of `pass` (one pass over the keys), run until
+/// `MIN_SECONDS` have passed.
+fn rate(mut pass: impl FnMut()) -> f64 {
+    let start = Instant::now();
+    let mut passes = 0u64;
+    while start.elapsed().as_secs_f64() < MIN_SECONDS {
+        pass();
+        passes += 1;
+    }
+    (passes * KEYS as u64) as f64 / start.elapsed().as_secs_f64()
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let table = args
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "../shared/data/dfz-v4-nh.txt.gz".to_string());
+    let spec = args.get(1).cloned().unwrap_or_else(|| "dxr".to_string());
+    let rounds: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(7);
+
+    let loaded =
+        load_table(std::path::Path::new(&table), &LoadOptions::default()).expect("the table loads");
+    let keys: Vec<u32> = generate_keys(&Pattern::Rnd, KEYS, 1, &loaded.v4).expect("keys");
+
+    let path = CString::new(table.clone()).expect("a path without NUL");
+    let spec_c = CString::new(spec.clone()).expect("a spec without NUL");
+    let mut c_table = std::ptr::null_mut();
+    let mut c_fib = std::ptr::null_mut();
+    // SAFETY: valid C strings and output pointers; the objects are freed below.
+    unsafe {
+        assert_eq!(c_api::fibkit_table_load(path.as_ptr(), &mut c_table), 0);
+        assert_eq!(
+            c_api::fibkit_fib_build(c_table, 4, spec_c.as_ptr(), &mut c_fib),
+            0
+        );
+        c_api::fibkit_table_free(c_table);
+    }
+    let bulk: Bulk = black_box(c_api::fibkit_lookup_v4_bulk);
+
+    let rust = AnyFib::build(&loaded, None, Some(&spec)).expect("the engine builds");
+    let AnyFib::V4(rust) = rust else {
+        unreachable!("an IPv4 table")
+    };
+    let fibkit::FamilyFib::Live(fib) = &rust else {
+        unreachable!("built, not opened")
+    };
+    let snapshot = fib.snapshot();
+
+    let mut c_results = vec![0u64; KEYS];
+    let mut rust_results: Vec<Option<Label>> = vec![None; KEYS];
+    let uptime = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "{spec} on {table}, {KEYS} rnd keys, {rounds} rounds; load average {}",
+        uptime
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    for burst in [32, KEYS] {
+        let (mut c_rates, mut rust_rates, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            let c = rate(|| {
+                for (keys, out) in keys.chunks(burst).zip(c_results.chunks_mut(burst)) {
+                    // SAFETY: `keys` and `out` have `keys.len()` elements.
+                    unsafe { bulk(c_fib, keys.as_ptr(), out.as_mut_ptr(), keys.len()) };
+                }
+                black_box(&c_results);
+            });
+            let r = rate(|| {
+                for (keys, out) in keys.chunks(burst).zip(rust_results.chunks_mut(burst)) {
+                    snapshot.lookup_batch(keys, out);
+                }
+                black_box(&rust_results);
+            });
+            c_rates.push(c / 1e6);
+            rust_rates.push(r / 1e6);
+            ratios.push(c / r);
+        }
+        println!(
+            "burst {burst:>8}: C bulk {:7.1} Mlps, Rust lookup_batch {:7.1} Mlps (medians); \
+             C/Rust per adjacent pair: median {:.3}, min {:.3}, max {:.3}",
+            median(c_rates),
+            median(rust_rates),
+            median(ratios.clone()),
+            ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            ratios.iter().copied().fold(0.0, f64::max),
+        );
+    }
+    let disagree = c_results
+        .iter()
+        .zip(&rust_results)
+        .filter(|(c, r)| **c != r.map_or(u64::MAX, u64::from))
+        .count();
+    println!("results disagree on {disagree} of {KEYS} keys");
+    // SAFETY: built above, not used afterwards.
+    unsafe { c_api::fibkit_fib_free(c_fib) };
+}

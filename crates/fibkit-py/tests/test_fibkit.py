@@ -1,0 +1,233 @@
+"""fibkit's Python binding against the Rust reference table on the shared
+tables (every range boundary plus random addresses, IPv4 and IPv6, every
+input form), and its errors on bad input."""
+
+import ipaddress
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import fibkit
+from conftest import V4Table, boundary_addresses_v6, data, dotted, reference, table_prefixes
+
+
+class Case:
+    """A shared table, addresses to check and the reference's answers: for
+    IPv4 an independent numpy implementation, for IPv6 the Rust reference
+    trie through the `fibkit` command."""
+
+    def __init__(self, table: str, version: int, random: int):
+        self.path = data(table)
+        self.version = version
+        if version == 4:
+            reference_table = V4Table(self.path)
+            self.v4 = reference_table.boundaries(random, seed=14)
+            self.addrs = dotted(self.v4)
+            self.found, self.labels, self.prefixes = reference_table.lookup(self.v4)
+        else:
+            self.addrs = boundary_addresses_v6(table_prefixes(self.path), random, seed=14)
+            answers = reference(self.path, self.addrs)
+            self.labels = np.array([a[1] if a else 0 for a in answers], dtype=np.uint32)
+            self.found = np.array([a is not None for a in answers])
+            self.prefixes = [a[0] if a else None for a in answers]
+
+    def binary(self) -> np.ndarray:
+        if self.version == 4:
+            return self.v4
+        packed = b"".join(ipaddress.IPv6Address(a).packed for a in self.addrs)
+        return np.frombuffer(packed, dtype=np.uint8).reshape(-1, 16)
+
+    def check(self, fib: fibkit.Fib, addrs, what: str) -> None:
+        labels, found = fib.lookup_many(addrs)
+        assert labels.dtype == np.uint32 and found.dtype == np.bool_
+        bad = np.flatnonzero((labels != self.labels) | (found != self.found))
+        assert bad.size == 0, (
+            f"{what}: {bad.size} of {len(self.addrs)} wrong, first {self.addrs[bad[0]]}: "
+            f"{labels[bad[0]]} {found[bad[0]]}, expected {self.labels[bad[0]]} {self.found[bad[0]]}"
+        )
+
+
+@pytest.fixture(scope="module")
+def v4_case():
+    return Case("dfz-v4-nh.txt.gz", 4, random=200_000)
+
+
+@pytest.fixture(scope="module")
+def v6_case():
+    return Case("dfz-v6-nh.txt.gz", 6, random=100_000)
+
+
+@pytest.mark.parametrize("engine", ["dxr", "dir24-8", "lctrie"])
+def test_ipv4_every_input_form_equals_the_reference(v4_case, engine):
+    fib = fibkit.Fib.load(v4_case.path, engine=engine)
+    assert fib.family == 4 and fib.spec.startswith(engine.split(":")[0])
+    v4_case.check(fib, v4_case.binary(), f"{engine} uint32")
+    v4_case.check(fib, v4_case.addrs, f"{engine} list of str")
+    v4_case.check(fib, pa.array(v4_case.addrs), f"{engine} pyarrow")
+    v4_case.check(fib, pa.chunked_array([v4_case.addrs[:1000], v4_case.addrs[1000:]], pa.large_string()),
+                  f"{engine} chunked large_string")
+    v4_case.check(fib, np.array(v4_case.addrs), f"{engine} numpy str")
+
+
+def test_ipv4_single_lookups_give_the_reference_prefix(v4_case):
+    fib = fibkit.Fib.load(v4_case.path, engine="dir24-8")
+    for i in range(0, len(v4_case.addrs), 997):
+        expected = (v4_case.prefixes[i], int(v4_case.labels[i])) if v4_case.found[i] else None
+        assert fib.lookup(v4_case.addrs[i]) == expected, v4_case.addrs[i]
+        assert fib.lookup(int(ipaddress.IPv4Address(v4_case.addrs[i]))) == expected
+
+
+def test_ipv4_images_answer_like_the_engine(v4_case, tmp_path):
+    built = fibkit.Fib.load(v4_case.path, engine="dir24-8")
+    built.save_image(tmp_path / "nh.fib")
+    image = fibkit.Fib.open_image(tmp_path / "nh.fib")
+    assert image.is_image and image.spec == "dir24-8" and image.stats()["prefixes"] is None
+    v4_case.check(image, v4_case.binary(), "image uint32")
+    v4_case.check(image, pa.array(v4_case.addrs), "image pyarrow")
+    i = int(np.flatnonzero(v4_case.found)[0])
+    assert image.lookup(v4_case.addrs[i]) == (None, int(v4_case.labels[i]))
+
+
+@pytest.mark.parametrize("engine", ["lctrie", "cpe", "radix"])
+def test_ipv6_every_input_form_equals_the_reference(v6_case, engine):
+    fib = fibkit.Fib.load(v6_case.path, engine=engine, family=6)
+    assert fib.family == 6
+    binary = v6_case.binary()
+    v6_case.check(fib, binary, f"{engine} (n, 16) uint8")
+    v6_case.check(fib, binary.copy().view("S16").ravel(), f"{engine} S16")
+    v6_case.check(fib, v6_case.addrs, f"{engine} list of str")
+    v6_case.check(fib, pa.array(v6_case.addrs), f"{engine} pyarrow")
+    for i in range(0, len(v6_case.addrs), 4999):
+        expected = (v6_case.prefixes[i], int(v6_case.labels[i])) if v6_case.found[i] else None
+        assert fib.lookup(v6_case.addrs[i]) == expected, v6_case.addrs[i]
+
+
+def test_every_length_equals_single_lookups():
+    fib = fibkit.Fib.from_prefixes({"10.0.0.0/8": 1, "10.1.0.0/16": 2, "0.0.0.0/1": 2**32 - 1})
+    rng = np.random.default_rng(3)
+    addrs = rng.integers(0, 2**32, 300, dtype=np.uint64).astype(np.uint32)
+    for n in range(0, 300):
+        labels, found = fib.lookup_many(addrs[:n])
+        singles = [fib.lookup(int(a)) for a in addrs[:n]]
+        assert labels.tolist() == [s[1] if s else 0 for s in singles]
+        assert found.tolist() == [s is not None for s in singles]
+
+
+def test_nulls_are_not_found_and_empty_inputs_give_empty_arrays():
+    fib = fibkit.Fib.from_prefixes([("10.0.0.0/8", 7)])
+    labels, found = fib.lookup_many(["10.1.1.1", None, "11.0.0.0", 167772161])
+    assert labels.tolist() == [7, 0, 0, 7] and found.tolist() == [True, False, False, True]
+    labels, found = fib.lookup_many(pa.array(["10.1.1.1", None, "10.2.2.2"]))
+    assert labels.tolist() == [7, 0, 7] and found.tolist() == [True, False, True]
+    sliced = pa.array(["1.1.1.1", "10.0.0.1", None, "10.0.0.2"]).slice(1, 3)
+    assert fib.lookup_many(sliced)[1].tolist() == [True, False, True]
+    for empty in ([], np.zeros(0, dtype=np.uint32), pa.array([], pa.string())):
+        labels, found = fib.lookup_many(empty)
+        assert labels.shape == (0,) and found.shape == (0,)
+
+
+def test_changes_apply_as_one_batch():
+    fib = fibkit.Fib.from_prefixes({"10.0.0.0/8": 1}, engine="dir24-8")
+    summary = fib.apply(announce={"10.1.0.0/16": 2}, withdraw=["10.0.0.0/8"])
+    assert summary["effective"] == 2 and summary["version"] == 1
+    assert fib.lookup("10.1.2.3") == ("10.1.0.0/16", 2)
+    assert fib.lookup("10.2.0.0") is None
+    assert fib.prefixes() == [("10.1.0.0/16", 2)]
+    with pytest.raises(ValueError, match=r"announce\[0\].*host bits"):
+        fib.apply(announce=[("10.0.0.1/8", 3)])
+    with pytest.raises(ValueError, match=r"withdraw\[1\].*host bits"):
+        fib.apply(withdraw=["10.1.0.0/16", "10.0.0.1/8"])
+    assert fib.prefixes() == [("10.1.0.0/16", 2)], "a bad batch changes nothing"
+    assert fib.stats()["prefixes"] == 1
+
+
+def test_malformed_addresses_name_their_index_and_text():
+    fib = fibkit.Fib.from_prefixes({"10.0.0.0/8": 1})
+    with pytest.raises(ValueError, match=r"addrs\[2\]: `10\.0\.0\.256` is not an IPv4 address"):
+        fib.lookup_many(["10.0.0.1", "10.0.0.2", "10.0.0.256"])
+    with pytest.raises(ValueError, match=r"addrs\[1001\]: `nonsense` is not an IPv4 address"):
+        fib.lookup_many(pa.chunked_array([["1.1.1.1"] * 1000, ["2.2.2.2", "nonsense"]]))
+    with pytest.raises(ValueError, match=r"addrs\[0\]: `2001:db8::1` is not an IPv4"):
+        fib.lookup_many(["2001:db8::1"])
+    with pytest.raises(TypeError, match=r"addrs\[1\]: expected a str address"):
+        fib.lookup_many(["1.1.1.1", 1.5])
+    with pytest.raises(ValueError, match="larger than any IPv4"):
+        fib.lookup_many([2**32])
+    with pytest.raises(ValueError, match="not an IPv4 address"):
+        fib.lookup("300.1.1.1")
+    with pytest.raises(TypeError, match="sequence of addresses"):
+        fib.lookup_many("10.0.0.1")
+
+
+def test_wrong_family_and_wrong_dtype_arrays_are_type_errors():
+    v4 = fibkit.Fib.from_prefixes({"10.0.0.0/8": 1})
+    v6 = fibkit.Fib.from_prefixes({"2001:db8::/32": 1})
+    assert v6.family == 6
+    with pytest.raises(TypeError, match="IPv6 addresses given to an IPv4 table"):
+        v4.lookup_many(np.zeros((3, 16), dtype=np.uint8))
+    with pytest.raises(TypeError, match="IPv6 addresses given to an IPv4 table"):
+        v4.lookup_many(np.zeros(3, dtype="S16"))
+    with pytest.raises(TypeError, match="IPv4 addresses given to an IPv6 table"):
+        v6.lookup_many(np.zeros(3, dtype=np.uint32))
+    with pytest.raises(TypeError, match="dtype int64"):
+        v4.lookup_many(np.zeros(3, dtype=np.int64))
+    with pytest.raises(TypeError, match="pyarrow array of type int64"):
+        v4.lookup_many(pa.array([1, 2, 3]))
+    with pytest.raises(ValueError, match=r"addrs\[0\]: `10\.0\.0\.1` is not an IPv6 address"):
+        v6.lookup_many(["10.0.0.1"])
+
+
+def test_bad_tables_specs_and_images_raise_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no-such-file"):
+        fibkit.Fib.load(tmp_path / "no-such-file.txt")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("10.0.0.0/8 1\n10.0.0.1/8 2\n")
+    with pytest.raises(fibkit.FibkitError, match=r"bad\.txt:2: .*host bits"):
+        fibkit.Fib.load(bad)
+    assert fibkit.Fib.load(bad, lenient=True).lookup("10.9.9.9") == ("10.0.0.0/8", 2)
+    good = tmp_path / "good.txt"
+    good.write_text("10.0.0.0/8 1\n2001:db8::/32 2\n")
+    with pytest.raises(fibkit.FibkitError, match="unknown engine `nosuch`"):
+        fibkit.Fib.load(good, engine="nosuch")
+    with pytest.raises(fibkit.FibkitError, match="does not support IPv6"):
+        fibkit.Fib.load(good, engine="dir24-8", family=6)
+    with pytest.raises(ValueError, match="family 5"):
+        fibkit.Fib.load(good, family=5)
+    assert fibkit.Fib.load(good, family="v6").lookup("2001:db8::1") == ("2001:db8::/32", 2)
+    with pytest.raises(ValueError, match=r"prefixes\[1\]: `garbage` is not an IPv4 address"):
+        fibkit.Fib.from_prefixes([("10.0.0.0/8", 1), ("garbage", 2)])
+    with pytest.raises(TypeError, match=r"prefixes\[0\]"):
+        fibkit.Fib.from_prefixes([("10.0.0.0/8", -1)])
+
+    fib = fibkit.Fib.load(good, engine="dir24-8")
+    with pytest.raises(fibkit.FibkitError, match="cannot be saved as an image"):
+        fibkit.Fib.load(good, engine="lctrie").save_image(tmp_path / "x.fib")
+    fib.save_image(tmp_path / "good.fib")
+    blob = (tmp_path / "good.fib").read_bytes()
+    (tmp_path / "truncated.fib").write_bytes(blob[:-1])
+    with pytest.raises(fibkit.FibkitError, match="truncated"):
+        fibkit.Fib.open_image(tmp_path / "truncated.fib")
+    flipped = bytearray(blob)
+    flipped[-3] ^= 1
+    (tmp_path / "flipped.fib").write_bytes(bytes(flipped))
+    with pytest.raises(fibkit.FibkitError, match="checksum"):
+        fibkit.Fib.open_image(tmp_path / "flipped.fib")
+    with pytest.raises(fibkit.FibkitError, match="not a fibkit image"):
+        fibkit.Fib.open_image(good)
+    with pytest.raises(FileNotFoundError):
+        fibkit.Fib.open_image(tmp_path / "missing.fib")
+    image = fibkit.Fib.open_image(tmp_path / "good.fib")
+    with pytest.raises(fibkit.FibkitError, match="cannot change"):
+        image.apply(withdraw=["10.0.0.0/8"])
+    with pytest.raises(fibkit.FibkitError, match="holds no prefixes"):
+        image.prefixes()
+    assert "image" in repr(image) and "dir24-8" in repr(fib)
+
+
+def test_the_package_ships_type_stubs():
+    package = os.path.dirname(fibkit.__file__)
+    assert os.path.exists(os.path.join(package, "py.typed"))
+    assert os.path.exists(os.path.join(package, "_fibkit.pyi"))
+    assert fibkit.Fib.lookup_many.__doc__ and "found" in fibkit.Fib.lookup_many.__doc__

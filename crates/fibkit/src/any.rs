@@ -1,0 +1,350 @@
+//! A forwarding table of either family, live or read from an image: the
+//! one handle that callers outside Rust (the C library, the Python package)
+//! hold, so that family dispatch and the live-or-image choice are written
+//! once.
+//!
+//! - *Live* ([`FamilyFib::Live`]): a [`Fib`] built from a reference table
+//!   by engine spec. It answers the matched prefix as well as the label and
+//!   takes batches of changes while other threads look up.
+//! - *Image* ([`FamilyFib::Image`]): a snapshot looked up in place from a
+//!   memory-mapped image ([`crate::image`]). Opening it costs the checks,
+//!   not a build; it answers labels only (an image holds no reference
+//!   table) and cannot change.
+//!
+//! Lookups go through [`Fib::with_snapshot`] (no reference count taken),
+//! so any number of threads can share one handle; batches of changes are
+//! serialised by the [`Fib`]'s writer lock.
+
+use std::path::Path;
+
+use crate::addr::Family;
+use crate::engine::{BuildError, Lookup};
+use crate::error::Error;
+use crate::fib::{Fib, UpdateSummary};
+use crate::image::{Image, ImageError};
+use crate::load::{FamilyPart, LoadedTable};
+use crate::prefix::{Label, Prefix};
+use crate::registry::ImageFamily;
+use crate::rib::{Change, Rib};
+
+/// The engine a table is built with when the caller names none: DXR for
+/// IPv4 (the fastest engine that fits a full table in cache-friendly
+/// memory), the LC-trie for IPv6 (DXR is IPv4 only).
+pub fn default_spec(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "dxr",
+        Family::V6 => "lctrie",
+    }
+}
+
+/// Addresses per batch of [`FamilyFib::lookup_iter`]: enough to keep the
+/// engines' batch lookups busy, small enough that the batch and its answers
+/// stay in L1.
+pub const BATCH: usize = 64;
+
+/// One family's table: live or from an image.
+pub enum FamilyFib<A: ImageFamily> {
+    /// Built from a reference table; changes can be applied.
+    Live(Fib<A>),
+    /// Read in place from an image.
+    Image {
+        /// The opened image (path and spec, for messages and statistics).
+        image: Image,
+        /// The snapshot over the image's bytes.
+        snapshot: A::Mapped,
+    },
+}
+
+impl<A: ImageFamily> FamilyFib<A> {
+    /// Builds the engine `spec` from `rib`.
+    pub fn build(spec: &str, rib: Rib<A>) -> Result<Self, BuildError> {
+        Ok(FamilyFib::Live(Fib::new(spec, rib)?))
+    }
+
+    /// The snapshot saved in `image` (whose family must be `A`).
+    pub fn open(image: Image) -> Result<Self, ImageError> {
+        let snapshot = A::open_image(&image)?;
+        Ok(FamilyFib::Image { image, snapshot })
+    }
+
+    /// The label of the longest prefix containing `addr`.
+    #[inline]
+    pub fn lookup(&self, addr: A) -> Option<Label> {
+        match self {
+            FamilyFib::Live(fib) => fib.with_snapshot(|snapshot| snapshot.lookup(addr)),
+            FamilyFib::Image { snapshot, .. } => snapshot.lookup(addr),
+        }
+    }
+
+    /// Looks up `addrs` into `out` (one snapshot for the whole slice).
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    #[inline]
+    pub fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        match self {
+            FamilyFib::Live(fib) => fib.with_snapshot(|snapshot| snapshot.lookup_batch(addrs, out)),
+            FamilyFib::Image { snapshot, .. } => snapshot.lookup_batch(addrs, out),
+        }
+    }
+
+    /// Looks up every address `addrs` yields, [`BATCH`] at a time through
+    /// [`Lookup::lookup_batch`] (so the engine keeps several lookups in
+    /// flight), and hands each batch's answers to `write` with the position
+    /// of its first address: the loop behind the bindings' bulk lookups,
+    /// whatever their key and result representations.
+    #[inline]
+    pub fn lookup_iter(
+        &self,
+        addrs: impl IntoIterator<Item = A>,
+        mut write: impl FnMut(usize, &[Option<Label>]),
+    ) {
+        let mut addrs = addrs.into_iter();
+        let mut batch = [A::ZERO; BATCH];
+        let mut found = [None; BATCH];
+        let mut start = 0;
+        loop {
+            let mut n = 0;
+            for (slot, addr) in batch.iter_mut().zip(addrs.by_ref()) {
+                *slot = addr;
+                n += 1;
+            }
+            if n == 0 {
+                return;
+            }
+            self.lookup_batch(&batch[..n], &mut found[..n]);
+            write(start, &found[..n]);
+            start += n;
+        }
+    }
+
+    /// The longest matching prefix (`None` from an image, which holds no
+    /// reference table) and its label, or `None` when no prefix matches.
+    /// A live table answers from the reference trie: for reporting, not
+    /// for every packet.
+    pub fn lookup_prefix(&self, addr: A) -> Option<(Option<Prefix<A>>, Label)> {
+        match self {
+            FamilyFib::Live(fib) => fib
+                .lookup_prefix(addr)
+                .map(|(prefix, label)| (Some(prefix), label)),
+            FamilyFib::Image { snapshot, .. } => snapshot.lookup(addr).map(|label| (None, label)),
+        }
+    }
+
+    /// Applies a batch of changes (see [`Fib::apply`]); an image cannot
+    /// change.
+    pub fn apply(&self, changes: &[Change<A>]) -> Result<UpdateSummary, Error> {
+        match self {
+            FamilyFib::Live(fib) => Ok(fib.apply(changes)?),
+            FamilyFib::Image { image, .. } => Err(Error::ReadOnlyImage {
+                path: image.path().to_path_buf(),
+            }),
+        }
+    }
+
+    /// The engine's spec in canonical form.
+    pub fn spec(&self) -> String {
+        match self {
+            FamilyFib::Live(fib) => fib.spec(),
+            FamilyFib::Image { image, .. } => image.spec().to_string(),
+        }
+    }
+
+    /// Bytes the lookup structures occupy (for an image: the mapped
+    /// arrays, shared with every process that maps the same file).
+    pub fn memory_bytes(&self) -> usize {
+        match self {
+            FamilyFib::Live(fib) => fib.with_snapshot(|snapshot| snapshot.memory_bytes()),
+            FamilyFib::Image { snapshot, .. } => snapshot.memory_bytes(),
+        }
+    }
+
+    /// Prefixes in the reference table; `None` for an image.
+    pub fn prefixes(&self) -> Option<usize> {
+        match self {
+            FamilyFib::Live(fib) => Some(fib.with_rib(Rib::len)),
+            FamilyFib::Image { .. } => None,
+        }
+    }
+
+    /// Batches published so far (0 for an image).
+    pub fn version(&self) -> u64 {
+        match self {
+            FamilyFib::Live(fib) => fib.version(),
+            FamilyFib::Image { .. } => 0,
+        }
+    }
+}
+
+/// A table of either family, live or from an image.
+pub enum AnyFib {
+    /// An IPv4 table.
+    V4(FamilyFib<u32>),
+    /// An IPv6 table.
+    V6(FamilyFib<u128>),
+}
+
+/// Runs `$body` with `$fib` bound to the family's [`FamilyFib`].
+macro_rules! each_family {
+    ($any:expr, $fib:ident => $body:expr) => {
+        match $any {
+            AnyFib::V4($fib) => $body,
+            AnyFib::V6($fib) => $body,
+        }
+    };
+}
+
+impl AnyFib {
+    /// Builds the engine `spec` (default: [`default_spec`]) from the
+    /// prefixes of `family` in `table` (default: IPv4 if the table has
+    /// any, else IPv6).
+    pub fn build(
+        table: &LoadedTable,
+        family: Option<Family>,
+        spec: Option<&str>,
+    ) -> Result<AnyFib, BuildError> {
+        let family = family.unwrap_or(if table.v4.is_empty() {
+            Family::V6
+        } else {
+            Family::V4
+        });
+        let spec = spec.unwrap_or(default_spec(family));
+        Ok(match family {
+            Family::V4 => AnyFib::V4(FamilyFib::build(spec, u32::rib(table).clone())?),
+            Family::V6 => AnyFib::V6(FamilyFib::build(spec, u128::rib(table).clone())?),
+        })
+    }
+
+    /// Maps the image at `path`, validates it and opens its snapshot.
+    pub fn open_image(path: &Path) -> Result<AnyFib, ImageError> {
+        let image = Image::open(path)?;
+        Ok(match image.family() {
+            Family::V4 => AnyFib::V4(FamilyFib::open(image)?),
+            Family::V6 => AnyFib::V6(FamilyFib::open(image)?),
+        })
+    }
+
+    /// The address family.
+    pub fn family(&self) -> Family {
+        match self {
+            AnyFib::V4(_) => Family::V4,
+            AnyFib::V6(_) => Family::V6,
+        }
+    }
+
+    /// Whether the table was opened from an image.
+    pub fn is_image(&self) -> bool {
+        each_family!(self, fib => matches!(fib, FamilyFib::Image { .. }))
+    }
+
+    /// The engine's spec in canonical form.
+    pub fn spec(&self) -> String {
+        each_family!(self, fib => fib.spec())
+    }
+
+    /// Bytes the lookup structures occupy.
+    pub fn memory_bytes(&self) -> usize {
+        each_family!(self, fib => fib.memory_bytes())
+    }
+
+    /// Prefixes in the reference table; `None` for an image.
+    pub fn prefixes(&self) -> Option<usize> {
+        each_family!(self, fib => fib.prefixes())
+    }
+
+    /// Batches published so far (0 for an image).
+    pub fn version(&self) -> u64 {
+        each_family!(self, fib => fib.version())
+    }
+
+    /// The error for an address array of the other family.
+    pub fn wrong_family(&self, given: Family) -> String {
+        format!(
+            "{given} addresses given to an {} table (use the {} functions or a table of that family)",
+            self.family(),
+            self.family()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::{read_table, Input, LoadOptions};
+
+    fn table() -> LoadedTable {
+        let text = "10.0.0.0/8 1\n10.1.0.0/16 2\n2001:db8::/32 3\n";
+        read_table(
+            Input::from_bytes(text.as_bytes().to_vec(), "t.txt").unwrap(),
+            &LoadOptions::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn live_tables_answer_prefixes_and_change() {
+        let table = table();
+        let AnyFib::V4(v4) = AnyFib::build(&table, None, Some("dir24-8")).unwrap() else {
+            panic!("a table with IPv4 prefixes builds IPv4 by default");
+        };
+        assert_eq!(v4.lookup(0x0a01_0203), Some(2));
+        assert_eq!(
+            v4.lookup_prefix(0x0a02_0000),
+            Some((Some("10.0.0.0/8".parse().unwrap()), 1))
+        );
+        let mut out = [None; 3];
+        v4.lookup_batch(&[0x0a01_0000, 0x0b00_0000, 0x0a00_0001], &mut out);
+        assert_eq!(out, [Some(2), None, Some(1)]);
+        // Every length, across batch boundaries, equals per-key lookups.
+        let addrs: Vec<u32> = (0..300u32).map(|i| 0x09ff_0000 + i * 0x0000_9100).collect();
+        for n in [
+            0,
+            1,
+            BATCH - 1,
+            BATCH,
+            BATCH + 1,
+            2 * BATCH + 7,
+            addrs.len(),
+        ] {
+            let mut answers = vec![Some(u32::MAX); n];
+            v4.lookup_iter(addrs[..n].iter().copied(), |start, found| {
+                answers[start..start + found.len()].copy_from_slice(found);
+            });
+            let expected: Vec<_> = addrs[..n].iter().map(|&a| v4.lookup(a)).collect();
+            assert_eq!(answers, expected, "{n} addresses");
+        }
+        let summary = v4
+            .apply(&[Change::Withdraw("10.1.0.0/16".parse().unwrap())])
+            .unwrap();
+        assert_eq!((summary.effective, v4.version()), (1, 1));
+        assert_eq!(v4.lookup(0x0a01_0203), Some(1));
+        assert_eq!(v4.prefixes(), Some(1));
+
+        let v6 = AnyFib::build(&table, Some(Family::V6), None).unwrap();
+        assert_eq!((v6.family(), v6.spec()), (Family::V6, "lctrie".to_string()));
+        assert!(v6.wrong_family(Family::V4).contains("IPv4 addresses"));
+        let err = AnyFib::build(&table, Some(Family::V6), Some("dir24-8"))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("does not support IPv6"), "{err}");
+    }
+
+    #[test]
+    fn images_answer_labels_only_and_refuse_changes() {
+        let table = table();
+        let path = std::env::temp_dir().join(format!("fibkit-any-{}.fib", std::process::id()));
+        crate::registry::save_image("dir24-8", &table.v4, &path).unwrap();
+        let any = AnyFib::open_image(&path).unwrap();
+        assert!(any.is_image() && any.prefixes().is_none());
+        assert_eq!(any.spec(), "dir24-8");
+        let AnyFib::V4(v4) = &any else {
+            panic!("an IPv4 image opens as IPv4");
+        };
+        assert_eq!(v4.lookup_prefix(0x0a01_0203), Some((None, 2)));
+        let err = v4
+            .apply(&[Change::Withdraw("10.1.0.0/16".parse().unwrap())])
+            .unwrap_err();
+        assert!(err.to_string().contains("cannot change"), "{err}");
+        std::fs::remove_file(&path).unwrap();
+    }
+}

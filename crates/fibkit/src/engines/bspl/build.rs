@@ -1,0 +1,952 @@
+//! Building `bspl`: the target lengths, the first level, each block's
+//! entries (expansions and markers with their BMPs), the search tree, the
+//! seed search; and the block rebuilds that updates are made of.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::levels::{plan_levels, MAX_EXPANSION_BITS};
+use super::table::{Bucket, Bucket128, Bucket32, Bucket64, Kind, Level, Placer, SeedWork, WINDOW};
+use super::{
+    entry_value, first_entry, Bspl, BsplConfig, BsplStats, BsplUpdater, LengthPlan, MARKER,
+    MAX_HASH_LEVELS, MAX_LABELS, NO_TABLES,
+};
+use crate::addr::Addr;
+use crate::engine::BuildError;
+use crate::engines::cpe::{expand, Expanded};
+use crate::labels::LabelIndex;
+use crate::prefix::{Label, Prefix};
+use crate::rib::Rib;
+
+/// Most entries all tables together may hold (2^28 entries of at least 8
+/// bytes: 2 GiB and more), checked before anything is expanded.
+pub const MAX_ENTRIES: u64 = 1 << 28;
+/// How often a build may enlarge a table (by a quarter each time) when a
+/// window overflows or a group finds no seed.
+const MAX_GROWTHS: u32 = 8;
+
+/// One table entry of a block: its table, its key (an address whose first
+/// bits, as many as the table's length, are the key) and its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Placed<A> {
+    pub level: u8,
+    pub key: A,
+    pub value: u32,
+}
+
+/// The order in which a block's tables are probed: for every range
+/// `lo..=hi` of table indices, the table probed first. It is one search
+/// tree over all tables, restricted to the range (its shallowest node in
+/// the range), so every block's search is at most as deep as the tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SearchTree {
+    // 16 x 16 so that any 4-bit lo/hi indexes it without a bounds check.
+    roots: [[u8; 16]; 16],
+}
+
+impl Default for SearchTree {
+    fn default() -> Self {
+        SearchTree::weighted(&[])
+    }
+}
+
+impl SearchTree {
+    /// The table `lo..=hi` probes first (`lo <= hi < 16`).
+    #[inline(always)]
+    pub fn root(&self, lo: usize, hi: usize) -> usize {
+        self.roots[lo & 15][hi & 15] as usize
+    }
+
+    /// The tree over `weights.len()` tables of least height (so no search
+    /// takes more than `ceil(log2(k + 1))` probes) that, among those,
+    /// minimises the sum of each table's weight times its depth. The build
+    /// weighs a table by the address space its expanded prefixes cover, so
+    /// the tables that end most searches of random addresses are probed
+    /// first.
+    pub fn weighted(weights: &[f64]) -> Self {
+        let n = weights.len();
+        assert!(n <= MAX_HASH_LEVELS, "at most {MAX_HASH_LEVELS} tables");
+        let height = (0..=4).find(|&h| (1usize << h) > n).expect("n < 16");
+        // cost[h][lo][len], root[h][lo][len] for the subtree over lo..lo+len.
+        let idx = |lo: usize, len: usize| lo * (n + 1) + len;
+        let size = (n + 1) * (n + 1);
+        let mut cost = vec![vec![f64::INFINITY; size]; height + 1];
+        let mut root = vec![vec![0usize; size]; height + 1];
+        for h in 0..=height {
+            for lo in 0..=n {
+                cost[h][idx(lo, 0)] = 0.0;
+            }
+            if h == 0 {
+                continue;
+            }
+            for len in 1..=n.min((1 << h) - 1) {
+                for lo in 0..=n - len {
+                    let weight: f64 = weights[lo..lo + len].iter().sum();
+                    let center = 2 * lo + len - 1; // twice the middle index
+                    let mut best = (f64::INFINITY, usize::MAX, 0);
+                    for r in lo..lo + len {
+                        let below = cost[h - 1][idx(lo, r - lo)]
+                            + cost[h - 1][idx(r + 1, lo + len - r - 1)];
+                        // Ties go to the most central root.
+                        let key = (weight + below, (2 * r).abs_diff(center), r);
+                        if key.0 < best.0 || key.0 == best.0 && key.1 < best.1 {
+                            best = key;
+                        }
+                    }
+                    cost[h][idx(lo, len)] = best.0;
+                    root[h][idx(lo, len)] = best.2;
+                }
+            }
+        }
+        let mut depth = [0u8; 16];
+        let mut pending = vec![(0usize, n, height, 0u8)];
+        while let Some((lo, len, h, d)) = pending.pop() {
+            if len == 0 {
+                continue;
+            }
+            let r = root[h][idx(lo, len)];
+            depth[r] = d;
+            pending.push((lo, r - lo, h - 1, d + 1));
+            pending.push((r + 1, lo + len - r - 1, h - 1, d + 1));
+        }
+        let mut roots = [[0u8; 16]; 16];
+        for (lo, row) in roots.iter_mut().enumerate().take(n) {
+            for (hi, root) in row.iter_mut().enumerate().take(n).skip(lo) {
+                let shallowest = (lo..=hi).min_by_key(|&j| depth[j]).expect("lo <= hi");
+                *root = shallowest as u8;
+            }
+        }
+        SearchTree { roots }
+    }
+}
+
+/// The table index of a prefix of length `plen`: the first target length
+/// at least as long (`lengths.len()` if none is).
+pub(crate) fn level_of(lengths: &[u8], plen: u8) -> usize {
+    lengths.partition_point(|&l| l < plen)
+}
+
+/// Checks that every prefix of `inner` (all longer than the first level)
+/// has a target length no more than [`MAX_EXPANSION_BITS`] longer, and
+/// that all expansions together stay under [`MAX_ENTRIES`]; `Err` says
+/// which prefix fails and what would work.
+pub(crate) fn check_lengths<A: Addr>(
+    inner: &[(Prefix<A>, Label)],
+    lengths: &[u8],
+) -> Result<(), String> {
+    let mut total = 0u64;
+    for &(prefix, _) in inner {
+        let plen = prefix.plen();
+        let Some(&target) = lengths.get(level_of(lengths, plen)) else {
+            return Err(format!(
+                "{prefix} is longer than the longest target length {} \
+                 (end `lengths` at {plen} or longer, or give `levels` for the program to choose)",
+                lengths.last().map_or(0, |&l| l)
+            ));
+        };
+        if target - plen > MAX_EXPANSION_BITS {
+            return Err(format!(
+                "{prefix} would expand into 2^{} prefixes of length {target}, more than the \
+                 2^{MAX_EXPANSION_BITS} one prefix may (add a length between {plen} and {target} \
+                 to `lengths`, or use more `levels`)",
+                target - plen
+            ));
+        }
+        total += 1 << (target - plen);
+    }
+    if total > MAX_ENTRIES {
+        return Err(format!(
+            "the prefixes expand into {total} entries, more than the 2^28 the tables may hold \
+             (use more `levels` or longer first level)"
+        ));
+    }
+    Ok(())
+}
+
+/// An entry of a block's tables, before its BMP gets a label index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry<A> {
+    /// Its table.
+    pub level: u8,
+    /// Its address bits (the address with the table's length).
+    pub key: A,
+    /// The longest prefix longer than the first level and no longer than
+    /// the table's length that covers it (`None`: the block's BMP).
+    pub bmp: Option<Label>,
+    /// Whether a search reaching it must go on to longer lengths.
+    pub marker: bool,
+}
+
+/// The tables `lo..=hi` a block's prefixes `inner` expand into (`NO_TABLES`
+/// if none).
+pub(crate) fn block_tables<A: Addr>(
+    inner: &[(Prefix<A>, Label)],
+    lengths: &[u8],
+) -> (usize, usize) {
+    let levels = inner.iter().map(|(p, _)| level_of(lengths, p.plen()));
+    match (levels.clone().min(), levels.max()) {
+        (Some(lo), Some(hi)) => (lo, hi),
+        _ => NO_TABLES,
+    }
+}
+
+/// The entries of one block whose search over its tables `lo..=hi` probes
+/// `root` first, then follows `tree`: the expansions of its prefixes
+/// (`expanded`, from [`expand`] over `inner`, the block's prefixes longer
+/// than the first level, sorted) and the markers each prefix needs along
+/// that search, merged so each `(table, key)` is one entry. Appends them to
+/// `out`.
+pub(crate) fn block_entries<A: Addr>(
+    inner: &[(Prefix<A>, Label)],
+    expanded: &[Expanded<A>],
+    lengths: &[u8],
+    tree: &SearchTree,
+    (lo, hi): (usize, usize),
+    root: usize,
+    out: &mut Vec<Entry<A>>,
+) {
+    let level = |plen: u8| level_of(lengths, plen);
+    // (table, key, length of the BMP, BMP, marker): the longest BMP wins.
+    let mut candidates: Vec<(u8, A, u8, Option<Label>, bool)> = expanded
+        .iter()
+        .map(|e| {
+            let table = level(e.prefix.plen()) as u8;
+            (
+                table,
+                e.prefix.addr(),
+                e.origin.plen(),
+                Some(e.label),
+                false,
+            )
+        })
+        .collect();
+    // The prefixes containing the current one, shortest first.
+    let mut ancestors: Vec<(Prefix<A>, Label)> = Vec::new();
+    for &(prefix, label) in inner {
+        while ancestors.last().is_some_and(|(a, _)| !a.covers(prefix)) {
+            ancestors.pop();
+        }
+        let target = level(prefix.plen());
+        let (mut l, mut h) = (lo, hi);
+        let mut r = root;
+        loop {
+            if r == target {
+                break;
+            }
+            if target > r {
+                // The search turns towards longer lengths at table r, so
+                // the prefix leaves a marker there, whose BMP is the
+                // longest ancestor that fits table r.
+                let plen = lengths[r];
+                let bmp = ancestors.iter().rev().find(|(a, _)| a.plen() <= plen);
+                candidates.push((
+                    r as u8,
+                    prefix.addr().masked(plen),
+                    bmp.map_or(0, |(a, _)| a.plen()),
+                    bmp.map(|&(_, label)| label),
+                    true,
+                ));
+                l = r + 1;
+            } else {
+                h = r - 1;
+            }
+            r = tree.root(l, h);
+        }
+        ancestors.push((prefix, label));
+    }
+    candidates.sort_unstable_by_key(|c| (c.0, c.1, c.2));
+    for group in candidates.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        // Sorted by BMP length within the group: the last is the longest.
+        let &(table, key, _, bmp, _) = group.last().expect("groups are not empty");
+        out.push(Entry {
+            level: table,
+            key,
+            bmp,
+            marker: group.iter().any(|c| c.4),
+        });
+    }
+}
+
+/// The entries of a block (see [`block_entries`]) with the first probe
+/// that minimises the block's expected probes for uniformly random
+/// addresses (fewer entries breaking ties): appends them to `out` and
+/// returns the block's tables and first probe. The block is the addresses
+/// `block`.
+pub(crate) fn plan_block<A: Addr>(
+    inner: &[(Prefix<A>, Label)],
+    expanded: &[Expanded<A>],
+    lengths: &[u8],
+    tree: &SearchTree,
+    block: (A, A),
+    out: &mut Vec<Entry<A>>,
+) -> ((usize, usize), usize) {
+    let tables = block_tables(inner, lengths);
+    let (lo, hi) = tables;
+    if lo >= hi {
+        block_entries(inner, expanded, lengths, tree, tables, lo, out);
+        return (tables, lo);
+    }
+    let start = out.len();
+    let mut best: Option<(f64, usize, usize, Vec<Entry<A>>)> = None;
+    for root in lo..=hi {
+        block_entries(inner, expanded, lengths, tree, tables, root, out);
+        let entries = out.split_off(start);
+        let probes = probe_volume(&entries, lengths, tree, tables, root, block);
+        let better = best
+            .as_ref()
+            .is_none_or(|(p, _, n, _)| probes < *p || probes == *p && entries.len() < *n);
+        if better {
+            best = Some((probes, root, entries.len(), entries));
+        }
+    }
+    let (_, root, _, entries) = best.expect("lo < hi: at least one root");
+    out.extend(entries);
+    (tables, root)
+}
+
+/// The probes a search of every address of `block` makes (as f64, the
+/// block can have 2^120 addresses) over the tables of `entries`, probing
+/// `root` first: exact, by walking the intervals on which every table's
+/// membership is constant.
+fn probe_volume<A: Addr>(
+    entries: &[Entry<A>],
+    lengths: &[u8],
+    tree: &SearchTree,
+    (lo, hi): (usize, usize),
+    root: usize,
+    (first, last): (A, A),
+) -> f64 {
+    let present: HashMap<(u8, A), bool> = entries
+        .iter()
+        .map(|e| ((e.level, e.key), e.marker))
+        .collect();
+    let mut cuts: Vec<A> = Vec::with_capacity(2 * entries.len() + 1);
+    cuts.push(first);
+    for e in entries {
+        let string = Prefix::new_masked(e.key, lengths[e.level as usize]);
+        cuts.push(string.first());
+        if let Some(next) = string.last().checked_next().filter(|&n| n <= last) {
+            cuts.push(next);
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut volume = 0.0;
+    for (i, &start) in cuts.iter().enumerate() {
+        let end = cuts
+            .get(i + 1)
+            .map_or(last.to_u128(), |next| next.to_u128() - 1);
+        let (mut l, mut h, mut r) = (lo, hi, root);
+        let mut probes = 1;
+        loop {
+            match present.get(&(r as u8, start.masked(lengths[r]))) {
+                Some(&marker) if marker && r < h => l = r + 1,
+                Some(_) => break,
+                None if r > l => h = r - 1,
+                None => break,
+            }
+            r = tree.root(l, h);
+            probes += 1;
+        }
+        volume += probes as f64 * (end - start.to_u128() + 1) as f64;
+    }
+    volume
+}
+
+/// Sets the BMP label index of a first-level entry.
+#[inline]
+fn with_value(entry: u64, value: u32) -> u64 {
+    entry & !0xffff_ffff | value as u64
+}
+
+/// The first-level block of `addr`.
+#[inline]
+fn block_of<A: Addr>(addr: A, first_bits: u8) -> usize {
+    addr.bits(0, first_bits as u32) as usize
+}
+
+/// The addresses of blocks `first..=last`.
+pub(crate) fn block_addrs<A: Addr>((first, last): (usize, usize), first_bits: u8) -> (A, A) {
+    let shift = A::BITS - first_bits;
+    let lo = A::from_u128((first as u128) << shift);
+    let hi = A::from_u128((last as u128) << shift).with_host_bits_set(first_bits);
+    (lo, hi)
+}
+
+/// Rewrites the BMPs of first-level entries `window` (block numbers,
+/// inclusive) from `prefixes`, every prefix intersecting the window in
+/// sorted order (covering ones first): a prefix of length `<= first_bits`
+/// paints the blocks it covers, a later (longer, nested) one over it.
+/// `flag` is ORed into every label index (the hybrid's leaf flag).
+pub(crate) fn paint<A: Addr>(
+    first: &mut [u64],
+    first_bits: u8,
+    prefixes: impl Iterator<Item = (Prefix<A>, Label)>,
+    window: (usize, usize),
+    labels: &mut LabelIndex,
+    flag: u32,
+) -> Result<(), BuildError> {
+    for entry in &mut first[window.0..=window.1] {
+        *entry = with_value(*entry, flag);
+    }
+    for (prefix, label) in prefixes.filter(|(p, _)| p.plen() <= first_bits) {
+        let index = flag | labels.index(Some(label))?;
+        let lo = block_of(prefix.first(), first_bits).max(window.0);
+        let hi = block_of(prefix.last(), first_bits).min(window.1);
+        for entry in &mut first[lo..=hi] {
+            *entry = with_value(*entry, index);
+        }
+    }
+    Ok(())
+}
+
+/// The prefixes longer than `first_bits` grouped by block: `(block, range
+/// of inner)`, in address order.
+pub(crate) fn group_blocks<A: Addr>(
+    inner: &[(Prefix<A>, Label)],
+    first_bits: u8,
+) -> Vec<(u32, std::ops::Range<usize>)> {
+    let mut groups: Vec<(u32, std::ops::Range<usize>)> = Vec::new();
+    for (i, (prefix, _)) in inner.iter().enumerate() {
+        let block = block_of(prefix.addr(), first_bits) as u32;
+        match groups.last_mut() {
+            Some((b, range)) if *b == block => range.end = i + 1,
+            _ => groups.push((block, i..i + 1)),
+        }
+    }
+    groups
+}
+
+/// The target lengths of `config` for `prefixes`, with the program's time
+/// (ms) and estimate (bytes).
+pub(crate) fn choose_lengths<A: Addr>(
+    config: &BsplConfig,
+    prefixes: &[(Prefix<A>, Label)],
+    engine: &str,
+) -> Result<(Vec<u8>, f64, f64), BuildError> {
+    let limit = |why: String| BuildError::Limit {
+        engine: engine.to_string(),
+        why,
+    };
+    let lengths = match &config.plan {
+        LengthPlan::Lengths(lengths) => {
+            if lengths.last().is_some_and(|&l| l > A::BITS) {
+                return Err(limit(format!(
+                    "lengths beyond {} bits cannot hold {} prefixes",
+                    A::BITS,
+                    A::FAMILY
+                )));
+            }
+            return Ok((lengths.clone(), 0.0, 0.0));
+        }
+        LengthPlan::Levels(levels) => Some(*levels),
+        LengthPlan::Auto => None,
+    };
+    let sorted: Vec<(A, u8)> = prefixes.iter().map(|(p, _)| (p.addr(), p.plen())).collect();
+    let plan = plan_levels(&sorted, config.first, lengths).map_err(limit)?;
+    Ok((
+        plan.lengths,
+        plan.time.as_secs_f64() * 1e3,
+        plan.estimated_bytes,
+    ))
+}
+
+/// Builds `bspl` (not the hybrid) from `rib`.
+pub(crate) fn build<A: Addr>(
+    config: &BsplConfig,
+    rib: &Rib<A>,
+) -> Result<(BsplUpdater<A>, Bspl<A>), BuildError> {
+    if config.hybrid {
+        return super::hybrid::build(config, rib);
+    }
+    let engine = config.to_string();
+    let limit = |why: String| BuildError::Limit {
+        engine: engine.clone(),
+        why,
+    };
+    let first_bits = config.first;
+    let prefixes: Vec<(Prefix<A>, Label)> = rib.iter().collect();
+    let (lengths, program_ms, estimate) = choose_lengths(config, &prefixes, &engine)?;
+    let inner: Vec<(Prefix<A>, Label)> = prefixes
+        .iter()
+        .copied()
+        .filter(|(p, _)| p.plen() > first_bits)
+        .collect();
+    check_lengths(&inner, &lengths).map_err(limit)?;
+
+    let mut labels = LabelIndex::new("bspl", MAX_LABELS);
+    let mut first = vec![first_entry(0, NO_TABLES, 0); 1 << first_bits];
+    paint(
+        &mut first,
+        first_bits,
+        prefixes.iter().copied(),
+        (0, (1 << first_bits) - 1),
+        &mut labels,
+        0,
+    )?;
+    drop(prefixes);
+
+    // The search tree weighs each table by the address space its
+    // expansions cover, so expand every block first.
+    let groups = group_blocks(&inner, first_bits);
+    let mut weights = vec![0f64; lengths.len()];
+    let mut expansions = Vec::with_capacity(groups.len());
+    for (_, range) in &groups {
+        let expanded = expand(&inner[range.clone()], &lengths).map_err(|e| limit(e.to_string()))?;
+        for e in &expanded {
+            weights[level_of(&lengths, e.prefix.plen())] += (e.prefix.size() as f64).max(1.0);
+        }
+        expansions.push(expanded);
+    }
+    let tree = SearchTree::weighted(&weights);
+
+    let mut per_level: Vec<Vec<(A, u32)>> = vec![Vec::new(); lengths.len()];
+    let mut blocks: HashMap<u32, Vec<(u8, A)>> = HashMap::with_capacity(groups.len());
+    let mut entries = Vec::new();
+    for ((block, range), expanded) in groups.into_iter().zip(expansions) {
+        entries.clear();
+        let addrs = block_addrs((block as usize, block as usize), first_bits);
+        let (tables, root) = plan_block(
+            &inner[range],
+            &expanded,
+            &lengths,
+            &tree,
+            addrs,
+            &mut entries,
+        );
+        let placed = placed_entries(&entries, &mut labels)?;
+        for e in &placed {
+            per_level[e.level as usize].push((e.key, e.value));
+        }
+        first[block as usize] = first_entry(entry_value(first[block as usize]), tables, root);
+        blocks.insert(block, placed.iter().map(|e| (e.level, e.key)).collect());
+    }
+    drop(inner);
+
+    let mut snapshot = Bspl {
+        first,
+        first_bits,
+        levels: Box::new([Level::default(); 16]),
+        level_count: lengths.len() as u8,
+        tree: Box::new(tree),
+        b32: Vec::new(),
+        b64: Vec::new(),
+        b128: Vec::new(),
+        s32: Vec::new(),
+        s64: Vec::new(),
+        s128: Vec::new(),
+        trie: Vec::new(),
+        hybrid: false,
+        results: Vec::new(),
+        _family: std::marker::PhantomData,
+    };
+    let mut stats = BsplStats {
+        first_bits,
+        program_ms,
+        estimated_table_bytes: estimate,
+        ..BsplStats::default()
+    };
+    fill_tables(&mut snapshot, &lengths, &per_level, &mut stats).map_err(limit)?;
+    labels.sync(&mut snapshot.results);
+    let updater = BsplUpdater {
+        config: config.clone(),
+        labels,
+        entries: per_level.iter().map(Vec::len).sum(),
+        blocks,
+        build_stats: Box::new(stats),
+        trie_nodes: HashMap::new(),
+        trie_free: Vec::new(),
+    };
+    Ok((updater, snapshot))
+}
+
+/// The entries of a block as placed values: marker flag and BMP index.
+pub(crate) fn placed_entries<A: Addr>(
+    entries: &[Entry<A>],
+    labels: &mut LabelIndex,
+) -> Result<Vec<Placed<A>>, BuildError> {
+    entries
+        .iter()
+        .map(|e| {
+            Ok(Placed {
+                level: e.level,
+                key: e.key,
+                value: if e.marker { MARKER } else { 0 } | labels.index(e.bmp)?,
+            })
+        })
+        .collect()
+}
+
+/// Fills the tables of `lengths` with `per_level` entries, each table
+/// sized for the build's fill and enlarged by a quarter when a window
+/// overflows or a group finds no seed; records the search in `stats`.
+pub(crate) fn fill_tables<A: Addr>(
+    snapshot: &mut Bspl<A>,
+    lengths: &[u8],
+    per_level: &[Vec<(A, u32)>],
+    stats: &mut BsplStats,
+) -> Result<(), String> {
+    let started = Instant::now();
+    for (j, (&plen, entries)) in lengths.iter().zip(per_level).enumerate() {
+        let mut level = Level {
+            plen,
+            kind: Kind::of(plen),
+            base: 0,
+            windows: 0,
+            salt: Level::salt_of(j),
+        };
+        match level.kind {
+            Kind::K32 => fill_level(
+                &mut level,
+                entries,
+                &mut snapshot.b32,
+                &mut snapshot.s32,
+                stats,
+            ),
+            Kind::K64 => fill_level(
+                &mut level,
+                entries,
+                &mut snapshot.b64,
+                &mut snapshot.s64,
+                stats,
+            ),
+            Kind::K128 => fill_level(
+                &mut level,
+                entries,
+                &mut snapshot.b128,
+                &mut snapshot.s128,
+                stats,
+            ),
+        }?;
+        snapshot.levels[j] = level;
+    }
+    stats.seed_search_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok(())
+}
+
+/// Appends the table `level` for `entries` to the layout's arrays.
+fn fill_level<A: Addr, B: Bucket>(
+    level: &mut Level,
+    entries: &[(A, u32)],
+    buckets: &mut Vec<B>,
+    seeds: &mut Vec<u8>,
+    stats: &mut BsplStats,
+) -> Result<(), String> {
+    let wanted = entries.len() as f64 / (WINDOW * B::SLOTS) as f64 / B::LOAD;
+    let mut windows = (wanted.ceil() as u64).max(1);
+    let base = buckets.len();
+    for _ in 0..=MAX_GROWTHS {
+        let end = base as u64 + windows * WINDOW as u64;
+        if end > u32::MAX as u64 {
+            return Err(format!(
+                "the /{} table needs more than 2^32 buckets (use more levels)",
+                level.plen
+            ));
+        }
+        level.base = base as u32;
+        level.windows = windows as u32;
+        buckets.truncate(base);
+        buckets.resize(end as usize, B::default());
+        seeds.truncate(base);
+        seeds.resize(end as usize, 0);
+        let mut keys: Vec<(B::Key, u32)> = entries
+            .iter()
+            .map(|&(addr, value)| (B::key(addr, level.plen), value))
+            .collect();
+        let mut placer = Placer { buckets, seeds };
+        if placer.fill(level, &mut keys, &mut stats.seeds) {
+            return Ok(());
+        }
+        stats.table_growths += 1;
+        windows += windows / 4 + 1;
+    }
+    Err(format!(
+        "the /{} table finds no seeds even {MAX_GROWTHS} times enlarged",
+        level.plen
+    ))
+}
+
+/// Removes `key` from table `level` of `snapshot`; false if absent.
+pub(crate) fn remove_entry<A: Addr>(snapshot: &mut Bspl<A>, level: &Level, key: A) -> bool {
+    match level.kind {
+        Kind::K32 => Placer {
+            buckets: &mut snapshot.b32,
+            seeds: &mut snapshot.s32,
+        }
+        .remove(level, Bucket32::key(key, level.plen)),
+        Kind::K64 => Placer {
+            buckets: &mut snapshot.b64,
+            seeds: &mut snapshot.s64,
+        }
+        .remove(level, Bucket64::key(key, level.plen)),
+        Kind::K128 => Placer {
+            buckets: &mut snapshot.b128,
+            seeds: &mut snapshot.s128,
+        }
+        .remove(level, Bucket128::key(key, level.plen)),
+    }
+}
+
+/// Inserts `key` with `value` into table `level` of `snapshot`; false if
+/// its window is full (the table needs a rebuild).
+pub(crate) fn insert_entry<A: Addr>(
+    snapshot: &mut Bspl<A>,
+    level: &Level,
+    key: A,
+    value: u32,
+    work: &mut SeedWork,
+) -> bool {
+    match level.kind {
+        Kind::K32 => Placer {
+            buckets: &mut snapshot.b32,
+            seeds: &mut snapshot.s32,
+        }
+        .insert(level, Bucket32::key(key, level.plen), value, work),
+        Kind::K64 => Placer {
+            buckets: &mut snapshot.b64,
+            seeds: &mut snapshot.s64,
+        }
+        .insert(level, Bucket64::key(key, level.plen), value, work),
+        Kind::K128 => Placer {
+            buckets: &mut snapshot.b128,
+            seeds: &mut snapshot.s128,
+        }
+        .insert(level, Bucket128::key(key, level.plen), value, work),
+    }
+}
+
+/// Replaces the table entries of a block: removes `old` (as recorded),
+/// inserts `new`. `Err` asks for a full rebuild (a window is full).
+pub(crate) fn replace_entries<A: Addr>(
+    snapshot: &mut Bspl<A>,
+    old: &[(u8, A)],
+    new: &[Placed<A>],
+    work: &mut SeedWork,
+    engine: &str,
+) -> Result<(), BuildError> {
+    let levels = *snapshot.levels;
+    for &(level, key) in old {
+        let removed = remove_entry(snapshot, &levels[level as usize], key);
+        debug_assert!(removed, "a block's recorded keys are in its tables");
+    }
+    for e in new {
+        if !insert_entry(snapshot, &levels[e.level as usize], e.key, e.value, work) {
+            return Err(BuildError::UpdateUnsupported {
+                engine: engine.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+impl<A: Addr> BsplUpdater<A> {
+    /// Brings `snapshot` in line with `rib` after `changed` changed: first
+    /// level BMPs for short prefixes, block rebuilds for long ones.
+    pub(crate) fn apply(
+        &mut self,
+        snapshot: &mut Bspl<A>,
+        rib: &Rib<A>,
+        changed: &[Prefix<A>],
+    ) -> Result<(), BuildError> {
+        if snapshot.hybrid {
+            return self.apply_hybrid(snapshot, rib, changed);
+        }
+        let first_bits = snapshot.first_bits;
+        let mut windows = Vec::new();
+        let mut blocks = Vec::new();
+        for prefix in changed {
+            if prefix.plen() <= first_bits {
+                windows.push((
+                    block_of(prefix.first(), first_bits),
+                    block_of(prefix.last(), first_bits),
+                ));
+            } else {
+                blocks.push(block_of(prefix.addr(), first_bits) as u32);
+            }
+        }
+        blocks.sort_unstable();
+        blocks.dedup();
+        self.check_work(&blocks)?;
+        for window in merge_windows(windows) {
+            let (lo, hi) = block_addrs::<A>(window, first_bits);
+            paint(
+                &mut snapshot.first,
+                first_bits,
+                rib.iter_in(lo, hi),
+                window,
+                &mut self.labels,
+                0,
+            )?;
+        }
+        for block in blocks {
+            self.rebuild_block(snapshot, rib, block)?;
+        }
+        self.labels.sync(&mut snapshot.results);
+        Ok(())
+    }
+
+    /// Asks for a full build when `blocks` hold more than half the entries
+    /// (rebuilding them one by one would cost more).
+    pub(crate) fn check_work(&self, blocks: &[u32]) -> Result<(), BuildError> {
+        let touched: usize = blocks
+            .iter()
+            .map(|b| self.blocks.get(b).map_or(0, Vec::len))
+            .sum();
+        if touched > 1024 && touched * 2 > self.entries {
+            return Err(BuildError::UpdateUnsupported {
+                engine: self.config.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Recomputes block `block` from `rib`: its entries are replaced and
+    /// its first-level entry rewritten.
+    fn rebuild_block(
+        &mut self,
+        snapshot: &mut Bspl<A>,
+        rib: &Rib<A>,
+        block: u32,
+    ) -> Result<(), BuildError> {
+        let first_bits = snapshot.first_bits;
+        let lengths: Vec<u8> = snapshot.levels[..snapshot.level_count as usize]
+            .iter()
+            .map(|l| l.plen)
+            .collect();
+        let engine = self.config.to_string();
+        let limit = |why: String| BuildError::Limit {
+            engine: engine.clone(),
+            why,
+        };
+        let (lo, hi) = block_addrs::<A>((block as usize, block as usize), first_bits);
+        let inner: Vec<(Prefix<A>, Label)> = rib
+            .iter_in(lo, hi)
+            .filter(|(p, _)| p.plen() > first_bits)
+            .collect();
+        check_lengths(&inner, &lengths).map_err(limit)?;
+        let expanded = expand(&inner, &lengths).map_err(|e| limit(e.to_string()))?;
+        let mut entries = Vec::new();
+        let (range, root) = plan_block(
+            &inner,
+            &expanded,
+            &lengths,
+            &snapshot.tree,
+            (lo, hi),
+            &mut entries,
+        );
+        let placed = placed_entries(&entries, &mut self.labels)?;
+        let old = self.blocks.remove(&block).unwrap_or_default();
+        self.entries = self.entries - old.len() + placed.len();
+        replace_entries(
+            snapshot,
+            &old,
+            &placed,
+            &mut self.build_stats.seeds,
+            &engine,
+        )?;
+        let entry = &mut snapshot.first[block as usize];
+        *entry = first_entry(entry_value(*entry), range, root);
+        if !placed.is_empty() {
+            self.blocks
+                .insert(block, placed.iter().map(|e| (e.level, e.key)).collect());
+        }
+        self.build_stats.blocks_rebuilt += 1;
+        Ok(())
+    }
+}
+
+/// Sorted, joined block windows.
+pub(crate) fn merge_windows(mut windows: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    windows.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(windows.len());
+    for (lo, hi) in windows {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trees_have_least_height_and_favour_heavy_tables() {
+        let balanced = SearchTree::weighted(&[1.0; 7]);
+        assert_eq!(balanced.root(0, 6), 3);
+        assert_eq!(balanced.root(0, 2), 1);
+        assert_eq!(balanced.root(4, 6), 5);
+        assert_eq!(balanced.root(5, 6), 5);
+        // A heavy table goes to the root as far as the height allows.
+        let heavy = SearchTree::weighted(&[1.0, 100.0, 1.0]);
+        assert_eq!(heavy.root(0, 2), 1);
+        let skewed = SearchTree::weighted(&[1.0, 1.0, 100.0]);
+        // Three tables need two probes: the heavy one cannot be above both.
+        assert_eq!(skewed.root(0, 2), 1);
+        let two = SearchTree::weighted(&[100.0, 1.0]);
+        assert_eq!(two.root(0, 1), 0);
+        let two = SearchTree::weighted(&[1.0, 100.0]);
+        assert_eq!(two.root(0, 1), 1);
+        assert_eq!(two.root(0, 0), 0);
+        assert_eq!(SearchTree::weighted(&[1.0; 15]).root(0, 14), 7);
+    }
+
+    fn p(text: &str) -> Prefix<u32> {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn markers_carry_the_longest_ancestor_that_fits() {
+        // First level 16, tables 20, 24, 32: the tree probes 24 first.
+        let lengths = [20, 24, 32];
+        let tree = SearchTree::weighted(&[1.0, 1.0, 1.0]);
+        let inner = vec![
+            (p("10.1.0.0/18"), 1),
+            (p("10.1.0.0/22"), 2),
+            (p("10.1.0.0/30"), 3),
+            (p("10.1.16.0/20"), 4),
+        ];
+        let expanded = expand(&inner, &lengths).unwrap();
+        let mut out = Vec::new();
+        let range = block_tables(&inner, &lengths);
+        assert_eq!(range, (0, 2));
+        block_entries(&inner, &expanded, &lengths, &tree, range, 1, &mut out);
+        let find = |level: u8, key: &str| {
+            *out.iter()
+                .find(|e| e.level == level && e.key == p(key).addr())
+                .unwrap_or_else(|| panic!("no entry {key} in table {level}"))
+        };
+        // /18 expands to four /20s, one captured by the /20 inside it.
+        assert_eq!(find(0, "10.1.0.0/20").bmp, Some(1));
+        assert_eq!(find(0, "10.1.48.0/20").bmp, Some(1));
+        assert_eq!(find(0, "10.1.16.0/20").bmp, Some(4));
+        assert!(!find(0, "10.1.0.0/20").marker, "20 is left of the root");
+        // /22 expands to four /24s; the /30 leaves a marker on 10.1.0.0/24.
+        let marked = find(1, "10.1.0.0/24");
+        assert!(marked.marker);
+        assert_eq!(marked.bmp, Some(2));
+        assert!(!find(1, "10.1.1.0/24").marker);
+        assert_eq!(find(2, "10.1.0.0/32").bmp, Some(3));
+        assert_eq!(out.len(), 4 + 4 + 4);
+    }
+
+    #[test]
+    fn lengths_are_checked() {
+        let inner = vec![(p("10.1.0.0/17"), 1), (p("10.1.0.0/30"), 2)];
+        assert!(check_lengths(&inner, &[24, 32]).is_ok());
+        let err = check_lengths(&inner, &[24]).unwrap_err();
+        assert!(err.contains("10.1.0.0/30 is longer"), "{err}");
+        let wide: Vec<(Prefix<u128>, Label)> = vec![("2001:db8::/33".parse().unwrap(), 1)];
+        let err = check_lengths(&wide, &[64]).unwrap_err();
+        assert!(
+            err.contains("2^31") && err.contains("between 33 and 64"),
+            "{err}"
+        );
+        assert_eq!(
+            merge_windows(vec![(5, 6), (0, 1), (2, 3), (3, 4), (9, 9)]),
+            vec![(0, 6), (9, 9)]
+        );
+    }
+}

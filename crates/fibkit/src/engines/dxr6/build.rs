@@ -1,0 +1,516 @@
+//! Building `dxr6` from the range view, and updating it by rebuilding the
+//! smallest chunks a change touches.
+//!
+//! A chunk (the addresses under one entry) becomes a label entry when one
+//! range covers it, a leaf when its starts and labels fit one line, and
+//! otherwise a node whose stride gives the chunk about `density` entries
+//! per range, whose children are built the same way. Leaves are packed
+//! into lines in build order, none across a line's end. Node tables and leaves are never moved once placed: an
+//! update frees the old subtree of each chunk it rebuilds (tables to
+//! per-stride free lists, leaf lines once all their leaves are gone) and
+//! builds the new one into free space or at the ends of the arrays. When
+//! free space passes a quarter of either array, the update rebuilds the
+//! whole engine instead, which compacts it.
+
+use std::time::Instant;
+
+use super::search::{Bound, LINE_WORDS};
+use super::*;
+use crate::engine::Updater;
+use crate::labels::LabelIndex;
+use crate::prefix::Prefix;
+use crate::rib::{Range, Rib};
+
+/// Compaction: rebuild when free node entries, or leaf words freed since
+/// the last build, exceed `1 / COMPACT_RATIO` of their array and
+/// [`COMPACT_MIN`].
+const COMPACT_RATIO: usize = 4;
+const COMPACT_MIN: usize = 4096;
+
+/// The build state of `dxr6`: label indices and free space.
+#[derive(Clone, Debug)]
+pub struct Dxr6Updater {
+    config: Dxr6Config,
+    labels: LabelIndex,
+    /// Free node tables by stride (index `stride - 1`).
+    free_tables: Vec<Vec<usize>>,
+    /// Entries in free node tables.
+    free_entries: usize,
+    /// Where leaves go.
+    space: LeafSpace,
+    /// Wall time of the last full build.
+    build_ns: u64,
+    /// Full rebuilds that updates did to compact the arrays.
+    compactions: u64,
+}
+
+/// Where leaves go: the line being filled, and lines that updates
+/// emptied. A line partly freed is reused only once it is empty.
+#[derive(Clone, Debug, Default)]
+struct LeafSpace {
+    /// The line leaves are added to, and its first word not yet handed out.
+    open: Option<(usize, usize)>,
+    /// Words in use, per line.
+    used: Vec<u8>,
+    /// Lines no leaf uses, but the open one.
+    empty_lines: Vec<usize>,
+    /// Words in use in all lines.
+    used_words: usize,
+    /// Words of all lines not in use right after the last build (line
+    /// ends that no leaf fitted).
+    unused_after_build: usize,
+}
+
+impl LeafSpace {
+    /// Words of the lines no leaf uses.
+    fn unused_words(&self) -> usize {
+        self.used.len() * LINE_WORDS - self.used_words
+    }
+}
+
+/// A chunk an update rebuilds: the entry at `at` for the addresses whose
+/// first `depth` bits are those of `first`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Slot {
+    first: u128,
+    depth: u32,
+    at: usize,
+}
+
+/// The addresses after the first `depth` bits, as a mask (`depth <= 128`).
+fn span_mask(depth: u32) -> u128 {
+    u128::MAX.checked_shr(depth).unwrap_or(0)
+}
+
+/// Labels by how many ranges carry them, most first (ties by value), so
+/// that the common ones get indices that fit u16 leaf labels.
+fn labels_by_frequency(ranges: &[Range<u128>]) -> Vec<Label> {
+    let mut counts: std::collections::HashMap<Label, usize> = Default::default();
+    for label in ranges.iter().filter_map(|r| r.label) {
+        *counts.entry(label).or_default() += 1;
+    }
+    let mut labels: Vec<(Label, usize)> = counts.into_iter().collect();
+    labels.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    labels.into_iter().map(|(label, _)| label).collect()
+}
+
+impl Updater<u128> for Dxr6Updater {
+    type Config = Dxr6Config;
+    type Snapshot = Dxr6;
+    type Stats = Dxr6Stats;
+
+    fn build(config: &Dxr6Config, rib: &Rib<u128>) -> Result<(Self, Dxr6), BuildError> {
+        let started = Instant::now();
+        let ranges = rib.ranges();
+        let mut updater = Dxr6Updater {
+            config: *config,
+            labels: LabelIndex::with_order("dxr6", MAX_LABELS, labels_by_frequency(&ranges))?,
+            free_tables: vec![Vec::new(); MAX_STRIDE as usize],
+            free_entries: 0,
+            space: LeafSpace::default(),
+            build_ns: 0,
+            compactions: 0,
+        };
+        let mut snapshot = Dxr6 {
+            root_bits: config.root_bits,
+            entries: vec![0; 1 << config.root_bits],
+            leaves: Vec::new(),
+            results: Vec::new(),
+        };
+        updater.fill_table(&mut snapshot, 0, 0, config.root_bits, 0, &ranges)?;
+        updater.labels.sync(&mut snapshot.results);
+        if snapshot.leaves.is_empty() {
+            // INVARIANT: line 0 exists: a label entry's branch-free
+            // resolve searches it.
+            snapshot.leaves.push(LeafLine([0; LINE_WORDS]));
+            updater.space.used.push(0);
+            updater.space.empty_lines.push(0);
+        }
+        updater.space.unused_after_build = updater.space.unused_words();
+        updater.build_ns = started.elapsed().as_nanos() as u64;
+        Ok((updater, snapshot))
+    }
+
+    fn config(&self) -> Dxr6Config {
+        self.config
+    }
+
+    fn patches(&self) -> bool {
+        true
+    }
+
+    fn update(
+        &mut self,
+        snapshot: &mut Dxr6,
+        rib: &Rib<u128>,
+        changed: &[Prefix<u128>],
+    ) -> Result<(), BuildError> {
+        let mut slots = Vec::new();
+        for &prefix in changed {
+            touched_slots(snapshot, prefix, &mut slots);
+        }
+        // Chunks nest or are disjoint; sorted by first address and then
+        // depth, a chunk inside another follows it and is dropped.
+        slots.sort_unstable();
+        let mut end_of_last: Option<u128> = None;
+        slots.retain(|slot| {
+            if end_of_last.is_some_and(|end| slot.first <= end) {
+                return false;
+            }
+            end_of_last = Some(slot.first | span_mask(slot.depth));
+            true
+        });
+        if slots.len() << 2 > 1 << snapshot.root_bits {
+            // PERF: past a quarter of the root, rebuilding chunk by chunk
+            // (a range-view walk from the trie's root for each) costs more
+            // than one full build (docs/BENCHMARKS.md, "IPv6: dxr6").
+            return self.rebuild(snapshot, rib);
+        }
+        let mut ranges = Vec::new();
+        for slot in slots {
+            let old = snapshot.entries[slot.at];
+            self.release(snapshot, old);
+            ranges.clear();
+            rib.ranges_in(
+                slot.first,
+                slot.first | span_mask(slot.depth),
+                true,
+                &mut ranges,
+            );
+            snapshot.entries[slot.at] =
+                self.chunk_entry(snapshot, slot.depth, slot.first, &ranges)?;
+        }
+        self.labels.sync(&mut snapshot.results);
+        let freed_words = self
+            .space
+            .unused_words()
+            .saturating_sub(self.space.unused_after_build);
+        let freed_word_limit = COMPACT_MIN.max(snapshot.leaves.len() * LINE_WORDS / COMPACT_RATIO);
+        let free_entry_limit = COMPACT_MIN.max(snapshot.entries.len() / COMPACT_RATIO);
+        if freed_words > freed_word_limit || self.free_entries > free_entry_limit {
+            self.rebuild(snapshot, rib)?;
+        }
+        Ok(())
+    }
+
+    fn stats(&self, snapshot: &Dxr6) -> Dxr6Stats {
+        let mut stats = Dxr6Stats {
+            root_bits: snapshot.root_bits,
+            node_tables: vec![0; MAX_STRIDE as usize],
+            leaves: [0; 4],
+            leaf_lines: snapshot.leaves.len(),
+            free_leaf_words: self.space.unused_words(),
+            free_node_entries: self.free_entries,
+            labels: self.labels.len(),
+            build_ns: self.build_ns,
+            compactions: self.compactions,
+            ..Dxr6Stats::default()
+        };
+        for &entry in &snapshot.entries[..1 << snapshot.root_bits] {
+            stats.count(snapshot, entry, 0);
+        }
+        stats
+    }
+}
+
+impl Dxr6Stats {
+    /// Adds the subtree of `entry`, `levels` node levels below the root.
+    fn count(&mut self, snapshot: &Dxr6, entry: u32, levels: usize) {
+        self.max_node_levels = self.max_node_levels.max(levels);
+        if is_node(entry) {
+            let stride = stride_of(entry);
+            self.node_tables[stride as usize - 1] += 1;
+            let base = node_base(entry);
+            for &child in &snapshot.entries[base..base + (1 << stride)] {
+                self.count(snapshot, child, levels + 1);
+            }
+        } else if is_leaf(entry) {
+            self.leaves[width_code(entry) as usize] += 1;
+            self.wide_label_leaves += has_wide_labels(entry) as usize;
+            self.leaf_words += leaf_words(entry);
+        }
+    }
+}
+
+/// The words a leaf of `starts` starts of width code `code` occupies.
+fn leaf_size(starts: usize, code: u32, wide_labels: bool) -> usize {
+    (starts << code) + (starts + 1) * (1 + wide_labels as usize)
+}
+
+/// The words the leaf of `entry` occupies.
+fn leaf_words(entry: u32) -> usize {
+    leaf_size(starts_of(entry), width_code(entry), has_wide_labels(entry))
+}
+
+/// Appends the chunks `prefix` touches: the smallest chunk holding it, or
+/// the children of the node it covers part of (for a prefix shorter than
+/// `K`, its root chunks).
+fn touched_slots(snapshot: &Dxr6, prefix: Prefix<u128>, out: &mut Vec<Slot>) {
+    let root_bits = snapshot.root_bits;
+    let plen = prefix.plen() as u32;
+    let first = prefix.first();
+    let root_first = snapshot.root_index(first);
+    let root_last = snapshot.root_index(prefix.last());
+    if root_first != root_last {
+        out.extend((root_first..=root_last).map(|at| Slot {
+            first: (at as u128) << (128 - root_bits),
+            depth: root_bits,
+            at,
+        }));
+        return;
+    }
+    let mut slot = Slot {
+        first: first & !span_mask(root_bits),
+        depth: root_bits,
+        at: root_first,
+    };
+    loop {
+        let entry = snapshot.entries[slot.at];
+        // A prefix covering the node's whole chunk rebuilds it (its shape
+        // may change); one inside a child descends.
+        if !is_node(entry) || plen <= slot.depth {
+            out.push(slot);
+            return;
+        }
+        let stride = stride_of(entry);
+        let child_depth = slot.depth + stride;
+        let child_first = bits_after(first, slot.depth, stride) as usize;
+        let child_last = bits_after(prefix.last(), slot.depth, stride) as usize;
+        let child = |index: usize| Slot {
+            first: slot.first | (index as u128) << (128 - child_depth),
+            depth: child_depth,
+            at: node_base(entry) + index,
+        };
+        if child_first != child_last {
+            out.extend((child_first..=child_last).map(child));
+            return;
+        }
+        slot = child(child_first);
+    }
+}
+
+impl Dxr6Updater {
+    /// Rebuilds the engine from `rib` in place (what compaction does).
+    fn rebuild(&mut self, snapshot: &mut Dxr6, rib: &Rib<u128>) -> Result<(), BuildError> {
+        let (fresh, fresh_snapshot) = Self::build(&self.config, rib)?;
+        let compactions = self.compactions + 1;
+        *self = fresh;
+        self.compactions = compactions;
+        *snapshot = fresh_snapshot;
+        Ok(())
+    }
+
+    /// Fills the node table of `2^stride` entries at `base` for the chunk
+    /// of `first`'s first `depth` bits, from `pieces`, the ranges
+    /// overlapping the chunk in order (the first may begin before it, the
+    /// last end after it).
+    fn fill_table(
+        &mut self,
+        snapshot: &mut Dxr6,
+        base: usize,
+        depth: u32,
+        stride: u32,
+        first: u128,
+        pieces: &[Range<u128>],
+    ) -> Result<(), BuildError> {
+        let child_depth = depth + stride;
+        let child_span = span_mask(child_depth);
+        // The piece holding the current child's first address.
+        let mut next = 0;
+        // Consecutive children inside one range share its label entry.
+        let mut covering = (usize::MAX, 0);
+        for child in 0..1usize << stride {
+            let child_first = first | (child as u128) << (128 - child_depth);
+            let child_last = child_first | child_span;
+            while pieces[next].last < child_first {
+                next += 1;
+            }
+            let entry = if pieces[next].last >= child_last {
+                if covering.0 != next {
+                    covering = (next, label_entry(self.labels.index(pieces[next].label)?));
+                }
+                covering.1
+            } else {
+                let end = next + pieces[next..].partition_point(|r| r.first <= child_last);
+                self.chunk_entry(snapshot, child_depth, child_first, &pieces[next..end])?
+            };
+            snapshot.entries[base + child] = entry;
+        }
+        Ok(())
+    }
+
+    /// The entry for the chunk of `first`'s first `depth` bits, whose
+    /// ranges are `pieces` (as for [`Self::fill_table`]): a label, a leaf,
+    /// or a node built below it.
+    fn chunk_entry(
+        &mut self,
+        snapshot: &mut Dxr6,
+        depth: u32,
+        first: u128,
+        pieces: &[Range<u128>],
+    ) -> Result<u32, BuildError> {
+        debug_assert!(!pieces.is_empty() && pieces[0].first <= first);
+        if pieces.len() == 1 {
+            return Ok(label_entry(self.labels.index(pieces[0].label)?));
+        }
+        if pieces.len() <= MAX_LEAF_STARTS + 1 {
+            if let Some(entry) = self.leaf(snapshot, depth, pieces)? {
+                return Ok(entry);
+            }
+        }
+        // The largest stride with `2^stride <= density * ranges`.
+        let stride = (pieces.len() * self.config.density as usize)
+            .ilog2()
+            .clamp(1, self.config.max_stride)
+            .min(128 - depth);
+        let base = self.alloc_table(snapshot, stride)?;
+        self.fill_table(snapshot, base, depth, stride, first, pieces)?;
+        Ok(node_entry(base, stride))
+    }
+
+    /// Stores `pieces` (a chunk at `depth`, at most
+    /// `MAX_LEAF_STARTS + 1` ranges) as a leaf, if its starts, at the
+    /// width they need, and its labels fit one line.
+    fn leaf(
+        &mut self,
+        snapshot: &mut Dxr6,
+        depth: u32,
+        pieces: &[Range<u128>],
+    ) -> Result<Option<u32>, BuildError> {
+        let mut labels = [0u32; MAX_LEAF_STARTS + 1];
+        for (index, piece) in labels.iter_mut().zip(pieces) {
+            *index = self.labels.index(piece.label)?;
+        }
+        let labels = &labels[..pieces.len()];
+        let wide = labels.iter().any(|&index| index > u16::MAX as u32);
+        // Every start but the first lies inside the chunk, after its first
+        // address, so its bits after `depth` are not all zero.
+        let start_bits = pieces[1..]
+            .iter()
+            .map(|r| 128 - (r.first << depth).trailing_zeros())
+            .max()
+            .unwrap_or(0);
+        match start_bits {
+            0..=16 => self.store_leaf::<u16>(snapshot, depth, pieces, labels, wide),
+            17..=32 => self.store_leaf::<u32>(snapshot, depth, pieces, labels, wide),
+            33..=64 => self.store_leaf::<u64>(snapshot, depth, pieces, labels, wide),
+            _ => self.store_leaf::<u128>(snapshot, depth, pieces, labels, wide),
+        }
+    }
+
+    /// [`Self::leaf`] with `B` starts.
+    fn store_leaf<B: Bound>(
+        &mut self,
+        snapshot: &mut Dxr6,
+        depth: u32,
+        pieces: &[Range<u128>],
+        labels: &[u32],
+        wide: bool,
+    ) -> Result<Option<u32>, BuildError> {
+        let starts = pieces.len() - 1;
+        let len = leaf_size(starts, B::CODE, wide);
+        if len > LINE_WORDS {
+            return Ok(None);
+        }
+        let mut words = [0u16; LINE_WORDS];
+        for (i, piece) in pieces[1..].iter().enumerate() {
+            B::from_bits(bits_after(piece.first, depth, B::BITS)).write(&mut words[i * B::WORDS..]);
+        }
+        let label_words = &mut words[starts * B::WORDS..len];
+        if wide {
+            for (pair, &index) in label_words.chunks_exact_mut(2).zip(labels) {
+                pair.copy_from_slice(&[index as u16, (index >> 16) as u16]);
+            }
+        } else {
+            for (word, &index) in label_words.iter_mut().zip(labels) {
+                *word = index as u16;
+            }
+        }
+        let (line, at) = self.alloc_leaf(snapshot, len, B::WORDS)?;
+        snapshot.leaves[line].0[at..at + len].copy_from_slice(&words[..len]);
+        Ok(Some(leaf_entry(line, at, starts, B::CODE, wide)))
+    }
+
+    /// Where a node table of `2^stride` entries goes: a free one, or the
+    /// end of the entries.
+    fn alloc_table(&mut self, snapshot: &mut Dxr6, stride: u32) -> Result<usize, BuildError> {
+        if let Some(base) = self.free_tables[stride as usize - 1].pop() {
+            self.free_entries -= 1 << stride;
+            return Ok(base);
+        }
+        let base = snapshot.entries.len();
+        if base > NODE_BASE_MASK as usize {
+            return Err(self.limit(format!(
+                "node tables need more than 2^{NODE_BASE_BITS} entries (the node base field); \
+                 `leaf=` larger or `stride=` smaller need fewer, or use `lctrie`"
+            )));
+        }
+        snapshot.entries.resize(base + (1 << stride), 0);
+        Ok(base)
+    }
+
+    /// Where a leaf of `len` words aligned to `align` words goes: the
+    /// open line if it has room, else an emptied line or a new one.
+    fn alloc_leaf(
+        &mut self,
+        snapshot: &mut Dxr6,
+        len: usize,
+        align: usize,
+    ) -> Result<(usize, usize), BuildError> {
+        let (line, at) = match self.space.open {
+            Some((line, fill)) if fill.next_multiple_of(align) + len <= LINE_WORDS => {
+                (line, fill.next_multiple_of(align))
+            }
+            _ => match self.space.empty_lines.pop() {
+                Some(line) => (line, 0),
+                None => {
+                    let line = snapshot.leaves.len();
+                    if line > LINE_MASK as usize {
+                        return Err(self.limit(format!(
+                            "leaves need more than 2^{LINE_BITS} lines (the line field); \
+                             use `lctrie` or `cpe`"
+                        )));
+                    }
+                    snapshot.leaves.push(LeafLine([0; LINE_WORDS]));
+                    self.space.used.push(0);
+                    (line, 0)
+                }
+            },
+        };
+        self.space.open = Some((line, at + len));
+        self.space.used[line] += len as u8;
+        self.space.used_words += len;
+        Ok((line, at))
+    }
+
+    /// Frees the node tables and leaves below `entry`.
+    fn release(&mut self, snapshot: &Dxr6, entry: u32) {
+        if is_node(entry) {
+            let stride = stride_of(entry);
+            let base = node_base(entry);
+            for &child in &snapshot.entries[base..base + (1 << stride)] {
+                self.release(snapshot, child);
+            }
+            self.free_tables[stride as usize - 1].push(base);
+            self.free_entries += 1 << stride;
+        } else if is_leaf(entry) {
+            let (line, len) = (line_of(entry), leaf_words(entry));
+            let space = &mut self.space;
+            space.used[line] -= len as u8;
+            space.used_words -= len;
+            if space.used[line] == 0 {
+                match space.open {
+                    Some((open, _)) if open == line => space.open = Some((line, 0)),
+                    _ => space.empty_lines.push(line),
+                }
+            }
+        }
+    }
+
+    fn limit(&self, why: String) -> BuildError {
+        BuildError::Limit {
+            engine: self.config.to_string(),
+            why,
+        }
+    }
+}

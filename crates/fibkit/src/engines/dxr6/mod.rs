@@ -1,0 +1,631 @@
+//! `dxr6`: DXR for 128-bit keys. Zec's Direct-Range lookup (thesis 003,
+//! chapters 3–4) with the chunk search made to fit IPv6 tables: a direct
+//! table on the top `K` address bits, *nodes* (further direct tables, their
+//! stride chosen per chunk) where a chunk holds more ranges than a leaf,
+//! and *leaves*: a chunk's range starts at the width the chunk needs and
+//! its labels, in one cache line, searched by one vector count.
+//!
+//! Why this shape: the merged range view of an IPv6 table is small (97,338
+//! ranges for the 160,147 prefixes of `dfz-v6-nh`) but very unevenly
+//! spread: one /16 holds 14,260 ranges and one /32 3,561, so a single
+//! direct table leaves chunks that a binary search crosses in 10–14
+//! dependent steps (thesis 3.4), while an expanded trie (DPDK `rte_fib6`,
+//! 24-8-8-...) needs one level per 8 bits of prefix. Here a chunk gets a
+//! node only while it has more ranges than a leaf holds, and a node's
+//! stride grows with the chunk's range count, so nearly every lookup ends
+//! in a leaf after the root entry and one or two node entries. Range
+//! starts are prefix boundaries, so a start's bits past the longest
+//! prefix that made it are zero: inside a chunk of depth `d` the starts
+//! of /48 ranges need only `48 - d` bits. A leaf stores each start's bits
+//! `d..d+w` for the smallest `w` of 16, 32, 64 or 128 that holds them all
+//! (on dfz-v6-nh 92% of leaves take 16-bit starts).
+//!
+//! ```text
+//! entries[addr >> (128-K)]                      root: 2^K x u32
+//! entry u32:  [31:30] kind
+//!   00 label  [29:0] label index                      (chunk inside one range)
+//!   01 node   [29:26] stride S - 1  [25:0] first entry of a table of 2^S entries,
+//!             indexed by the S address bits after the node's depth
+//!   1w leaf   [29:28] width code c: starts of 16 << c bits
+//!             [27:24] m = n - 1 starts (n ranges)  [23:19] word of the first start
+//!             [18:0] line; w: label indices u32 (two words) instead of u16
+//! leaves[line]: 32 u16 words (64 bytes, one cache line), holding whole leaves:
+//!   m starts, ascending, aligned to their width (little-endian u16 halves):
+//!             bits d..d+width of every range start but the first (the
+//!             chunk's own start)
+//!   then n label indices
+//! results[label index]                          label slot, index 0 = no route
+//! ```
+//!
+//! A leaf lookup compares every lane of the leaf's line with the address's
+//! bits `d..d+width` (SSE2, four 16-byte compares) and counts the leaf's
+//! starts `<=` them: the index of the address's range, whose label index
+//! sits in the same line. A leaf holds at most 15, 10, 6 or 3 starts by
+//! width (fewer with u32 labels); a chunk with more becomes a node.
+//!
+//! Memory accesses per lookup: the root entry (`2^K x 4` bytes: 256 KiB at
+//! `K = 16`), one entry per node on the path, one leaf line, the results
+//! table (one slot per distinct label, cache resident). On `dfz-v6-nh`
+//! no path passes more than 6 nodes (`fibkit stats`, "node levels").
+//!
+//! Limits (checked at build, reported as [`BuildError::Limit`]): at most
+//! `2^30` distinct labels; node tables at most `2^26` entries in all and
+//! leaves `2^19` lines (32 MiB), the widths of the base fields. Node
+//! strides are 1 to 16 bits and never pass bit 128.
+//!
+//! The snapshot ([`Dxr6`]) holds the three arrays; the updater
+//! ([`Dxr6Updater`]) the label index and the free space. Updates rebuild
+//! the smallest chunks the changed prefixes touch (see `build.rs`).
+
+mod build;
+mod search;
+
+use std::fmt;
+
+use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup};
+use crate::engines::prefetch;
+use crate::labels::LabelSlot;
+use crate::prefix::Label;
+use crate::spec::EngineSpec;
+use crate::storage::{Owned, Plain, Storage};
+
+pub use build::Dxr6Updater;
+use search::{Bound, LINE_WORDS};
+
+/// Entry bits 31..30: what the entry holds.
+const KIND_SHIFT: u32 = 30;
+const KIND_LABEL: u32 = 0;
+const KIND_NODE: u32 = 1;
+/// Leaf kinds have bit 31 set; bit 30 marks u32 label indices.
+const LEAF_BIT: u32 = 1 << 31;
+const WIDE_LABELS_BIT: u32 = 1 << 30;
+/// Label entries: bits 29..0.
+const LABEL_BITS: u32 = 30;
+const LABEL_MASK: u32 = (1 << LABEL_BITS) - 1;
+/// Node entries: bits 29..26 hold the stride minus one, 25..0 the table.
+const STRIDE_SHIFT: u32 = 26;
+const STRIDE_MASK: u32 = 0xf;
+const NODE_BASE_BITS: u32 = 26;
+const NODE_BASE_MASK: u32 = (1 << NODE_BASE_BITS) - 1;
+/// Leaf entries: bits 29..28 hold the width code, 27..24 the number of
+/// starts, 23..19 the word of the first start in the line, 18..0 the line.
+const WIDTH_SHIFT: u32 = 28;
+const STARTS_SHIFT: u32 = 24;
+const STARTS_MASK: u32 = 0xf;
+const OFFSET_SHIFT: u32 = 19;
+const OFFSET_MASK: u32 = 0x1f;
+const LINE_BITS: u32 = 19;
+const LINE_MASK: u32 = (1 << LINE_BITS) - 1;
+/// The most starts a leaf entry can count (its 4-bit field).
+const MAX_LEAF_STARTS: usize = STARTS_MASK as usize;
+
+/// The largest node stride (the 4-bit field holds `stride - 1`).
+pub const MAX_STRIDE: u32 = STRIDE_MASK + 1;
+/// Root bits: at least 8 (a node table's index must fit `Addr::bits`), at
+/// most 24 (2^24 entries, 64 MiB).
+pub const MIN_K: u32 = 8;
+/// See [`MIN_K`].
+pub const MAX_K: u32 = 24;
+/// Distinct labels a label entry can name.
+const MAX_LABELS: usize = LABEL_MASK as usize;
+
+const _: () = assert!(2 + 4 + NODE_BASE_BITS == 32);
+const _: () = assert!(2 + 2 + 4 + 5 + LINE_BITS == 32);
+const _: () = assert!(OFFSET_MASK as usize + 1 == LINE_WORDS && OFFSET_SHIFT == LINE_BITS);
+const _: () = assert!(KIND_SHIFT == LABEL_BITS);
+const _: () = assert!(MAX_K <= NODE_BASE_BITS, "the root fits the node base field");
+const _: () = assert!(MAX_STRIDE <= 16 && MIN_K + MAX_STRIDE <= 128);
+
+/// Whether `entry` points to a node table.
+#[inline(always)]
+fn is_node(entry: u32) -> bool {
+    entry >> KIND_SHIFT == KIND_NODE
+}
+
+/// Whether `entry` points to a leaf.
+#[inline(always)]
+fn is_leaf(entry: u32) -> bool {
+    entry & LEAF_BIT != 0
+}
+
+/// Whether `entry` holds a label index.
+#[inline(always)]
+fn is_label(entry: u32) -> bool {
+    entry >> KIND_SHIFT == KIND_LABEL
+}
+
+/// The label index of a label entry.
+#[inline(always)]
+fn label_of(entry: u32) -> usize {
+    (entry & LABEL_MASK) as usize
+}
+
+/// The stride of a node entry.
+#[inline(always)]
+fn stride_of(entry: u32) -> u32 {
+    ((entry >> STRIDE_SHIFT) & STRIDE_MASK) + 1
+}
+
+/// The first entry of a node entry's table.
+#[inline(always)]
+fn node_base(entry: u32) -> usize {
+    (entry & NODE_BASE_MASK) as usize
+}
+
+/// The width code of a leaf entry: its starts are `16 << code` bits.
+#[inline(always)]
+fn width_code(entry: u32) -> u32 {
+    (entry >> WIDTH_SHIFT) & 3
+}
+
+/// The line holding a leaf entry's leaf.
+#[inline(always)]
+fn line_of(entry: u32) -> usize {
+    (entry & LINE_MASK) as usize
+}
+
+/// The word of a leaf's line where its first start is.
+#[inline(always)]
+fn offset_of(entry: u32) -> usize {
+    ((entry >> OFFSET_SHIFT) & OFFSET_MASK) as usize
+}
+
+/// The number of starts a leaf holds (its ranges less one).
+#[inline(always)]
+fn starts_of(entry: u32) -> usize {
+    ((entry >> STARTS_SHIFT) & STARTS_MASK) as usize
+}
+
+/// Whether a leaf's label indices are u32 (two words) rather than u16.
+#[inline(always)]
+fn has_wide_labels(entry: u32) -> bool {
+    entry & WIDE_LABELS_BIT != 0
+}
+
+/// A label entry.
+fn label_entry(index: u32) -> u32 {
+    debug_assert!(index <= LABEL_MASK);
+    (KIND_LABEL << KIND_SHIFT) | index
+}
+
+/// A node entry for a table of `2^stride` entries at `base`.
+fn node_entry(base: usize, stride: u32) -> u32 {
+    debug_assert!(base <= NODE_BASE_MASK as usize && (1..=MAX_STRIDE).contains(&stride));
+    (KIND_NODE << KIND_SHIFT) | ((stride - 1) << STRIDE_SHIFT) | base as u32
+}
+
+/// A leaf entry for the leaf of `starts` starts of `16 << code` bits at
+/// word `offset` of `line`.
+fn leaf_entry(line: usize, offset: usize, starts: usize, code: u32, wide_labels: bool) -> u32 {
+    debug_assert!(line <= LINE_MASK as usize && offset < LINE_WORDS);
+    debug_assert!((1..=MAX_LEAF_STARTS).contains(&starts) && code < 4);
+    let wide = if wide_labels { WIDE_LABELS_BIT } else { 0 };
+    LEAF_BIT
+        | wide
+        | (code << WIDTH_SHIFT)
+        | (starts as u32) << STARTS_SHIFT
+        | (offset as u32) << OFFSET_SHIFT
+        | line as u32
+}
+
+/// One cache line of leaves: 32 u16 words, 64-byte aligned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct LeafLine(pub [u16; LINE_WORDS]);
+
+// SAFETY: 32 u16 are exactly the 64 bytes of the alignment: no padding,
+// and every bit pattern is a valid array of u16.
+unsafe impl Plain for LeafLine {}
+const _: () = assert!(std::mem::size_of::<LeafLine>() == 64);
+
+/// The `bits` address bits after the first `depth`, as an integer (bits
+/// past the address's end read as zero): a node table's index, or a
+/// leaf's probe. Needs `depth < 128` and `1 <= bits <= 128`.
+#[inline(always)]
+fn bits_after(addr: u128, depth: u32, bits: u32) -> u128 {
+    (addr << depth) >> (128 - bits)
+}
+
+/// The lookup snapshot of `dxr6`: entries (root, then node tables), leaf
+/// words and results, in storage `S`.
+pub struct Dxr6<S: Storage = Owned> {
+    /// `K`, the root's address bits.
+    root_bits: u32,
+    /// The root (`2^K` entries), then every node table.
+    entries: S::Array<u32>,
+    /// Lines of leaves.
+    leaves: S::Array<LeafLine>,
+    /// Label slots by label index.
+    results: S::Array<LabelSlot>,
+}
+
+impl<S: Storage> Clone for Dxr6<S> {
+    fn clone(&self) -> Self {
+        Dxr6 {
+            root_bits: self.root_bits,
+            entries: self.entries.clone(),
+            leaves: self.leaves.clone(),
+            results: self.results.clone(),
+        }
+    }
+
+    /// Reuses this snapshot's vectors instead of allocating new ones.
+    fn clone_from(&mut self, source: &Self) {
+        self.root_bits = source.root_bits;
+        self.entries.clone_from(&source.entries);
+        self.leaves.clone_from(&source.leaves);
+        self.results.clone_from(&source.results);
+    }
+}
+
+/// Keys per group of the batch lookup: the lookups in flight together.
+// PERF: see docs/BENCHMARKS.md, "IPv6: dxr6".
+const GROUP: usize = 32;
+const _: () = assert!(GROUP <= 64, "a u64 marks the group's keys");
+
+/// A lookup under way: the entry it has reached, and the address bits
+/// after that entry's depth, left-aligned, so that a node's index is the
+/// top bits of `rest` and a leaf's probe the top 16, 32, 64 or 128.
+#[derive(Clone, Copy, Debug, Default)]
+struct Walk {
+    entry: u32,
+    rest: u128,
+}
+
+impl Walk {
+    /// The top `bits` bits of `rest` (`1 <= bits <= 64`).
+    #[inline(always)]
+    fn top(self, bits: u32) -> u64 {
+        debug_assert!((1..=64).contains(&bits));
+        ((self.rest >> 64) as u64) >> (64 - bits)
+    }
+}
+
+impl<S: Storage> Dxr6<S> {
+    /// The index of `addr`'s root entry.
+    #[inline(always)]
+    fn root_index(&self, addr: u128) -> usize {
+        // `& 31`: K <= 24 (const-asserted), and the compiler learns the
+        // shift stays within one 64-bit half.
+        ((addr >> 64) as u64 >> (64 - (self.root_bits & 31))) as usize
+    }
+
+    /// The walk at `addr`'s root entry.
+    #[inline(always)]
+    fn start(&self, addr: u128) -> Walk {
+        Walk {
+            entry: self.entries[self.root_index(addr)],
+            rest: addr << (self.root_bits & 31),
+        }
+    }
+
+    /// The index of the child entry of the node `walk` has reached.
+    #[inline(always)]
+    fn child_index(walk: Walk) -> usize {
+        node_base(walk.entry) + walk.top(stride_of(walk.entry)) as usize
+    }
+
+    /// One step down from the node `walk` has reached.
+    #[inline(always)]
+    fn step(&self, walk: Walk) -> Walk {
+        Walk {
+            entry: self.entries[Self::child_index(walk)],
+            rest: walk.rest << stride_of(walk.entry),
+        }
+    }
+
+    /// The label index at the label or leaf entry `walk` has reached.
+    #[inline(always)]
+    fn finish(&self, walk: Walk) -> usize {
+        if is_label(walk.entry) {
+            label_of(walk.entry)
+        } else {
+            self.leaf_label(walk)
+        }
+    }
+
+    /// [`Self::finish`] without a branch on label or leaf: a label entry
+    /// searches line 0 as a one-start leaf, then keeps its own index.
+    #[inline(always)]
+    fn finish_branchless(&self, walk: Walk) -> usize {
+        // INVARIANT: line 0 exists (the build adds it to a table without
+        // leaves).
+        const LINE_0: u32 = LEAF_BIT | 1 << STARTS_SHIFT;
+        let leaf = is_leaf(walk.entry);
+        let searched = self.leaf_label(Walk {
+            entry: if leaf { walk.entry } else { LINE_0 },
+            rest: walk.rest,
+        });
+        if leaf {
+            searched
+        } else {
+            label_of(walk.entry)
+        }
+    }
+
+    /// The label index of `walk`'s address in the leaf it has reached.
+    #[inline(always)]
+    fn leaf_label(&self, walk: Walk) -> usize {
+        let entry = walk.entry;
+        let line = &self.leaves[line_of(entry)].0;
+        let (at, starts) = (offset_of(entry), starts_of(entry));
+        let (range, labels) = match width_code(entry) {
+            0 => Self::range::<u16>(line, at, starts, walk.rest),
+            1 => Self::range::<u32>(line, at, starts, walk.rest),
+            2 => Self::range::<u64>(line, at, starts, walk.rest),
+            _ => Self::range::<u128>(line, at, starts, walk.rest),
+        };
+        if has_wide_labels(entry) {
+            let at = labels + 2 * range;
+            line[at] as usize | (line[at + 1] as usize) << 16
+        } else {
+            line[labels + range] as usize
+        }
+    }
+
+    /// The index of the range of `rest` (the address bits after the
+    /// leaf's depth) among a leaf's ranges, and the word where the leaf's
+    /// labels begin.
+    #[inline(always)]
+    fn range<B: Bound>(
+        line: &[u16; LINE_WORDS],
+        at: usize,
+        starts: usize,
+        rest: u128,
+    ) -> (usize, usize) {
+        let probe = B::from_bits(rest >> (128 - B::BITS));
+        (
+            search::range_in_line::<B>(line, at, starts, probe),
+            at + starts * B::WORDS,
+        )
+    }
+
+    /// Where `walk` reads next: its child entry at a node, its line at a
+    /// leaf, entry 0 at a label. Chosen without a branch.
+    #[inline(always)]
+    fn next_read(&self, walk: Walk) -> *const u8 {
+        let index = if is_node(walk.entry) {
+            Self::child_index(walk)
+        } else {
+            0
+        };
+        let entry = self.entries.as_ptr().wrapping_add(index) as *const u8;
+        let line = self.leaves.as_ptr().wrapping_add(line_of(walk.entry)) as *const u8;
+        if is_leaf(walk.entry) {
+            line
+        } else {
+            entry
+        }
+    }
+
+    /// Looks up one group of at most [`GROUP`] keys in three passes, with
+    /// the reads of each pass prefetched by the one before (and the root
+    /// entries of the `next` group prefetched by the first):
+    /// 1. the root entries: a label is the result; otherwise the key is
+    ///    marked, and at a node also marked as walking;
+    /// 2. rounds over the walking keys, one node level per round, until
+    ///    none is at a node;
+    /// 3. the marked keys' leaves (or labels).
+    ///
+    /// The bodies of passes 2 and 3 have no data-dependent branch: on
+    /// announced keys the node depth varies from key to key, and a branch
+    /// on it mispredicts often enough to drain the loads in flight.
+    // PERF: docs/BENCHMARKS.md, "IPv6: dxr6", "Batch lookup".
+    #[inline(always)]
+    fn lookup_group<const N: usize>(
+        &self,
+        keys: &[u128],
+        next: &[u128],
+        out: &mut [Option<Label>],
+    ) {
+        debug_assert!(keys.len() <= N && N <= GROUP && out.len() == keys.len());
+        for &addr in next {
+            prefetch(self.entries.as_ptr().wrapping_add(self.root_index(addr)));
+        }
+        let mut walks = [Walk::default(); N];
+        let mut marked = 0u64;
+        let mut walking = 0u64;
+        for (j, (&addr, result)) in keys.iter().zip(out.iter_mut()).enumerate() {
+            let walk = self.start(addr);
+            // A branch: it goes the same way for nearly every key of a
+            // pattern (random keys: labels; announced keys: nodes).
+            if is_label(walk.entry) {
+                *result = self.results[label_of(walk.entry)].get();
+                continue;
+            }
+            prefetch(self.next_read(walk));
+            walks[j] = walk;
+            marked |= 1 << j;
+            walking |= (is_node(walk.entry) as u64) << j;
+        }
+        while walking != 0 {
+            let mut keys_left = walking;
+            walking = 0;
+            while keys_left != 0 {
+                let j = keys_left.trailing_zeros() as usize;
+                keys_left &= keys_left - 1;
+                let walk = self.step(walks[j]);
+                prefetch(self.next_read(walk));
+                walks[j] = walk;
+                walking |= (is_node(walk.entry) as u64) << j;
+            }
+        }
+        while marked != 0 {
+            let j = marked.trailing_zeros() as usize;
+            marked &= marked - 1;
+            out[j] = self.results[self.finish_branchless(walks[j])].get();
+        }
+    }
+}
+
+impl<S: Storage> Dxr6<S> {
+    /// [`Lookup::lookup_batch`] in groups of `N` keys.
+    #[inline(always)]
+    fn lookup_groups<const N: usize>(&self, addrs: &[u128], out: &mut [Option<Label>]) {
+        let mut start = 0;
+        while start < addrs.len() {
+            let end = addrs.len().min(start + N);
+            let next = &addrs[end..addrs.len().min(end + N)];
+            self.lookup_group::<N>(&addrs[start..end], next, &mut out[start..end]);
+            start = end;
+        }
+    }
+}
+
+impl<S: Storage> Lookup<u128> for Dxr6<S> {
+    #[inline(always)]
+    fn lookup(&self, addr: u128) -> Option<Label> {
+        let mut walk = self.start(addr);
+        while is_node(walk.entry) {
+            walk = self.step(walk);
+        }
+        self.results[self.finish(walk)].get()
+    }
+
+    fn lookup_batch(&self, addrs: &[u128], out: &mut [Option<Label>]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        // PERF: a short burst gets a group no larger than itself: clearing
+        // the walks of a 32-key group cost bursts of 8 random keys a
+        // quarter of their speed (docs/BENCHMARKS.md, "IPv6: dxr6").
+        match addrs.len() {
+            0..=8 => self.lookup_groups::<8>(addrs, out),
+            9..=16 => self.lookup_groups::<16>(addrs, out),
+            _ => self.lookup_groups::<GROUP>(addrs, out),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.entries.len() * 4
+            + self.leaves.len() * std::mem::size_of::<LeafLine>()
+            + self.results.len() * std::mem::size_of::<LabelSlot>()
+    }
+}
+
+/// The parameters of `dxr6`: `dxr6:k=K,stride=S,density=D`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dxr6Config {
+    /// `K`: the address bits the root table resolves (8..=24).
+    pub root_bits: u32,
+    /// The largest node stride (1..=16).
+    pub max_stride: u32,
+    /// Node entries per range of the chunk a node splits (1..=64): a
+    /// node's stride is the largest with `2^stride <= density * ranges`.
+    /// More entries make more chunks below a node fit a leaf, so fewer
+    /// lookups pass a second node, at the cost of memory.
+    pub density: u32,
+}
+
+/// The default parameters, chosen by measurement (docs/BENCHMARKS.md,
+/// "IPv6: dxr6").
+pub const DEFAULT_CONFIG: Dxr6Config = Dxr6Config {
+    root_bits: 16,
+    max_stride: 16,
+    density: 2,
+};
+
+impl Default for Dxr6Config {
+    fn default() -> Self {
+        DEFAULT_CONFIG
+    }
+}
+
+impl fmt::Display for Dxr6Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "dxr6:k={},stride={},density={}",
+            self.root_bits, self.max_stride, self.density
+        )
+    }
+}
+
+impl EngineConfig for Dxr6Config {
+    const NAMES: &'static [&'static str] = &["dxr6"];
+
+    fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
+        spec.expect_only(&["k", "stride", "density"])?;
+        Ok(Dxr6Config {
+            root_bits: spec
+                .number("k", MIN_K..=MAX_K)?
+                .unwrap_or(DEFAULT_CONFIG.root_bits),
+            max_stride: spec
+                .number("stride", 1..=MAX_STRIDE)?
+                .unwrap_or(DEFAULT_CONFIG.max_stride),
+            density: spec
+                .number("density", 1..=64)?
+                .unwrap_or(DEFAULT_CONFIG.density),
+        })
+    }
+}
+
+/// What a `dxr6` table looks like.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Dxr6Stats {
+    /// `K`, the root's address bits.
+    pub root_bits: u32,
+    /// Node tables by stride (index `stride - 1`).
+    pub node_tables: Vec<usize>,
+    /// The most node levels below the root on any path.
+    pub max_node_levels: usize,
+    /// Leaves by start width: 16, 32, 64, 128 bits.
+    pub leaves: [usize; 4],
+    /// Leaves whose label indices need 32 bits.
+    pub wide_label_leaves: usize,
+    /// Words (u16) the leaves occupy.
+    pub leaf_words: usize,
+    /// Lines of leaves.
+    pub leaf_lines: usize,
+    /// Words of leaf lines no leaf occupies (line ends, and space freed by
+    /// updates not reused yet).
+    pub free_leaf_words: usize,
+    /// Node entries in tables freed by updates and not reused yet.
+    pub free_node_entries: usize,
+    /// Distinct labels in the results table.
+    pub labels: usize,
+    /// Wall time of the last full build, in nanoseconds.
+    pub build_ns: u64,
+    /// Full rebuilds updates made to compact the arrays.
+    pub compactions: u64,
+}
+
+impl EngineStats for Dxr6Stats {
+    fn rows(&self) -> Vec<(String, String)> {
+        let strides: Vec<String> = self
+            .node_tables
+            .iter()
+            .enumerate()
+            .filter(|(_, &count)| count > 0)
+            .map(|(i, count)| format!("{count} x 2^{}", i + 1))
+            .collect();
+        vec![
+            ("root bits".into(), self.root_bits.to_string()),
+            ("node tables".into(), strides.join(", ")),
+            (
+                "node levels (most)".into(),
+                self.max_node_levels.to_string(),
+            ),
+            (
+                "leaves by start width 16/32/64/128".into(),
+                format!("{:?}", self.leaves),
+            ),
+            (
+                "leaves with u32 labels".into(),
+                self.wide_label_leaves.to_string(),
+            ),
+            (
+                "leaf lines (bytes used)".into(),
+                format!("{} ({})", self.leaf_lines, self.leaf_words * 2),
+            ),
+            (
+                "free leaf bytes / node entries".into(),
+                format!("{} / {}", self.free_leaf_words * 2, self.free_node_entries),
+            ),
+            ("distinct labels".into(), self.labels.to_string()),
+            (
+                "build ms".into(),
+                format!("{:.1}", self.build_ns as f64 / 1e6),
+            ),
+            ("compactions".into(), self.compactions.to_string()),
+        ]
+    }
+}

@@ -1,0 +1,352 @@
+//! `bspl`-specific tests: spec parsing and errors, the batch lookup at every
+//! slice length, the probe bound, tables that concentrate entries in one
+//! block, and update replays (generated IPv4 and IPv6 streams, the LINX
+//! stream, random batches) checked against the reference along the way.
+
+mod common;
+
+use common::*;
+use fibkit::load::{load_updates, LoadOptions};
+use fibkit::trace::generate_changes;
+use fibkit::verify::check_addresses;
+use fibkit::{
+    build, verify, BuildError, Change, ConfigV4, EngineFamily, Label, LocalFib, Lookup, Prefix,
+    Rib, SnapshotV4, SnapshotV6,
+};
+use proptest::prelude::*;
+
+#[test]
+fn specs_print_canonically() {
+    for (text, canonical) in [
+        ("bspl", "bspl"),
+        ("bspl:first=16", "bspl"),
+        ("bspl:levels=4", "bspl:levels=4"),
+        ("bspl:levels=3,first=17", "bspl:first=17,levels=3"),
+        ("bspl:lengths=16+24+32", "bspl:lengths=16+24+32"),
+        ("bspl:hybrid", "bspl:hybrid"),
+        ("bspl:hybrid,first=20", "bspl:hybrid,first=20"),
+        (
+            "bspl:lengths=16+32+64+96,hybrid",
+            "bspl:hybrid,lengths=16+32+64+96",
+        ),
+    ] {
+        let config: ConfigV4 = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(config.to_string(), canonical, "{text}");
+    }
+}
+
+#[test]
+fn bad_specs_are_errors_naming_the_limit() {
+    let rib = rib_from_triples::<u32>(&[(0x0a00_0000, 8, 1)]);
+    for (spec, expect) in [
+        ("bspl:first=7", "8..=24"),
+        ("bspl:first=25", "8..=24"),
+        ("bspl:levels=1", "2..=16"),
+        ("bspl:levels=17", "2..=16"),
+        ("bspl:lengths=16+x", "a list like 16+24+32"),
+        ("bspl:lengths=16+24+20", "increase strictly"),
+        ("bspl:lengths=30+32", "first level's bits"),
+        (
+            "bspl:lengths=16+32,levels=3",
+            "takes no `first` or `levels`",
+        ),
+        ("bspl:depth=3", "unknown parameter `depth`"),
+        ("bspl:hybrid=yes", "takes no value"),
+    ] {
+        let err = build(spec, &rib).err().map(|e| e.to_string());
+        let err = err.unwrap_or_else(|| panic!("{spec} must not build"));
+        assert!(err.contains(expect), "{spec}: {err}");
+    }
+    // Tables the lengths cannot hold name what would.
+    let long = rib_from_triples::<u32>(&[(0x0a00_0000, 30, 1)]);
+    let err = build("bspl:lengths=16+24", &long)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("end `lengths` at 30"), "{err}");
+    let short = rib_from_triples::<u32>(&[(0x0a00_0000, 9, 1)]);
+    let err = build("bspl:lengths=8+32", &short)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("2^23") && err.contains("between 9 and 32"),
+        "{err}"
+    );
+    let v6 = rib_from_triples::<u128>(&[(0x2001_0db8 << 96, 20, 1), (0x2001_0db8 << 96, 48, 2)]);
+    let err = build("bspl:hybrid,lengths=16+64", &v6)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("at most 32 apart"), "{err}");
+    let err = build("bspl:levels=2", &v6).err().unwrap().to_string();
+    assert!(err.contains("levels="), "{err}");
+    assert!(matches!(
+        build("bspl:lengths=16+24", &long),
+        Err(BuildError::Limit { .. })
+    ));
+}
+
+/// Keys for batch checks: range boundaries and random addresses, shuffled
+/// by the check order of `check_addresses`.
+fn batch_keys<A: EngineFamily>(rib: &Rib<A>) -> Vec<A> {
+    let mut keys = check_addresses(rib, 20_000, 3);
+    let step = (keys.len() / 2_000).max(1);
+    keys = keys.into_iter().step_by(step).collect();
+    keys.truncate(2_000);
+    keys
+}
+
+/// `lookup_batch` equals per-key lookups for every slice length 0..300 and
+/// for the whole key set, at every offset class.
+fn check_batch<A: EngineFamily>(spec: &str, rib: &Rib<A>) {
+    let engine = build(spec, rib).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let keys = batch_keys(rib);
+    let want: Vec<Option<Label>> = keys.iter().map(|&k| engine.lookup(k)).collect();
+    let mut out = vec![Some(u32::MAX); keys.len()];
+    for len in 0..300.min(keys.len()) {
+        let offset = (len * 7) % (keys.len() - len).max(1);
+        out.fill(Some(u32::MAX));
+        engine.lookup_batch(&keys[offset..offset + len], &mut out[..len]);
+        assert_eq!(
+            &out[..len],
+            &want[offset..offset + len],
+            "{spec}: length {len}"
+        );
+    }
+    engine.lookup_batch(&keys, &mut out);
+    assert_eq!(out, want, "{spec}: all {} keys", keys.len());
+    for (&key, &label) in keys.iter().zip(&want) {
+        assert_eq!(label, rib.lookup(key), "{spec}: {key:?}");
+    }
+}
+
+#[test]
+fn batch_equals_per_key_at_every_length() {
+    let v4 = &shared_table("dfz-v4-nh.txt.gz").v4;
+    for spec in ["bspl", "bspl:first=20", "bspl:hybrid"] {
+        check_batch(spec, v4);
+    }
+    let v6 = &shared_table("dfz-v6-nh.txt.gz").v6;
+    for spec in ["bspl", "bspl:hybrid"] {
+        check_batch(spec, v6);
+    }
+}
+
+/// No lookup probes more tables than the search tree's height.
+#[test]
+fn probes_are_bounded_by_the_tree_height() {
+    let v4 = &shared_table("dfz-v4-nh.txt.gz").v4;
+    let SnapshotV4::Bspl(engine) = build("bspl:levels=8", v4).unwrap() else {
+        panic!("a bspl snapshot")
+    };
+    let tables = engine.lengths().len();
+    let bound = (usize::BITS - tables.leading_zeros()) as usize; // ceil(log2(k + 1))
+    for addr in check_addresses(v4, 100_000, 9) {
+        assert!(engine.probes(addr) <= bound, "{addr:#x}: over {bound}");
+    }
+    let v6 = &shared_table("dfz-v6-nh.txt.gz").v6;
+    let SnapshotV6::Bspl(engine) = build("bspl", v6).unwrap() else {
+        panic!("a bspl snapshot")
+    };
+    let tables = engine.lengths().len();
+    let bound = (usize::BITS - tables.leading_zeros()) as usize;
+    for addr in check_addresses(v6, 100_000, 9) {
+        assert!(engine.probes(addr) <= bound, "{addr:#x}: over {bound}");
+    }
+}
+
+/// 65,536 host routes with distinct labels in one /16, a full /16 of /24s
+/// and IPv6 /128s below one /48: the entries of one first-level block go
+/// to many buckets, whatever their number.
+#[test]
+fn dense_blocks_build_and_answer() {
+    let mut v4 = Rib::<u32>::new();
+    for i in 0..65_536u32 {
+        v4.insert(Prefix::new_masked(0xc0a8_0000 | i, 32), i * 7 + 1);
+    }
+    for i in 0..256u32 {
+        v4.insert(Prefix::new_masked(0x0a01_0000 | i << 8, 24), i);
+    }
+    v4.insert(Prefix::default_route(), 0);
+    for spec in [
+        "bspl",
+        "bspl:lengths=16+24+32",
+        "bspl:first=8",
+        "bspl:hybrid",
+    ] {
+        assert_engine_matches(spec, &v4, 100_000);
+    }
+    let mut v6 = Rib::<u128>::new();
+    let base = 0x2001_0db8_0001u128 << 80;
+    for i in 0..40_000u128 {
+        v6.insert(Prefix::new_masked(base | (i * 0x1_0001), 128), i as u32);
+    }
+    v6.insert(Prefix::new_masked(base, 48), 1);
+    for spec in ["bspl", "bspl:hybrid"] {
+        assert_engine_matches(spec, &v6, 100_000);
+    }
+}
+
+/// Applies `changes` in batches of 1, 2, 3, ... changes to a `LocalFib` of
+/// `spec`, checking after every batch the addresses at and beside each
+/// changed prefix's edges and middle against the reference, the whole
+/// table (every range boundary) after every hundredth batch and at the
+/// end; returns (batches, batches that rebuilt).
+fn replay<A: EngineFamily>(spec: &str, rib: &Rib<A>, changes: &[Change<A>]) -> (usize, usize) {
+    let mut fib = LocalFib::<A>::new(spec, rib.clone()).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let (mut batches, mut rebuilt) = (0, 0);
+    let mut rest = changes;
+    while !rest.is_empty() {
+        let (batch, tail) = rest.split_at((batches % 7 + 1).min(rest.len()));
+        rest = tail;
+        let summary = fib.apply(batch).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        rebuilt += summary.rebuilt.is_some() as usize;
+        batches += 1;
+        for change in batch {
+            let prefix = change.prefix();
+            let (first, last) = (prefix.first(), prefix.last());
+            let middle = first | (last ^ first) >> 1;
+            let edges = [first.checked_prev(), Some(first), Some(middle), Some(last)];
+            for addr in edges.into_iter().chain([last.checked_next()]).flatten() {
+                assert_eq!(
+                    fib.lookup(addr),
+                    fib.rib().lookup(addr),
+                    "{spec} after batch {batches} ({change:?}) at {addr:?}"
+                );
+            }
+        }
+        if batches % 100 == 0 {
+            let report = verify(&fib, fib.rib(), 2_000, batches as u64);
+            assert!(
+                report.ok(),
+                "{spec} after batch {batches}: {}",
+                report.mismatches[0]
+            );
+        }
+    }
+    let report = verify(&fib, fib.rib(), 50_000, 7);
+    assert!(report.ok(), "{spec} at the end: {}", report.mismatches[0]);
+    (batches, rebuilt)
+}
+
+#[test]
+fn generated_update_streams_v4() {
+    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
+    let changes = generate_changes(rib, 600, 11);
+    for spec in ["bspl", "bspl:hybrid"] {
+        let (batches, rebuilt) = replay(spec, rib, &changes);
+        assert!(
+            rebuilt * 20 < batches,
+            "{spec}: {rebuilt} of {batches} batches rebuilt"
+        );
+    }
+}
+
+#[test]
+fn generated_update_streams_v6() {
+    for name in ["dfz-v6-nh.txt.gz", "linx-rib-ipv6.20141225.txt.gz"] {
+        let rib = &shared_table(name).v6;
+        let changes = generate_changes(rib, 600, 12);
+        for spec in ["bspl", "bspl:hybrid"] {
+            let (batches, rebuilt) = replay(spec, rib, &changes);
+            // A fresh length the tables cannot hold (a /67 below a
+            // /112-/128 table, say) is rebuilt; most changes are patched.
+            assert!(
+                rebuilt * 5 < batches,
+                "{name} {spec}: {rebuilt} of {batches} rebuilt"
+            );
+        }
+    }
+}
+
+/// One hour of LINX updates onto the DFZ table, one second per batch.
+#[test]
+fn linx_update_replay() {
+    let table = shared_table("dfz-v4-nh.txt.gz");
+    let updates = load_updates(
+        &data_path("linx-updates-ipv4.20141217.txt.gz"),
+        &LoadOptions::default(),
+        table.nexthops.clone(),
+    )
+    .unwrap();
+    let batches = updates.v4_batches_by_time();
+    for spec in ["bspl", "bspl:hybrid"] {
+        let mut fib = LocalFib::<u32>::new(spec, table.v4.clone()).unwrap();
+        let checkpoints = [batches.len() / 3, 2 * batches.len() / 3];
+        let mut rebuilt = 0;
+        for (i, batch) in batches.iter().enumerate() {
+            rebuilt += fib.apply(batch).unwrap().rebuilt.is_some() as usize;
+            if checkpoints.contains(&i) {
+                let report = verify(&fib, fib.rib(), 10_000, i as u64);
+                assert!(
+                    report.ok(),
+                    "{spec} after batch {i}: {}",
+                    report.mismatches[0]
+                );
+            }
+        }
+        assert_eq!(rebuilt, 0, "{spec}: the LINX stream fits the tables");
+        let report = verify(&fib, fib.rib(), 100_000, 99);
+        assert!(report.ok(), "{spec} at the end: {}", report.mismatches[0]);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Random tables and random change batches (clustered so they nest),
+    /// checked after every batch.
+    #[test]
+    fn random_updates(
+        entries in random_table_v4(),
+        batches in prop::collection::vec(
+            prop::collection::vec((any::<bool>(), any::<u32>(), 0u8..=32, 0u32..4), 1..20),
+            1..8,
+        ),
+    ) {
+        let rib = rib_from_triples(&entries);
+        for spec in ["bspl", "bspl:first=8,levels=5", "bspl:hybrid"] {
+            let mut fib = LocalFib::<u32>::new(spec, rib.clone()).unwrap();
+            for batch in &batches {
+                let changes: Vec<Change<u32>> = batch
+                    .iter()
+                    .map(|&(announce, addr, plen, label)| {
+                        let prefix = Prefix::new_masked((addr & 0x001f_ffff) | 0x0a00_0000, plen);
+                        if announce { Change::Announce(prefix, label) } else { Change::Withdraw(prefix) }
+                    })
+                    .collect();
+                fib.apply(&changes).unwrap();
+                let report = verify(&fib, fib.rib(), 300, 1);
+                prop_assert!(report.ok(), "{}: {}", spec, report.mismatches[0]);
+            }
+        }
+    }
+
+    #[test]
+    fn random_updates_v6(
+        entries in random_table_v6(),
+        batches in prop::collection::vec(
+            prop::collection::vec((any::<bool>(), any::<u128>(), 0u8..=128, 0u32..4), 1..20),
+            1..8,
+        ),
+    ) {
+        let rib = rib_from_triples(&entries);
+        for spec in ["bspl", "bspl:hybrid"] {
+            let mut fib = LocalFib::<u128>::new(spec, rib.clone()).unwrap();
+            for batch in &batches {
+                let changes: Vec<Change<u128>> = batch
+                    .iter()
+                    .map(|&(announce, addr, plen, label)| {
+                        let addr = (addr & ((1u128 << 100) - 1)) | (0x2001u128 << 112);
+                        let prefix = Prefix::new_masked(addr, plen);
+                        if announce { Change::Announce(prefix, label) } else { Change::Withdraw(prefix) }
+                    })
+                    .collect();
+                fib.apply(&changes).unwrap();
+                let report = verify(&fib, fib.rib(), 300, 1);
+                prop_assert!(report.ok(), "{}: {}", spec, report.mismatches[0]);
+            }
+        }
+    }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Every test: the Rust workspace (the C library's programs included: cargo
+# compiles and runs them with cc), then the Python package, built from this
+# checkout and installed with pip, under pytest (its reference answers come
+# from the `fibkit` command the first step built).
+# Needs: cargo, cc, python3 with pip; maturin, pytest, numpy, pyarrow,
+# dask[dataframe] and distributed (.ci/run installs them).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+cargo test --release --workspace
+cargo build --release -p fibkit-cli
+
+# Without build isolation pip uses the maturin installed here, so no
+# download is needed; with it pip fetches maturin into a fresh environment.
+isolation=()
+if python3 -c "import maturin" 2>/dev/null; then
+    isolation=(--no-build-isolation)
+fi
+python3 -m pip install --quiet --root-user-action=ignore --force-reinstall --no-deps \
+    "${isolation[@]}" ./crates/fibkit-py
+python3 -m pytest crates/fibkit-py/tests
