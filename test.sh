@@ -8,8 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# The C library's archive first: `cargo test` builds only what tests link,
+# and the C test programs link libfibkit.a.
+cargo build --release -p fibkit-c -p fibkit-cli
 cargo test --release --workspace
-cargo build --release -p fibkit-cli
 
 # Without build isolation pip uses the maturin installed here, so no
 # download is needed; with it pip fetches maturin into a fresh environment.

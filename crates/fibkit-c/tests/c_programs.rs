@@ -43,7 +43,12 @@ fn scratch(name: &str) -> PathBuf {
 /// with every warning an error.
 fn compile(source: &str, name: &str) -> PathBuf {
     let library = profile_dir().join("libfibkit.a");
-    assert!(library.exists(), "{} was not built", library.display());
+    assert!(
+        library.exists(),
+        "{} was not built: `cargo test` builds only what Rust tests link; run \
+         `cargo build --release -p fibkit-c` first (./test.sh does)",
+        library.display()
+    );
     let binary = profile_dir().join(format!("c-{name}"));
     let output = Command::new("cc")
         .args([
