@@ -211,15 +211,15 @@ fn bench_family<A: EngineFamily>(args: &BenchArgs, rib: &Rib<A>) -> Result<bool>
         args.min_seconds
     );
     say!(
-        "{:<24} {:>10} {:>12} {:>10}",
+        "{:<24} {:>10} {:>12} {:>12}",
         "engine",
         "build ms",
-        "bytes",
-        "B/prefix"
+        "memory B",
+        "B per prefix"
     );
     for r in &reports {
         say!(
-            "{:<24} {:>10.1} {:>12} {:>10.2}",
+            "{:<24} {:>10.1} {:>12} {:>12.2}",
             r.engine,
             r.build_ms,
             r.memory_bytes,
@@ -414,6 +414,7 @@ fn add_ratios(measurements: &mut [Measurement], spec: &str, mode: Option<Mode>) 
 }
 
 fn print_measurements(measurements: &[Measurement], rounds: usize) -> Result<()> {
+    say!("Mlps: million lookups per second; thr: threads; % ceiling: share of the memory-read ceiling");
     say!(
         "{:<24} {:<12} {:<8} {:>3} {:>11} {:>9} {:>9} {:>9} {:>9}  Mlps of rounds 1..{}",
         "engine",

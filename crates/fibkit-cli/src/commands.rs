@@ -14,7 +14,8 @@ use fibkit::load::{
 use fibkit::prefix::excerpt;
 use fibkit::{Addr, BuildError, Change, EngineFamily, EngineStats, Fib, Lookup, Rib, Updater};
 
-use crate::TableArgs;
+use crate::specs::FamilySpecs;
+use crate::{Show, TableArgs};
 
 /// `println!` that returns an error instead of panicking when standard output
 /// is closed (`fibkit lookup ... | head`); main exits quietly on a broken pipe.
@@ -24,6 +25,12 @@ macro_rules! say {
     };
 }
 pub(crate) use say;
+
+/// Prints `value` as one line of JSON on standard output.
+fn json_line(value: &serde_json::Value) -> Result<()> {
+    say!("{value}");
+    Ok(())
+}
 
 /// Loads the table, with a progress bar on a terminal; prints notes and
 /// skipped counts to standard error.
@@ -50,7 +57,12 @@ pub(crate) fn load_table(args: &TableArgs) -> Result<(LoadedTable, f64)> {
         ..load_options(args, args.format)
     };
     let start = Instant::now();
-    let table = load::load_table(&args.path, &options);
+    let table = if reads_stdin(args) {
+        load::Input::new(std::io::stdin(), STDIN_NAME.into())
+            .and_then(|input| load::read_table(input, &options))
+    } else {
+        load::load_table(&args.path, &options)
+    };
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -65,6 +77,14 @@ pub(crate) fn load_table(args: &TableArgs) -> Result<(LoadedTable, f64)> {
         );
     }
     Ok((table, seconds))
+}
+
+/// How standard input is named in messages.
+const STDIN_NAME: &str = "standard input";
+
+/// Whether the table path is `-`: the table comes from standard input.
+pub(crate) fn reads_stdin(args: &TableArgs) -> bool {
+    args.path.as_os_str() == "-"
 }
 
 /// The load options the table arguments give, with `format`.
@@ -156,8 +176,37 @@ pub(crate) fn build_timed<A: EngineFamily>(
     })
 }
 
-pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool) -> Result<bool> {
+pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool, json: bool) -> Result<bool> {
     let (table, seconds) = load_table(args)?;
+    let specs = if engines.is_empty() {
+        FamilySpecs::default()
+    } else {
+        FamilySpecs::resolve(engines, !table.v4.is_empty(), !table.v6.is_empty())?
+    };
+    if json {
+        json_line(&serde_json::json!({
+            "kind": "table",
+            "file": args.path.display().to_string(),
+            "format": table.format.map(|f| f.name()),
+            "load_seconds": seconds,
+            "records": table.stats.records,
+            "routes": table.stats.routes,
+            "duplicates": table.stats.duplicates,
+            "skipped": table.stats.skipped,
+            "host_bits_cleared": table.stats.masked,
+            "nexthops": table.nexthops.len(),
+        }))?;
+        family_stats_json(&table.v4, &specs.v4)?;
+        family_stats_json(&table.v6, &specs.v6)?;
+        if nexthops {
+            for (label, addr) in table.nexthops.iter() {
+                json_line(
+                    &serde_json::json!({"kind": "nexthop", "label": label, "nexthop": addr}),
+                )?;
+            }
+        }
+        return Ok(true);
+    }
     say!("file        {}", args.path.display());
     say!(
         "format      {}",
@@ -172,8 +221,8 @@ pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool) -> Result<boo
         table.stats.skipped,
         table.stats.masked
     );
-    family_stats(&table.v4, engines)?;
-    family_stats(&table.v6, engines)?;
+    family_stats(&table.v4, &specs.v4)?;
+    family_stats(&table.v6, &specs.v6)?;
     if nexthops {
         say!("\nnext hops ({}):", table.nexthops.len());
         for (label, addr) in table.nexthops.iter() {
@@ -186,6 +235,47 @@ pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool) -> Result<boo
         );
     }
     Ok(true)
+}
+
+/// `stats --json` for one family: a `family` line, then an `engine` line
+/// per spec.
+fn family_stats_json<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()> {
+    if rib.is_empty() {
+        return Ok(());
+    }
+    let mut unmerged = Vec::new();
+    rib.ranges_in(A::ZERO, A::MAX, false, &mut unmerged);
+    let per_length: serde_json::Map<String, serde_json::Value> = rib
+        .prefix_length_histogram()
+        .iter()
+        .enumerate()
+        .filter(|(_, &count)| count > 0)
+        .map(|(plen, &count)| (plen.to_string(), count.into()))
+        .collect();
+    json_line(&serde_json::json!({
+        "kind": "family",
+        "family": A::FAMILY.to_string(),
+        "prefixes": rib.len(),
+        "distinct_labels": rib.distinct_labels(),
+        "ranges_unmerged": unmerged.len(),
+        "ranges": rib.ranges().len(),
+        "reference_bytes": rib.memory_bytes(),
+        "prefixes_per_length": per_length,
+    }))?;
+    for spec in engines {
+        let built = build_timed(spec, rib)?;
+        let bytes = built.snapshot.memory_bytes();
+        json_line(&serde_json::json!({
+            "kind": "engine",
+            "family": A::FAMILY.to_string(),
+            "engine": built.spec,
+            "build_ms": built.seconds * 1e3,
+            "memory_bytes": bytes,
+            "bytes_per_prefix": bytes as f64 / rib.len() as f64,
+            "stats": serde_json::to_value(built.updater.stats(&built.snapshot))?,
+        }))?;
+    }
+    Ok(())
 }
 
 fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()> {
@@ -239,61 +329,92 @@ fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()>
     Ok(())
 }
 
-/// Addresses per batch when reading standard input.
+/// Addresses answered at most at once when standard input holds more
+/// buffered lines.
 const LOOKUP_BATCH: usize = 1 << 16;
 
-pub fn lookup(args: &TableArgs, addrs: &[String], spec: &str) -> Result<bool> {
+pub fn lookup(
+    args: &TableArgs,
+    addrs: &[String],
+    engines: &[String],
+    show: Show,
+    json: bool,
+) -> Result<bool> {
     if crate::image::is_image(&args.path) {
         return crate::image::lookup(&args.path, addrs);
     }
+    if reads_stdin(args) && addrs.is_empty() {
+        bail!("the table is read from standard input (`-`): give the addresses as arguments");
+    }
     let (table, _) = load_table(args)?;
-    // A family without prefixes answers `none` without an engine, so a spec
-    // written for the other family (`cpe:strides=16+8+8` on an IPv4 table)
-    // is not an error.
-    let engine4 = built_unless_empty(spec, &table.v4)?;
-    let engine6 = built_unless_empty(spec, &table.v6)?;
+    let nexthop = NextHopNaming::of(args, &table);
+    if show != Show::Label && nexthop == NextHopNaming::None {
+        bail!(
+            "{}: the table names no next hops (a `prefix label` table): --show nexthop needs \
+             a `prefix nexthop` table or an MRT dump",
+            args.path.display()
+        );
+    }
+    // A family without prefixes answers `none` without an engine.
+    let specs = FamilySpecs::resolve(engines, !table.v4.is_empty(), !table.v6.is_empty())?;
+    let engine4 = built_single(&specs.v4, &table.v4)?;
+    let engine6 = built_single(&specs.v6, &table.v6)?;
     let lookups = Lookups {
         table: &table,
         engine4: engine4.as_ref(),
         engine6: engine6.as_ref(),
+        show,
+        json,
+        nexthop,
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut all_good = true;
     if addrs.is_empty() {
-        let stdin = std::io::stdin();
-        let mut reader = LineReader::new(stdin.lock(), "standard input");
-        let mut lines = Vec::with_capacity(LOOKUP_BATCH);
+        // Our own buffer (Stdin's is bypassed by reads this large) tells
+        // whether more input is already there: when none is, the answers so
+        // far are written and flushed before the next read can block, so a
+        // co-process gets each answer as soon as it sends the line, and a
+        // file or a fast pipe is answered in large batches.
+        let stdin = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
+        let mut reader = LineReader::new(stdin, STDIN_NAME);
+        let mut lines = Vec::with_capacity(1024);
         loop {
             let (number, bytes) = match reader.next_line() {
                 Ok(Some(line)) => line,
                 Ok(None) => break,
                 Err(error) => {
                     // The answers before the line are still printed.
-                    lookups.answer("standard input", &lines, &mut out)?;
+                    lookups.answer(STDIN_NAME, &lines, &mut out)?;
                     out.flush()?;
                     return Err(error.into());
                 }
             };
-            let Ok(text) = std::str::from_utf8(bytes) else {
-                eprintln!(
-                    "fibkit: standard input:{number}: `{}` is not UTF-8 text",
-                    excerpt(&String::from_utf8_lossy(bytes))
-                );
-                all_good = false;
-                continue;
-            };
-            let text = text.trim();
-            if text.is_empty() || text.starts_with('#') {
-                continue;
+            match std::str::from_utf8(bytes) {
+                Err(_) => {
+                    eprintln!(
+                        "fibkit: {STDIN_NAME}:{number}: `{}` is not UTF-8 text",
+                        excerpt(&String::from_utf8_lossy(bytes))
+                    );
+                    all_good = false;
+                }
+                Ok(text) => {
+                    let text = text.trim();
+                    if !text.is_empty() && !text.starts_with('#') {
+                        lines.push((number, text.to_string()));
+                    }
+                }
             }
-            lines.push((number, text.to_string()));
-            if lines.len() == LOOKUP_BATCH {
-                all_good &= lookups.answer("standard input", &lines, &mut out)?;
+            let drained = reader.get_ref().buffer().is_empty();
+            if drained || lines.len() >= LOOKUP_BATCH {
+                all_good &= lookups.answer(STDIN_NAME, &lines, &mut out)?;
                 lines.clear();
+                if drained {
+                    out.flush()?;
+                }
             }
         }
-        all_good &= lookups.answer("standard input", &lines, &mut out)?;
+        all_good &= lookups.answer(STDIN_NAME, &lines, &mut out)?;
     } else {
         let lines: Vec<(u64, String)> = addrs
             .iter()
@@ -306,20 +427,70 @@ pub fn lookup(args: &TableArgs, addrs: &[String], spec: &str) -> Result<bool> {
     Ok(all_good)
 }
 
-/// `spec` built for `rib`'s family, or `None` when the family has no prefixes.
-fn built_unless_empty<A: EngineFamily>(spec: &str, rib: &Rib<A>) -> Result<Option<A::Snapshot>> {
+/// The one spec chosen for `rib`'s family built, or `None` when the family
+/// has no prefixes.
+fn built_single<A: EngineFamily>(specs: &[String], rib: &Rib<A>) -> Result<Option<A::Snapshot>> {
+    // A spec written for the other family (`cpe:strides=16+8+8` on a
+    // table with IPv4 prefixes only) is not built for an empty family.
     if rib.is_empty() {
         return Ok(None);
     }
-    Ok(Some(build_timed(spec, rib)?.snapshot))
+    match specs {
+        [] => Ok(None),
+        [spec] => Ok(Some(build_timed(spec, rib)?.snapshot)),
+        _ => bail!(
+            "lookup answers with one engine per family; {} were given for {} ({})",
+            specs.len(),
+            A::FAMILY,
+            specs.join(", ")
+        ),
+    }
 }
 
-/// What `lookup` answers with: the table (which names the matched prefix)
-/// and the engine of each family that has prefixes.
+/// What a table's labels stand for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NextHopNaming {
+    /// Plain labels (`prefix label` tables).
+    None,
+    /// Indices into the table's next-hop addresses.
+    Address,
+    /// Origin AS numbers (MRT with `--label origin-as`).
+    OriginAs,
+}
+
+impl NextHopNaming {
+    fn of(args: &TableArgs, table: &LoadedTable) -> NextHopNaming {
+        match table.format {
+            Some(Format::Mrt) if args.label == load::LabelSource::OriginAs => {
+                NextHopNaming::OriginAs
+            }
+            Some(Format::Mrt | Format::NextHop) => NextHopNaming::Address,
+            _ => NextHopNaming::None,
+        }
+    }
+}
+
+/// One `lookup --json` line; the field names are part of the interface.
+#[derive(serde::Serialize)]
+struct JsonAnswer {
+    addr: String,
+    prefix: Option<String>,
+    label: Option<fibkit::Label>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nexthop: Option<std::net::IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    origin_as: Option<fibkit::Label>,
+}
+
+/// What `lookup` answers with: the table (which names the matched prefix
+/// and the next hops) and the engine of each family that has prefixes.
 struct Lookups<'a> {
     table: &'a LoadedTable,
     engine4: Option<&'a fibkit::SnapshotV4>,
     engine6: Option<&'a fibkit::SnapshotV6>,
+    show: Show,
+    json: bool,
+    nexthop: NextHopNaming,
 }
 
 impl Lookups<'_> {
@@ -348,14 +519,60 @@ impl Lookups<'_> {
         let (mut i4, mut i6) = (0, 0);
         for (_, text) in lines {
             if u32::parse_addr(text).is_some() {
-                print_match(out, &self.table.v4, v4[i4], labels4[i4])?;
+                self.print_match(out, &self.table.v4, v4[i4], labels4[i4])?;
                 i4 += 1;
             } else if u128::parse_addr(text).is_some() {
-                print_match(out, &self.table.v6, v6[i6], labels6[i6])?;
+                self.print_match(out, &self.table.v6, v6[i6], labels6[i6])?;
                 i6 += 1;
             }
         }
         Ok(all_good)
+    }
+
+    fn print_match<A: Addr>(
+        &self,
+        out: &mut dyn Write,
+        rib: &Rib<A>,
+        addr: A,
+        label: Option<fibkit::Label>,
+    ) -> Result<()> {
+        // The engine answers the label; the reference trie names the prefix.
+        let prefix = label.map(|_| {
+            rib.longest_match(addr)
+                .map_or_else(|| "?".to_string(), |(prefix, _)| prefix.to_string())
+        });
+        let nexthop = label.and_then(|label| match self.nexthop {
+            NextHopNaming::Address => self.table.nexthops.addr(label),
+            _ => None,
+        });
+        let origin_as = label.filter(|_| self.nexthop == NextHopNaming::OriginAs);
+        if self.json {
+            let answer = JsonAnswer {
+                addr: addr.display().to_string(),
+                prefix,
+                label,
+                nexthop,
+                origin_as,
+            };
+            serde_json::to_writer(&mut *out, &answer)?;
+            writeln!(out)?;
+            return Ok(());
+        }
+        let (Some(prefix), Some(label)) = (prefix, label) else {
+            writeln!(out, "{} - none", addr.display())?;
+            return Ok(());
+        };
+        let named = match (nexthop, origin_as) {
+            (Some(nexthop), _) => nexthop.to_string(),
+            (None, Some(asn)) => format!("AS{asn}"),
+            (None, None) => "?".to_string(),
+        };
+        match self.show {
+            Show::Label => writeln!(out, "{} {prefix} {label}", addr.display())?,
+            Show::Nexthop => writeln!(out, "{} {prefix} {named}", addr.display())?,
+            Show::Both => writeln!(out, "{} {prefix} {label} {named}", addr.display())?,
+        }
+        Ok(())
     }
 }
 
@@ -367,23 +584,6 @@ fn batch<A: Addr>(engine: Option<&impl Lookup<A>>, addrs: &[A]) -> Vec<Option<fi
     labels
 }
 
-fn print_match<A: Addr>(
-    out: &mut dyn Write,
-    rib: &Rib<A>,
-    addr: A,
-    label: Option<fibkit::Label>,
-) -> Result<()> {
-    match label {
-        // The engine answers the label; the reference trie names the prefix.
-        Some(label) => match rib.longest_match(addr) {
-            Some((prefix, _)) => writeln!(out, "{} {} {}", addr.display(), prefix, label)?,
-            None => writeln!(out, "{} ? {}", addr.display(), label)?,
-        },
-        None => writeln!(out, "{} - none", addr.display())?,
-    }
-    Ok(())
-}
-
 pub fn verify(
     args: &TableArgs,
     engines: &[String],
@@ -391,6 +591,7 @@ pub fn verify(
     seed: u64,
     updates: Option<(&Path, Option<Format>)>,
     check_every: usize,
+    json: bool,
 ) -> Result<bool> {
     let (table, _) = load_table(args)?;
     let updates = match updates {
@@ -400,7 +601,11 @@ pub fn verify(
         None => None,
     };
     let (mut passed, mut failed) = (0u64, 0u64);
-    for spec in engines {
+    // A family only the update stream has still needs an engine.
+    let has_v4 = !table.v4.is_empty() || updates.as_ref().is_some_and(|(v4, _)| !v4.is_empty());
+    let has_v6 = !table.v6.is_empty() || updates.as_ref().is_some_and(|(_, v6)| !v6.is_empty());
+    let specs = FamilySpecs::resolve(engines, has_v4, has_v6)?;
+    for spec in &specs.v4 {
         let (p, f) = verify_family(
             spec,
             &table.v4,
@@ -408,9 +613,12 @@ pub fn verify(
             seed,
             updates.as_ref().map(|(v4, _)| &v4[..]),
             check_every,
+            json,
         )?;
         passed += p;
         failed += f;
+    }
+    for spec in &specs.v6 {
         let (p, f) = verify_family(
             spec,
             &table.v6,
@@ -418,11 +626,16 @@ pub fn verify(
             seed,
             updates.as_ref().map(|(_, v6)| &v6[..]),
             check_every,
+            json,
         )?;
         passed += p;
         failed += f;
     }
-    say!("{passed} passed, {failed} failed");
+    if json {
+        json_line(&serde_json::json!({"kind": "total", "passed": passed, "failed": failed}))?;
+    } else {
+        say!("{passed} passed, {failed} failed");
+    }
     Ok(failed == 0)
 }
 
@@ -433,6 +646,7 @@ fn verify_family<A: EngineFamily>(
     seed: u64,
     changes: Option<&[Change<A>]>,
     check_every: usize,
+    json: bool,
 ) -> Result<(u64, u64)> {
     if rib.is_empty() && changes.is_none_or(|c| c.is_empty()) {
         return Ok((0, 0));
@@ -454,6 +668,21 @@ fn verify_family<A: EngineFamily>(
     let name = built.spec.clone();
     let check = |engine: &A::Snapshot, rib: &Rib<A>, when: &str| -> Result<(u64, u64)> {
         let report = fibkit::verify(engine, rib, random, seed);
+        if json {
+            let mismatches: Vec<String> =
+                report.mismatches.iter().map(ToString::to_string).collect();
+            json_line(&serde_json::json!({
+                "kind": "check",
+                "engine": name,
+                "family": A::FAMILY.to_string(),
+                "when": when,
+                "checked": report.checked,
+                "passed": report.passed,
+                "failed": report.failed,
+                "mismatches": mismatches,
+            }))?;
+            return Ok((report.passed, report.failed));
+        }
         say!(
             "{} {} {}: {} addresses, {} passed, {} failed",
             name,
@@ -497,6 +726,17 @@ fn verify_family<A: EngineFamily>(
             })?;
             passed += p;
             failed += f;
+        }
+        if json {
+            json_line(&serde_json::json!({
+                "kind": "updates",
+                "engine": name,
+                "family": A::FAMILY.to_string(),
+                "updates": changes.len(),
+                "update_ms": update_seconds * 1e3,
+                "rebuilds": rebuilt,
+            }))?;
+            return Ok((passed, failed));
         }
         say!(
             "{} {}: {} updates applied in {:.1} ms ({:.2} us each{})",

@@ -5,11 +5,12 @@ mod commands;
 mod image;
 mod plots;
 mod replay;
+mod specs;
 
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use fibkit::load::{Format, LabelSource, PeerSelector};
 
@@ -47,34 +48,63 @@ enum Command {
     Stats {
         #[command(flatten)]
         table: TableArgs,
-        /// Engines to build and describe (repeatable).
+        /// Engines to build and describe (repeatable; `v4=SPEC` or
+        /// `v6=SPEC` for one family).
         #[arg(long = "engine", value_name = "SPEC")]
         engines: Vec<String>,
         /// Also print the next-hop address behind each label.
         #[arg(long)]
         nexthops: bool,
+        /// JSON lines instead of text: one object per line, told apart by
+        /// `kind`: `table` (file, format, load_seconds, records, routes,
+        /// duplicates, skipped, host_bits_cleared, nexthops), `family`
+        /// (family, prefixes, distinct_labels, ranges_unmerged, ranges,
+        /// reference_bytes, prefixes_per_length), `engine` (family, engine,
+        /// build_ms, memory_bytes, bytes_per_prefix, stats) and with
+        /// --nexthops `nexthop` (label, nexthop).
+        #[arg(long)]
+        json: bool,
     },
     /// Longest match for each ADDR, or for each line of standard input.
     ///
-    /// Prints `address prefix label`, or `address - none` without a match.
+    /// Prints `address prefix label`, or `address - none` without a match
+    /// (with --show nexthop the next-hop address or `AS<number>` replaces
+    /// the label). Standard input is answered line by line as it arrives,
+    /// so `fibkit lookup` works as a co-process. TABLE `-` reads the table
+    /// from standard input; the addresses then come from the arguments.
     /// TABLE may also be an image written by `fibkit build` (the prefix is
     /// then printed as `?`: an image keeps no reference table).
+    ///
+    /// --json prints one JSON object per address:
+    /// `{"addr":"10.1.2.3","prefix":"10.0.0.0/8","label":7}`, with
+    /// `"nexthop":"192.0.2.1"` for tables of next-hop addresses and
+    /// `"origin_as":64500` for MRT tables labelled by origin AS; `prefix`
+    /// and `label` are null without a match.
     Lookup {
         #[command(flatten)]
         table: TableArgs,
         /// Addresses to look up; none: read standard input, one per line.
         addrs: Vec<String>,
+        /// What names the match: the label, the next hop (address, or origin
+        /// AS for `--label origin-as`), or both.
+        #[arg(long, value_enum, default_value_t = Show::Label)]
+        show: Show,
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
         /// Engine answering the lookups (the matched prefix is taken from the
-        /// reference table).
-        #[arg(long = "engine", value_name = "SPEC", default_value = "radix")]
-        engine: String,
+        /// reference table); one per family, `v4=SPEC` or `v6=SPEC` to choose
+        /// per family. Default: dxr for IPv4, dxr6 for IPv6.
+        #[arg(long = "engine", value_name = "SPEC")]
+        engines: Vec<String>,
     },
     /// Check engines against the reference table on every range boundary
     /// and random addresses; prints `N passed, M failed`, exits 1 on failure.
     Verify {
         #[command(flatten)]
         table: TableArgs,
-        /// Engines to check (repeatable).
+        /// Engines to check (repeatable; `v4=SPEC` or `v6=SPEC` for one
+        /// family; an engine of one family leaves the other to its default).
         #[arg(
             long = "engine",
             value_name = "SPEC",
@@ -100,6 +130,12 @@ enum Command {
         /// With --updates: verify after this many updates (0: only at the end).
         #[arg(long, default_value_t = 5000)]
         check_every: usize,
+        /// JSON lines instead of text, told apart by `kind`: `check`
+        /// (engine, family, when, checked, passed, failed, mismatches),
+        /// `updates` (engine, family, updates, update_ms, rebuilds), and a
+        /// last `total` (passed, failed).
+        #[arg(long, conflicts_with = "image")]
+        json: bool,
     },
     /// Build an engine and save it as an image that `lookup`, `verify
     /// --image` and the library open with a memory map, without rebuilding.
@@ -115,13 +151,19 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         nexthops_out: Option<PathBuf>,
     },
-    /// Measure lookup throughput (thesis 003, section 3.6 method) in
-    /// alternating rounds: run 1 of every configuration, then run 2, ...
+    /// Measure lookup throughput of engines in alternating rounds: run 1
+    /// of every configuration, then run 2, ...
+    ///
+    /// The method follows Zec's DXR thesis, section 3.6: the same keys for
+    /// every engine, throughput as the median of the rounds.
     Bench(bench::BenchArgs),
-    /// The stride programs of Srinivasan and Varghese (seed 000, Tables 5-8):
-    /// memory in KB per level count for fixed and variable strides, with and
-    /// without leaf pushing and packed nodes, the programs' own run time, and
-    /// the chosen strides.
+    /// Memory of multibit tries per level count: fixed and variable
+    /// strides, with and without leaf pushing and packed nodes, and the
+    /// chosen strides.
+    ///
+    /// These are the stride programs of Srinivasan and Varghese, "Fast
+    /// address lookups using controlled prefix expansion" (Tables 5-8 of
+    /// the paper); memory is in KB, run time of the programs themselves.
     Strides {
         #[command(flatten)]
         table: TableArgs,
@@ -162,6 +204,18 @@ enum Command {
     /// Generate synthetic traces, or summarise a trace against a table.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Print a shell completion script for SHELL (bash, zsh, fish,
+    /// elvish, powershell) on standard output.
+    ///
+    /// For example `fibkit completions bash > ~/.local/share/bash-completion/completions/fibkit`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) on standard output, e.g.
+    /// `fibkit man > ~/.local/share/man/man1/fibkit.1`.
+    Man,
 }
 
 #[derive(Subcommand, Debug)]
@@ -204,10 +258,21 @@ enum TraceCommand {
     },
 }
 
+/// What `lookup` prints for a match.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Show {
+    /// The label (the interned index for next-hop tables).
+    Label,
+    /// The next-hop address, or `AS<number>` for origin-AS labels.
+    Nexthop,
+    /// The label, then the next hop.
+    Both,
+}
+
 /// How to read a table file.
 #[derive(Args, Debug, Clone)]
 struct TableArgs {
-    /// The table file.
+    /// The table file (`-`: standard input).
     #[arg(value_name = "TABLE")]
     path: PathBuf,
     /// Input format instead of detecting it: table, nexthop, updates, mrt.
@@ -277,12 +342,15 @@ fn main() {
             table,
             engines,
             nexthops,
-        } => commands::stats(&table, &engines, nexthops),
+            json,
+        } => commands::stats(&table, &engines, nexthops, json),
         Command::Lookup {
             table,
             addrs,
-            engine,
-        } => commands::lookup(&table, &addrs, &engine),
+            show,
+            json,
+            engines,
+        } => commands::lookup(&table, &addrs, &engines, show, json),
         Command::Verify {
             table,
             image: Some(image),
@@ -298,6 +366,7 @@ fn main() {
             updates,
             updates_format,
             check_every,
+            json,
             image: None,
         } => commands::verify(
             &table,
@@ -306,6 +375,7 @@ fn main() {
             seed,
             updates.as_deref().map(|path| (path, updates_format)),
             check_every,
+            json,
         ),
         Command::Convert {
             table,
@@ -347,6 +417,16 @@ fn main() {
         Command::Trace(TraceCommand::Stats { table, trace, top }) => {
             commands::trace_stats(&table, &trace, top)
         }
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            let mut out = std::io::stdout().lock();
+            clap_complete::generate(shell, &mut command, "fibkit", &mut out);
+            Ok(true)
+        }
+        Command::Man => clap_mangen::Man::new(Cli::command())
+            .render(&mut std::io::stdout().lock())
+            .map(|()| true)
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(true) => {}

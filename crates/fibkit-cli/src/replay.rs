@@ -28,8 +28,8 @@ pub struct ReplayArgs {
     /// Format of the --updates file instead of detecting it: updates, mrt.
     #[arg(long, value_name = "FORMAT")]
     updates_format: Option<Format>,
-    /// Engine to keep in line with the stream (default: dxr for IPv4,
-    /// cpe for IPv6).
+    /// Engine to keep in line with the stream (default: the family's default
+    /// engine, `fibkit::default_spec`: dxr for IPv4, dxr6 for IPv6).
     #[arg(long = "engine", value_name = "SPEC")]
     engine: Option<String>,
     /// Pace of the stream: `max` (as fast as the writer goes), or a factor
@@ -86,9 +86,19 @@ pub fn replay_command(args: &ReplayArgs) -> Result<bool> {
         None => !has_v4,
     };
     if v6 {
-        replay_family::<u128>(args, &table, &updates, "cpe")
+        replay_family::<u128>(
+            args,
+            &table,
+            &updates,
+            fibkit::default_spec(fibkit::Family::V6),
+        )
     } else {
-        replay_family::<u32>(args, &table, &updates, "dxr")
+        replay_family::<u32>(
+            args,
+            &table,
+            &updates,
+            fibkit::default_spec(fibkit::Family::V4),
+        )
     }
 }
 

@@ -139,6 +139,84 @@ fn lookup_arguments_and_stdin() {
     assert!(text(&out.stderr).contains("input:4: `not-an-address` is not an IPv4 or IPv6 address"));
 }
 
+/// A small table with prefixes of both families.
+fn dual_stack_table(name: &str) -> PathBuf {
+    let path = scratch(name).join("dual.txt");
+    std::fs::write(
+        &path,
+        "10.0.0.0/8 1\n10.1.0.0/16 2\n2001:db8::/32 3\n2001:db8:1::/48 4\n",
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn dual_stack_table_with_one_engine_per_family() {
+    let path = dual_stack_table("dual");
+    let table = path.to_str().unwrap();
+    let addrs = [
+        "10.1.2.3",
+        "10.2.0.1",
+        "2001:db8:1::9",
+        "2001:db8:2::1",
+        "::1",
+    ];
+    let expected = "10.1.2.3 10.1.0.0/16 2\n10.2.0.1 10.0.0.0/8 1\n\
+        2001:db8:1::9 2001:db8:1::/48 4\n2001:db8:2::1 2001:db8::/32 3\n::1 - none\n";
+    // An IPv4-only engine: IPv6 gets its default, said once on stderr.
+    let mut args = vec!["lookup", table, "--engine", "dir24-8"];
+    args.extend(addrs);
+    let out = fibkit(&args);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(text(&out.stdout), expected);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("IPv6 prefixes use the default engine dxr6"),
+        "{stderr}"
+    );
+    // Per-family choice, and no engine at all: both answer the same.
+    for engines in [&["--engine", "v4=dxr", "--engine", "v6=lctrie"][..], &[]] {
+        let mut args = vec!["lookup", table];
+        args.extend(engines);
+        args.extend(addrs);
+        let out = fibkit(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), expected, "{engines:?}");
+        assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    }
+    // verify checks each family with its engine.
+    let out = fibkit(&["verify", table, "--engine", "dxr", "--random", "1000"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let checked = |engine: &str, family: &str| {
+        stdout
+            .lines()
+            .any(|line| line.starts_with(engine) && line.contains(family))
+    };
+    assert!(
+        checked("dxr", "IPv4") && checked("dxr6", "IPv6"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(", 0 failed"), "{stdout}");
+    // stats builds each family's engine.
+    let out = fibkit(&[
+        "stats",
+        table,
+        "--engine",
+        "v4=dir24-8",
+        "--engine",
+        "v6=radix",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("engine dir24-8") && stdout.contains("engine radix"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
 #[test]
 fn stats_prints_lengths_ranges_and_engines() {
     let out = fibkit(&["stats", &data("dfz-v4-nh.txt.gz"), "--engine", "dir24-8"]);
@@ -421,7 +499,7 @@ fn bad_input_is_an_error_not_a_panic() {
         (vec!["stats", "/nonexistent/table"], "/nonexistent/table"),
         (
             vec!["verify", &table, "--engine", "dir24-8"],
-            "does not support IPv6",
+            "engine `dir24-8` builds no family this table has (IPv6); engines that can: radix",
         ),
         (
             vec!["verify", &table, "--engine", "nosuch"],
@@ -892,4 +970,182 @@ fn hostile_tables_and_outputs_give_clear_errors() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("the label read last wins"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn lookup_shows_next_hops_and_json() {
+    let dir = scratch("nexthops");
+    let path = dir.join("nh.txt");
+    std::fs::write(
+        &path,
+        "10.0.0.0/8 192.0.2.1\n10.1.0.0/16 192.0.2.2\n2001:db8::/32 2001:db8::ff\n",
+    )
+    .unwrap();
+    let table = path.to_str().unwrap();
+    let lookup = |extra: &[&str]| {
+        let mut args = vec!["lookup", table, "10.1.2.3", "2001:db8::1", "11.0.0.1"];
+        args.extend(extra);
+        let out = fibkit(&args);
+        assert!(out.status.success(), "{extra:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert_eq!(
+        lookup(&["--show", "nexthop"]),
+        "10.1.2.3 10.1.0.0/16 192.0.2.2\n2001:db8::1 2001:db8::/32 2001:db8::ff\n11.0.0.1 - none\n"
+    );
+    assert_eq!(
+        lookup(&["--show", "both"]),
+        "10.1.2.3 10.1.0.0/16 1 192.0.2.2\n2001:db8::1 2001:db8::/32 2 2001:db8::ff\n11.0.0.1 - none\n"
+    );
+    let answers: Vec<serde_json::Value> = lookup(&["--json"])
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            serde_json::json!({"addr": "10.1.2.3", "prefix": "10.1.0.0/16", "label": 1, "nexthop": "192.0.2.2"}),
+            serde_json::json!({"addr": "2001:db8::1", "prefix": "2001:db8::/32", "label": 2, "nexthop": "2001:db8::ff"}),
+            serde_json::json!({"addr": "11.0.0.1", "prefix": null, "label": null}),
+        ]
+    );
+    // A `prefix label` table has no next hops to show.
+    let plain = dir.join("plain.txt");
+    std::fs::write(&plain, "10.0.0.0/8 1\n").unwrap();
+    let out = fibkit(&[
+        "lookup",
+        plain.to_str().unwrap(),
+        "--show",
+        "nexthop",
+        "10.0.0.1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("names no next hops"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn stats_and_verify_json_parse_back() {
+    let path = dual_stack_table("json");
+    let table = path.to_str().unwrap();
+    let json_lines = |args: &[&str]| -> Vec<serde_json::Value> {
+        let out = fibkit(args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("a JSON line"))
+            .collect()
+    };
+    let stats = json_lines(&["stats", table, "--json", "--engine", "radix"]);
+    let kinds: Vec<&str> = stats.iter().map(|v| v["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["table", "family", "engine", "family", "engine"]);
+    assert_eq!(stats[0]["routes"], 4);
+    assert_eq!(stats[1]["family"], "IPv4");
+    assert_eq!(stats[1]["prefixes"], 2);
+    assert_eq!(stats[1]["prefixes_per_length"]["16"], 1);
+    assert_eq!(stats[2]["engine"], "radix");
+    assert!(stats[2]["memory_bytes"].as_u64().unwrap() > 0);
+    let verify = json_lines(&[
+        "verify", table, "--json", "--engine", "lctrie", "--random", "500",
+    ]);
+    let checks: Vec<_> = verify.iter().filter(|v| v["kind"] == "check").collect();
+    assert_eq!(checks.len(), 2, "{verify:?}");
+    for check in &checks {
+        assert_eq!(check["failed"], 0, "{check}");
+        assert!(check["checked"].as_u64().unwrap() >= 500, "{check}");
+    }
+    let total = verify.last().unwrap();
+    assert_eq!(total["kind"], "total");
+    assert_eq!(total["failed"], 0);
+    assert_eq!(
+        total["passed"].as_u64(),
+        Some(checks.iter().map(|c| c["passed"].as_u64().unwrap()).sum())
+    );
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn lookup_answers_each_line_before_the_input_ends() {
+    use std::io::{BufRead, BufReader};
+    let path = dual_stack_table("stream");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fibkit"))
+        .args(["lookup", path.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running fibkit");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // The pipe stays open: each answer must come back while fibkit still
+    // waits for more input.
+    for (query, expected) in [
+        ("10.1.2.3\n", "10.1.2.3 10.1.0.0/16 2\n"),
+        ("2001:db8::7\n", "2001:db8::7 2001:db8::/32 3\n"),
+    ] {
+        stdin.write_all(query.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).unwrap();
+        assert_eq!(answer, expected);
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn table_from_standard_input() {
+    let out = fibkit_stdin(
+        &[
+            "lookup",
+            "-",
+            "10.1.2.3",
+            "2001:db8:1::1",
+            "--engine",
+            "radix",
+        ],
+        "10.0.0.0/8 1\n10.1.0.0/16 2\n2001:db8:1::/48 4\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "10.1.2.3 10.1.0.0/16 2\n2001:db8:1::1 2001:db8:1::/48 4\n"
+    );
+    // Standard input cannot hold both the table and the addresses.
+    let out = fibkit_stdin(&["lookup", "-"], "10.0.0.0/8 1\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("give the addresses as arguments"));
+    let out = fibkit_stdin(&["stats", "-"], "10.0.0.0/8 1\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("IPv4: 1 prefixes"));
+}
+
+#[test]
+fn completions_and_man_page_are_generated() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = fibkit(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", text(&out.stderr));
+        let script = text(&out.stdout);
+        // Every subcommand and a flag of one are completed.
+        for word in ["lookup", "verify", "completions", "--engine"] {
+            assert!(script.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let out = fibkit(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = fibkit(&["man"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let page = text(&out.stdout);
+    assert!(page.contains(".TH fibkit"), "{page}");
+    assert!(page.contains("forwarding tables"), "{page}");
+    let subcommands = page.split(".SH SUBCOMMANDS").nth(1).unwrap_or("");
+    for name in ["lookup", "verify", "bench"] {
+        assert!(subcommands.contains(name), "man page lacks {name}: {page}");
+    }
 }

@@ -92,6 +92,14 @@ pub const ENGINES: &[EngineInfo] = &[
         ipv6: true,
         about: "Linux fib_trie dynamic LC-trie; lookup=improved (default) or lookup=classic",
     },
+    EngineInfo {
+        name: "bloom",
+        ipv4: true,
+        ipv6: true,
+        about: "Bloom filter over (prefix, length) keys + exact table: search=guided (Yegorov, \
+                default) or linear (Dharmapurikar); fill=PERCENT or bits=N, k=K, \
+                tree=balanced|trace:FILE",
+    },
 ];
 
 /// The engine spec to use for `family` when none is given: the fastest
@@ -376,6 +384,8 @@ engine_set! {
         LcTrie(engines::lctrie::LcTrieUpdater<u32>),
         /// `bspl`.
         Bspl(engines::bspl::BsplUpdater<u32>),
+        /// `bloom`.
+        Bloom(engines::bloom::BloomUpdater<u32>),
     }
 }
 
@@ -405,6 +415,8 @@ engine_set! {
         LcTrie(engines::lctrie::LcTrieUpdater<u128>),
         /// `bspl`.
         Bspl(engines::bspl::BsplUpdater<u128>),
+        /// `bloom`.
+        Bloom(engines::bloom::BloomUpdater<u128>),
     }
 }
 

@@ -308,11 +308,18 @@ impl<A: Addr> Rib<A> {
 
     /// The longest prefix containing `addr`, with its label.
     pub fn longest_match(&self, addr: A) -> Option<(Prefix<A>, Label)> {
+        self.longest_match_within(addr, A::BITS)
+    }
+
+    /// The longest prefix of at most `max_plen` bits containing `addr`, with
+    /// its label: the best match of a marker of binary search on prefix
+    /// lengths (the marker `addr/max_plen` itself included).
+    pub fn longest_match_within(&self, addr: A, max_plen: u8) -> Option<(Prefix<A>, Label)> {
         let mut best = None;
         let mut current = self.root;
         while current != NIL {
             let node = &self.nodes[current as usize];
-            if !node.prefix.contains(addr) {
+            if !node.prefix.contains(addr) || node.prefix.plen() > max_plen {
                 break;
             }
             if let Some(label) = node.label {
@@ -342,6 +349,17 @@ impl<A: Addr> Rib<A> {
     /// an engine rebuilding one block of the address space reads.
     pub fn iter_in(&self, lo: A, hi: A) -> impl Iterator<Item = (Prefix<A>, Label)> + '_ {
         self.nodes_in(lo, hi)
+            .filter_map(|node| node.label.map(|label| (node.prefix, label)))
+    }
+
+    /// Every prefix inside `outer` (`outer` itself included, if present),
+    /// with its label, sorted by address then length.
+    pub fn prefixes_within(
+        &self,
+        outer: Prefix<A>,
+    ) -> impl Iterator<Item = (Prefix<A>, Label)> + '_ {
+        self.nodes_in(outer.first(), outer.last())
+            .filter(move |node| outer.covers(node.prefix))
             .filter_map(|node| node.label.map(|label| (node.prefix, label)))
     }
 
@@ -624,6 +642,37 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn bounded_matches_and_prefixes_within() {
+        let rib = Rib::from_pairs([
+            (p("0.0.0.0/0"), 0),
+            (p("10.0.0.0/8"), 1),
+            (p("10.1.0.0/16"), 2),
+            (p("10.1.1.0/24"), 3),
+            (p("11.0.0.0/8"), 4),
+        ]);
+        let a = addr("10.1.1.1");
+        let within = |plen| rib.longest_match_within(a, plen).map(|(p, _)| p);
+        assert_eq!(within(32), Some(p("10.1.1.0/24")));
+        assert_eq!(within(23), Some(p("10.1.0.0/16")));
+        assert_eq!(within(16), Some(p("10.1.0.0/16")));
+        assert_eq!(within(15), Some(p("10.0.0.0/8")));
+        assert_eq!(within(7), Some(p("0.0.0.0/0")));
+        assert_eq!(within(0), Some(p("0.0.0.0/0")));
+        let inside: Vec<_> = rib.prefixes_within(p("10.0.0.0/8")).collect();
+        assert_eq!(
+            inside,
+            vec![
+                (p("10.0.0.0/8"), 1),
+                (p("10.1.0.0/16"), 2),
+                (p("10.1.1.0/24"), 3)
+            ]
+        );
+        assert_eq!(rib.prefixes_within(p("10.1.0.0/17")).count(), 1);
+        assert_eq!(rib.prefixes_within(p("12.0.0.0/8")).count(), 0);
+        assert_eq!(rib.prefixes_within(p("0.0.0.0/0")).count(), 5);
     }
 
     #[test]

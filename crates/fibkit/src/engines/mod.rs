@@ -1,6 +1,7 @@
 //! The lookup engines, one module each. See `docs/ENGINES.md` for their
 //! layouts, memory per prefix and memory accesses per lookup.
 
+pub mod bloom;
 pub mod bspl;
 pub mod cpe;
 pub mod dir24_8;

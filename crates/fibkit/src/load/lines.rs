@@ -104,6 +104,12 @@ impl<R: BufRead> LineReader<R> {
         &self.path
     }
 
+    /// The reader, to see what it holds buffered (a co-process answers
+    /// before it blocks waiting for more input).
+    pub fn get_ref(&self) -> &R {
+        &self.reader
+    }
+
     /// The reader, to read on past the lines.
     pub fn into_inner(self) -> R {
         self.reader

@@ -1,0 +1,772 @@
+//! `bloom`: longest-prefix match with a Bloom filter over (prefix, length)
+//! keys whose hits are confirmed in an exact hash table, so a false
+//! positive costs time, never a wrong answer. Two searches over the same
+//! structure, IPv4 and IPv6 with one generic code path:
+//!
+//! - `bloom:search=linear`: the linear search of Dharmapurikar,
+//!   Krishnamurthy and Taylor ("Longest Prefix Matching Using Bloom
+//!   Filters", SIGCOMM 2003; seed 002, Algorithm 1): test the table's
+//!   distinct lengths from the longest down; the first key the filter has
+//!   and the exact table holds as a prefix is the answer.
+//! - `bloom:search=guided` (the default): Yegorov's guided search (seed 002,
+//!   Algorithms 2 and 3). The filter also encodes the walk of a binary
+//!   search tree over the distinct lengths ([`tree`]): bit 0 of a key says
+//!   "go right" (a prefix or a *marker*, the first bits of a longer prefix
+//!   on whose insertion path the node is), and bits `1..=n` of a marker hold
+//!   the index of its best-matching-prefix (BMP) length, `n` bits enough for
+//!   every index plus the all-ones code that means "this key is a prefix".
+//!   A lookup walks the tree testing bit 0 only, decodes the BMP of the last
+//!   key that hit, confirms it with the key's remaining bits `n+1..k`, and
+//!   falls back to the linear search below the last hit when a check fails.
+//!
+//! # Exactness: where this differs from the paper
+//! The paper's Algorithm 3 can answer wrong on some tables: (1) Algorithm 2
+//! stores in every marker the BMP of the *prefix* being inserted, so a
+//! marker shared by prefixes with different BMPs holds the OR of their
+//! codes, and a BMP longer than the marker is wrong for addresses under
+//! the marker but not under that BMP; (2) after a false-positive "go right"
+//! bit, a decoded BMP that the filter and the FIB confirm can be a shorter
+//! prefix than the true match. fibkit keeps the paper's walk, decode and
+//! confirmation, with two changes that make every answer exact, as
+//! Waldvogel et al.'s binary search on lengths has it: a marker's BMP is the
+//! best match *of the marker's own bits* (from the reference table), and
+//! the exact table holds markers as well as prefixes, each with the label
+//! its lookups answer. The one exact-table lookup of a guided search is of
+//! the last-hit key: if the table holds it (a prefix or a real marker), its
+//! label is the answer; if not (a false positive), the search falls back.
+//! No prefix longer than the last hit can match (a present key's bits are
+//! always set, so a walk never skips one), which makes both the answer and
+//! the fallback's starting point right.
+//!
+//! # Layout
+//! ```text
+//! filter[block]     512-bit blocks (one cache line each); a key's k bits are
+//!                   all in block hi32(h) * blocks >> 32, bit i at position
+//!                   (lo32(h) + i * step) mod 512 (filter.rs, KeyHash)
+//!   bit 0             guided: go right (a prefix, or a marker)
+//!   bits 1..=n        guided markers: the BMP length index (all ones: prefix)
+//!   bits n+1..k-1     confirmation (a prefix has all k bits)
+//! lengths[i]        the distinct prefix lengths, ascending, from index 1;
+//!                   lengths[0] = 0 (the default route)
+//! tree[node]        {plen, index, left, right}, root at 0 (guided only)
+//! table[slot]       {addr, value} exact table (exact.rs): linear probing
+//!                   from lo32(h) * slots >> 32; value = plen (8 bits) |
+//!                   marker (1 bit) | label index (23 bits), 0 = empty
+//! results[index]    label slots; results[0] = the default route (or none)
+//! ```
+//!
+//! # Memory accesses per lookup
+//! Linear: one filter line per length tested (from the longest down to the
+//! match), one exact-table line (rarely two) per filter positive. Guided:
+//! one filter line per tree node on the walk (5 for the 25 IPv4 lengths,
+//! 6 for the 47 of dfz-v6), the last-hit key's line again (cached) for the
+//! decode, one more line for a BMP key's confirmation, and one exact-table
+//! line; plus the linear search below the last hit when it falls back.
+//! The counting path ([`Bloom::count_lookups`]) counts these as the paper
+//! does: bit lookups, hash computations, exact-table (FIB) lookups and
+//! fallbacks.
+//!
+//! # Updates
+//! Inserts, withdrawals and relabels patch the filter and the exact table:
+//! a prefix's key and its markers' reference counts, and the BMP of every
+//! marker under it. Removing a key from the filter needs to know which of
+//! its bits no other key sets: the updater keeps a counting filter (four-bit
+//! counters, four times the filter's size) beside the snapshot's plain one.
+//! A prefix length the tree does not have (guided search), a batch that
+//! would touch more than half the keys, or a filter grown past one and a
+//! half times its built set bits asks for a rebuild, so no update costs
+//! more than one.
+//!
+//! # Limits
+//! `k` from 1 to [`MAX_K`]; guided search needs `k > n` (`n` from 1 to 8
+//! bits: a BMP code per marker); filters of at most [`MAX_FILTER_BITS`]
+//! bits; at most [`exact::MAX_LABELS`] distinct labels; exact tables of
+//! at most 2^32 slots. A table beyond a limit fails to build with a
+//! [`BuildError`] naming it.
+
+mod exact;
+mod filter;
+pub mod tree;
+mod update;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::addr::Addr;
+use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup};
+use crate::labels::LabelSlot;
+use crate::prefix::Label;
+use crate::spec::EngineSpec;
+use crate::storage::{Owned, Plain, Storage};
+
+pub use exact::ExactSlot;
+pub use filter::FilterBlock;
+use filter::KeyHash;
+pub use tree::TreeNode;
+use tree::NO_NODE;
+pub use update::BloomUpdater;
+
+/// Most hash functions (bits per key): a key's bits are handled as a
+/// 32-bit mask.
+pub const MAX_K: u32 = 32;
+/// Largest filter: 2^35 bits (4 GiB), far beyond any table's need.
+pub const MAX_FILTER_BITS: u64 = 1 << 35;
+const _: () = assert!(MAX_FILTER_BITS / filter::BLOCK_BITS as u64 <= u32::MAX as u64);
+
+/// Which search a `bloom` engine runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Search {
+    /// Every distinct length from the longest down (Algorithm 1).
+    Linear,
+    /// The walk of a search tree over lengths, guided by the filter
+    /// (Algorithm 3).
+    Guided,
+}
+
+impl fmt::Display for Search {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Search::Linear => "linear",
+            Search::Guided => "guided",
+        })
+    }
+}
+
+/// How big the filter is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FilterSize {
+    /// Sized so that this share of its bits (percent, in (0, 100)) is set
+    /// after the build: `bits = -inserted bits / ln(1 - fill)`.
+    Fill(f64),
+    /// This many bits, rounded up to whole 512-bit blocks.
+    Bits(u64),
+}
+
+/// The guided search's tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TreeShape {
+    /// The median length at every node (the paper's experiments).
+    Balanced,
+    /// Knuth's optimal tree for the matched lengths of the trace in this
+    /// file (`fibkit trace gen` output, text or binary).
+    Trace(PathBuf),
+}
+
+/// The parameters of a `bloom` engine:
+/// `bloom:search=linear|guided,fill=PERCENT|bits=N,k=K,tree=balanced|trace:FILE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BloomConfig {
+    /// The search.
+    pub search: Search,
+    /// The filter's size.
+    pub size: FilterSize,
+    /// Hash functions (bits per key); `None`: [`default_k`].
+    pub k: Option<u32>,
+    /// The guided search's tree.
+    pub tree: TreeShape,
+}
+
+impl Default for BloomConfig {
+    fn default() -> Self {
+        BloomConfig {
+            search: Search::Guided,
+            size: FilterSize::Fill(DEFAULT_FILL_PERCENT),
+            k: None,
+            tree: TreeShape::Balanced,
+        }
+    }
+}
+
+/// The filter's default fill, percent: where seed 002's Figure 5 finds the
+/// guided search's gain levelling off.
+pub const DEFAULT_FILL_PERCENT: f64 = 10.0;
+
+/// The default number of hash functions: for the guided search, the bit
+/// that steers, `bmp_bits` for the BMP code and four to confirm it (10 for
+/// IPv4's 25 lengths, as the paper's Table 2); for the linear search 8,
+/// which at the default fill leaves a false positive per 10^8 tests.
+pub fn default_k(search: Search, bmp_bits: u32) -> u32 {
+    match search {
+        Search::Linear => 8,
+        Search::Guided => 1 + bmp_bits + 4,
+    }
+}
+
+impl fmt::Display for BloomConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bloom:search={}", self.search)?;
+        match self.size {
+            FilterSize::Fill(percent) => write!(f, ",fill={percent}")?,
+            FilterSize::Bits(bits) => write!(f, ",bits={bits}")?,
+        }
+        if let Some(k) = self.k {
+            write!(f, ",k={k}")?;
+        }
+        if let TreeShape::Trace(path) = &self.tree {
+            write!(f, ",tree=trace:{}", path.display())?;
+        }
+        Ok(())
+    }
+}
+
+impl EngineConfig for BloomConfig {
+    const NAMES: &'static [&'static str] = &["bloom"];
+
+    fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
+        spec.expect_only(&["search", "fill", "bits", "k", "tree"])?;
+        let mut config = BloomConfig::default();
+        let value = |key: &str| -> Result<Option<&str>, BuildError> {
+            match spec.params.iter().find(|(k, _)| k == key) {
+                None => Ok(None),
+                Some((_, Some(value))) => Ok(Some(value.as_str())),
+                Some((_, None)) => Err(spec.error(format!("`{key}` needs a value"))),
+            }
+        };
+        if let Some(search) = value("search")? {
+            config.search = match search {
+                "linear" => Search::Linear,
+                "guided" => Search::Guided,
+                other => {
+                    return Err(spec.error(format!(
+                        "`search={other}` is not a search (known: linear, guided)"
+                    )))
+                }
+            };
+        }
+        match (value("fill")?, value("bits")?) {
+            (Some(_), Some(_)) => {
+                return Err(spec.error(
+                    "give the filter's size once: `fill=PERCENT` or `bits=N`, not both".into(),
+                ))
+            }
+            (Some(fill), None) => {
+                let percent = fill
+                    .strip_suffix('%')
+                    .unwrap_or(fill)
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|p| p.is_finite())
+                    .ok_or_else(|| {
+                        spec.error(format!(
+                            "`fill={fill}` is not a percentage (the share of filter bits set, e.g. fill=10)"
+                        ))
+                    })?;
+                if percent <= 0.0 || percent >= 100.0 {
+                    return Err(spec.error(format!(
+                        "`fill={fill}`: the share of filter bits set must be above 0% and \
+                         below 100% (e.g. fill=10, or bits=N for a fixed size)"
+                    )));
+                }
+                config.size = FilterSize::Fill(percent);
+            }
+            (None, Some(bits)) => {
+                let bits = bits.parse::<u64>().map_err(|_| {
+                    spec.error(format!("`bits={bits}` is not a whole number of bits"))
+                })?;
+                if bits == 0 {
+                    return Err(spec.error(
+                        "`bits=0`: a filter needs at least one bit (bits=512 is one block; \
+                         or fill=10 to size it from the table)"
+                            .into(),
+                    ));
+                }
+                if bits > MAX_FILTER_BITS {
+                    return Err(spec.error(format!(
+                        "`bits={bits}` is more than the largest filter, {MAX_FILTER_BITS} bits \
+                         (fill=10 sizes it from the table)"
+                    )));
+                }
+                config.size = FilterSize::Bits(bits);
+            }
+            (None, None) => {}
+        }
+        if let Some(k) = value("k")? {
+            config.k = Some(match k.parse::<u32>() {
+                Ok(0) => {
+                    return Err(spec.error(
+                        "`k=0`: a Bloom filter needs at least one hash function (k=1..=32)".into(),
+                    ))
+                }
+                Ok(k) if k <= MAX_K => k,
+                _ => {
+                    return Err(spec.error(format!(
+                        "`k={k}` is not a number of hash functions in 1..={MAX_K}"
+                    )))
+                }
+            });
+        }
+        if let Some(tree) = value("tree")? {
+            config.tree = match tree {
+                "balanced" => TreeShape::Balanced,
+                _ => match tree.strip_prefix("trace:") {
+                    Some(path) if !path.is_empty() => TreeShape::Trace(PathBuf::from(path)),
+                    _ => {
+                        return Err(spec.error(format!(
+                            "`tree={tree}` is not a tree (known: balanced, trace:FILE)"
+                        )))
+                    }
+                },
+            };
+            if config.search == Search::Linear && config.tree != TreeShape::Balanced {
+                return Err(spec.error(
+                    "`tree=` shapes the guided search; the linear search has no tree".into(),
+                ));
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// Observes a lookup: [`NoProbe`] compiles away, [`Counter`] counts.
+trait Probe {
+    fn hash(&mut self);
+    fn bit(&mut self);
+    fn exact(&mut self);
+    fn fallback(&mut self);
+}
+
+struct NoProbe;
+
+impl Probe for NoProbe {
+    #[inline(always)]
+    fn hash(&mut self) {}
+    #[inline(always)]
+    fn bit(&mut self) {}
+    #[inline(always)]
+    fn exact(&mut self) {}
+    #[inline(always)]
+    fn fallback(&mut self) {}
+}
+
+/// Per-lookup work as seed 002 counts it, summed over many lookups
+/// ([`Bloom::count_lookups`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LookupCounts {
+    /// Lookups counted.
+    pub lookups: u64,
+    /// Filter bits read.
+    pub bit_lookups: u64,
+    /// Keys hashed (one hash computation per key, whatever number of its
+    /// bits is read).
+    pub hashes: u64,
+    /// Exact-table lookups (the paper's FIB lookups).
+    pub exact_lookups: u64,
+    /// Guided lookups that fell back to the linear search (the paper's
+    /// defaults).
+    pub fallbacks: u64,
+}
+
+impl Probe for LookupCounts {
+    fn hash(&mut self) {
+        self.hashes += 1;
+    }
+    fn bit(&mut self) {
+        self.bit_lookups += 1;
+    }
+    fn exact(&mut self) {
+        self.exact_lookups += 1;
+    }
+    fn fallback(&mut self) {
+        self.fallbacks += 1;
+    }
+}
+
+impl LookupCounts {
+    fn per_lookup(&self, count: u64) -> f64 {
+        count as f64 / self.lookups.max(1) as f64
+    }
+
+    /// Average filter bits read per lookup.
+    pub fn bit_lookups_per_lookup(&self) -> f64 {
+        self.per_lookup(self.bit_lookups)
+    }
+
+    /// Average hash computations per lookup.
+    pub fn hashes_per_lookup(&self) -> f64 {
+        self.per_lookup(self.hashes)
+    }
+
+    /// Average exact-table lookups per lookup.
+    pub fn exact_lookups_per_lookup(&self) -> f64 {
+        self.per_lookup(self.exact_lookups)
+    }
+
+    /// Share of lookups that fell back to the linear search.
+    pub fn fallback_rate(&self) -> f64 {
+        self.per_lookup(self.fallbacks)
+    }
+
+    /// The averages as `(name, value)` rows.
+    pub fn rows(&self) -> Vec<(String, String)> {
+        vec![
+            ("lookups counted".into(), self.lookups.to_string()),
+            (
+                "bit lookups".into(),
+                format!("{:.2}", self.bit_lookups_per_lookup()),
+            ),
+            (
+                "hash computations".into(),
+                format!("{:.2}", self.hashes_per_lookup()),
+            ),
+            (
+                "exact-table lookups".into(),
+                format!("{:.2}", self.exact_lookups_per_lookup()),
+            ),
+            (
+                "fallbacks (default)".into(),
+                format!("{:.1}%", 100.0 * self.fallback_rate()),
+            ),
+        ]
+    }
+}
+
+/// The lookup snapshot of a `bloom` engine (see the module header), in
+/// storage `S`.
+pub struct Bloom<A: Addr + Plain, S: Storage = Owned> {
+    search: Search,
+    /// Bits per key.
+    k: u32,
+    /// Bits of a marker's BMP code (guided; 0 for linear).
+    bmp_bits: u32,
+    filter: S::Array<FilterBlock>,
+    lengths: S::Array<u8>,
+    tree: S::Array<TreeNode>,
+    table: S::Array<ExactSlot<A>>,
+    results: S::Array<LabelSlot>,
+}
+
+impl<A: Addr + Plain, S: Storage> Clone for Bloom<A, S> {
+    fn clone(&self) -> Self {
+        Bloom {
+            search: self.search,
+            k: self.k,
+            bmp_bits: self.bmp_bits,
+            filter: self.filter.clone(),
+            lengths: self.lengths.clone(),
+            tree: self.tree.clone(),
+            table: self.table.clone(),
+            results: self.results.clone(),
+        }
+    }
+
+    /// Reuses this snapshot's memory (filter and exact table) instead of
+    /// allocating and faulting in new pages.
+    fn clone_from(&mut self, source: &Self) {
+        self.search = source.search;
+        self.k = source.k;
+        self.bmp_bits = source.bmp_bits;
+        self.filter.clone_from(&source.filter);
+        self.lengths.clone_from(&source.lengths);
+        self.tree.clone_from(&source.tree);
+        self.table.clone_from(&source.table);
+        self.results.clone_from(&source.results);
+    }
+}
+
+impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
+    /// The BMP code of a key that is itself a prefix: all `bmp_bits` ones.
+    #[inline(always)]
+    fn prefix_code(&self) -> u32 {
+        (1 << self.bmp_bits) - 1
+    }
+
+    #[inline(always)]
+    fn hash<P: Probe>(&self, addr: A, plen: u8, probe: &mut P) -> KeyHash {
+        probe.hash();
+        KeyHash::of(addr.masked(plen), plen)
+    }
+
+    #[inline(always)]
+    fn block(&self, hash: KeyHash) -> &FilterBlock {
+        &self.filter[hash.block(self.filter.len())]
+    }
+
+    /// Whether the key's bits `from..to` are all set (reading up to the
+    /// first clear one).
+    #[inline(always)]
+    fn has_bits<P: Probe>(&self, hash: KeyHash, from: u32, to: u32, probe: &mut P) -> bool {
+        let block = self.block(hash);
+        for i in from..to {
+            probe.bit();
+            if !block.bit(hash.position(i)) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The key's BMP code, bits `1..=bmp_bits` (all read, as the paper's
+    /// decode does).
+    #[inline(always)]
+    fn decode<P: Probe>(&self, hash: KeyHash, probe: &mut P) -> u32 {
+        let block = self.block(hash);
+        let mut code = 0;
+        for j in 0..self.bmp_bits {
+            probe.bit();
+            code |= (block.bit(hash.position(1 + j)) as u32) << j;
+        }
+        code
+    }
+
+    /// The exact table's value for the key `addr/plen` (0: not held).
+    #[inline(always)]
+    fn exact<P: Probe>(&self, addr: A, plen: u8, hash: KeyHash, probe: &mut P) -> u32 {
+        probe.exact();
+        exact::get(&self.table, addr.masked(plen), plen, hash)
+    }
+
+    #[inline(always)]
+    fn label(&self, index: usize) -> Option<Label> {
+        self.results[index].get()
+    }
+
+    /// Algorithm 1 over the lengths of index `top` down to 1, then the
+    /// default route.
+    #[inline]
+    fn linear<P: Probe>(&self, addr: A, top: usize, probe: &mut P) -> Option<Label> {
+        for index in (1..=top).rev() {
+            let plen = self.lengths[index];
+            let hash = self.hash(addr, plen, probe);
+            if self.has_bits(hash, 0, self.k, probe) {
+                let value = self.exact(addr, plen, hash, probe);
+                if value != 0 && !exact::is_marker(value) {
+                    return self.label(exact::label_of(value));
+                }
+            }
+        }
+        self.label(0)
+    }
+
+    /// Algorithm 3, with the exact table confirming the last-hit key (see
+    /// the module header).
+    #[inline]
+    fn guided<P: Probe>(&self, addr: A, probe: &mut P) -> Option<Label> {
+        let mut node = if self.tree.is_empty() { NO_NODE } else { 0 };
+        let mut last_hit = None;
+        while node != NO_NODE {
+            let n = self.tree[node as usize];
+            let hash = self.hash(addr, n.plen, probe);
+            node = if self.has_bits(hash, 0, 1, probe) {
+                last_hit = Some((n, hash));
+                n.right
+            } else {
+                n.left
+            };
+        }
+        let Some((hit, hash)) = last_hit else {
+            // No key of any tree length: no prefix but the default route.
+            return self.label(0);
+        };
+        self.resolve(addr, hit, hash, probe)
+    }
+
+    /// The end of a guided lookup whose walk last hit `hit` (key hash
+    /// `hash`): decode, confirm, exact lookup, or fall back.
+    #[inline]
+    fn resolve<P: Probe>(
+        &self,
+        addr: A,
+        hit: TreeNode,
+        hash: KeyHash,
+        probe: &mut P,
+    ) -> Option<Label> {
+        let code = self.decode(hash, probe);
+        let confirm_from = 1 + self.bmp_bits;
+        let confirmed = if code == self.prefix_code() {
+            self.has_bits(hash, confirm_from, self.k, probe)
+        } else if code < hit.index as u32 {
+            let plen = self.lengths[code as usize];
+            let bmp_hash = self.hash(addr, plen, probe);
+            self.has_bits(bmp_hash, confirm_from, self.k, probe)
+        } else {
+            false
+        };
+        if confirmed {
+            let value = self.exact(addr, hit.plen, hash, probe);
+            if value != 0 {
+                return self.label(exact::label_of(value));
+            }
+        }
+        probe.fallback();
+        self.linear(addr, hit.index as usize - 1, probe)
+    }
+
+    #[inline(always)]
+    fn lookup_with<P: Probe>(&self, addr: A, probe: &mut P) -> Option<Label> {
+        match self.search {
+            Search::Linear => self.linear(addr, self.lengths.len() - 1, probe),
+            Search::Guided => self.guided(addr, probe),
+        }
+    }
+
+    /// Looks up every address of `addrs` through the counting path and
+    /// returns the work done, as seed 002 counts it. Slower than
+    /// [`Lookup::lookup`]; for measurements.
+    pub fn count_lookups(&self, addrs: &[A]) -> LookupCounts {
+        let mut counts = LookupCounts::default();
+        for &addr in addrs {
+            self.lookup_with(addr, &mut counts);
+        }
+        counts.lookups = addrs.len() as u64;
+        counts
+    }
+
+    /// The search this snapshot runs.
+    pub fn search(&self) -> Search {
+        self.search
+    }
+}
+
+impl<A: Addr + Plain, S: Storage> Lookup<A> for Bloom<A, S> {
+    #[inline]
+    fn lookup(&self, addr: A) -> Option<Label> {
+        self.lookup_with(addr, &mut NoProbe)
+    }
+
+    fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.filter.len() * size_of::<FilterBlock>()
+            + self.lengths.len()
+            + self.tree.len() * size_of::<TreeNode>()
+            + self.table.len() * size_of::<ExactSlot<A>>()
+            + self.results.len() * size_of::<LabelSlot>()
+    }
+}
+
+/// What a `bloom` engine looks like.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct BloomStats {
+    /// The search.
+    pub search: Search,
+    /// Hash functions (bits per key).
+    pub k: u32,
+    /// Bits of a marker's BMP code (guided).
+    pub bmp_bits: u32,
+    /// Distinct prefix lengths (the default route aside).
+    pub lengths: usize,
+    /// Nodes on the longest walk of the tree (guided).
+    pub tree_depth: u32,
+    /// Filter size in bits.
+    pub filter_bits: u64,
+    /// Share of filter bits set, percent.
+    pub fill_percent: f64,
+    /// Prefixes in the exact table (the default route aside).
+    pub prefixes: usize,
+    /// Markers in the exact table that are not prefixes (guided).
+    pub markers: usize,
+    /// Slots of the exact table.
+    pub exact_slots: usize,
+    /// Bytes of the exact table.
+    pub exact_bytes: usize,
+    /// Bytes of the updater's counting filter (build state).
+    pub counting_filter_bytes: usize,
+    /// Distinct labels.
+    pub labels: usize,
+}
+
+impl EngineStats for BloomStats {
+    fn rows(&self) -> Vec<(String, String)> {
+        let mut rows = vec![
+            ("search".into(), self.search.to_string()),
+            ("k (bits per key)".into(), self.k.to_string()),
+        ];
+        if self.search == Search::Guided {
+            rows.push(("BMP code bits".into(), self.bmp_bits.to_string()));
+            rows.push(("tree depth".into(), self.tree_depth.to_string()));
+        }
+        rows.extend([
+            ("distinct lengths".into(), self.lengths.to_string()),
+            (
+                "filter".into(),
+                format!(
+                    "{} bits ({:.2} MB), {:.1}% full",
+                    self.filter_bits,
+                    self.filter_bits as f64 / 8e6,
+                    self.fill_percent
+                ),
+            ),
+            (
+                "exact table".into(),
+                format!(
+                    "{} prefixes + {} markers in {} slots ({:.2} MB)",
+                    self.prefixes,
+                    self.markers,
+                    self.exact_slots,
+                    self.exact_bytes as f64 / 1e6
+                ),
+            ),
+            (
+                "counting filter".into(),
+                format!(
+                    "{:.2} MB (build state)",
+                    self.counting_filter_bytes as f64 / 1e6
+                ),
+            ),
+            ("distinct labels".into(), self.labels.to_string()),
+        ]);
+        rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<BloomConfig, BuildError> {
+        BloomConfig::parse(text)
+    }
+
+    #[test]
+    fn specs_parse_and_print_canonically() {
+        for (text, canonical) in [
+            ("bloom", "bloom:search=guided,fill=10"),
+            ("bloom:search=linear", "bloom:search=linear,fill=10"),
+            (
+                "bloom:search=guided,fill=33.3%,k=10",
+                "bloom:search=guided,fill=33.3,k=10",
+            ),
+            (
+                "bloom:bits=4096,k=3,search=linear",
+                "bloom:search=linear,bits=4096,k=3",
+            ),
+            ("bloom:tree=balanced", "bloom:search=guided,fill=10"),
+            (
+                "bloom:tree=trace:/tmp/t.txt",
+                "bloom:search=guided,fill=10,tree=trace:/tmp/t.txt",
+            ),
+        ] {
+            let config = parse(text).unwrap();
+            assert_eq!(config.to_string(), canonical);
+            assert_eq!(parse(canonical).unwrap(), config);
+        }
+    }
+
+    #[test]
+    fn bad_parameters_are_clear_errors() {
+        for (text, expected) in [
+            ("bloom:k=0", "at least one hash function"),
+            ("bloom:k=33", "1..=32"),
+            ("bloom:k=x", "1..=32"),
+            ("bloom:bits=0", "at least one bit"),
+            ("bloom:bits=-5", "whole number"),
+            ("bloom:bits=999999999999999", "largest filter"),
+            ("bloom:fill=0", "above 0%"),
+            ("bloom:fill=100", "below 100%"),
+            ("bloom:fill=150", "below 100%"),
+            ("bloom:fill=-3", "above 0%"),
+            ("bloom:fill=NaN", "not a percentage"),
+            ("bloom:fill=abc", "not a percentage"),
+            ("bloom:fill=10,bits=512", "not both"),
+            ("bloom:search=binary", "known: linear, guided"),
+            ("bloom:search=linear,tree=trace:x", "no tree"),
+            ("bloom:tree=weighted", "known: balanced, trace:FILE"),
+            ("bloom:tree=trace:", "known: balanced"),
+            ("bloom:k", "needs a value"),
+            ("bloom:m=3", "unknown parameter `m`"),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Bloom-filter engine tests: random update sequences against the reference
+//! table (both searches, small filters whose false positives abound), the
+//! LINX IPv4 update stream and generated IPv6 change streams replayed onto
+//! the DFZ tables, batch lookups of every length, the weighted tree, the
+//! counters, and bad parameters.
+
+mod common;
+
+use common::*;
+use fibkit::engines::bloom::{Bloom, BloomConfig, BloomUpdater};
+use fibkit::load::{load_updates, LoadOptions};
+use fibkit::trace::{generate, generate_changes, TraceKind};
+use fibkit::{
+    build, verify, Addr, Change, EngineConfig, EngineFamily, Label, LocalFib, Lookup, Prefix, Rib,
+    Updater,
+};
+use proptest::prelude::*;
+
+/// Both searches, at the default filter and at one block with few bits per
+/// key (most filter tests are false positives there).
+const UPDATE_SPECS: &[&str] = &[
+    "bloom",
+    "bloom:search=linear",
+    "bloom:search=guided,bits=512,k=9",
+    "bloom:search=linear,bits=1024,k=2",
+];
+
+fn assert_verified<A: EngineFamily>(
+    engine: &impl Lookup<A>,
+    rib: &Rib<A>,
+    random: usize,
+    what: &str,
+) {
+    let report = verify(engine, rib, random, 0x5eed);
+    assert!(
+        report.ok(),
+        "{what}: {} failed, first: {}",
+        report.failed,
+        report.mismatches[0]
+    );
+}
+
+/// Applies `batches` to a `LocalFib` of every spec, checking after each.
+fn replay<A: EngineFamily>(rib: &Rib<A>, batches: &[Vec<Change<A>>]) {
+    for spec in UPDATE_SPECS {
+        let mut fib = LocalFib::<A>::new(spec, rib.clone()).unwrap();
+        for (i, changes) in batches.iter().enumerate() {
+            fib.apply(changes).unwrap();
+            assert_verified(&fib, fib.rib(), 300, &format!("{spec} after batch {i}"));
+        }
+    }
+}
+
+fn changes_of<A: Addr>(batch: Vec<(bool, A, u8, u32)>, cluster: impl Fn(A) -> A) -> Vec<Change<A>> {
+    batch
+        .into_iter()
+        .map(|(announce, addr, plen, label)| {
+            let prefix = Prefix::new_masked(cluster(addr), plen);
+            if announce {
+                Change::Announce(prefix, label)
+            } else {
+                Change::Withdraw(prefix)
+            }
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn random_updates_v4(
+        entries in random_table_v4(),
+        batches in prop::collection::vec(
+            prop::collection::vec((any::<bool>(), any::<u32>(), 0u8..=32, 0u32..4), 1..20),
+            1..8,
+        ),
+    ) {
+        let rib = rib_from_triples(&entries);
+        // Same clustering as the tables, so changes hit them.
+        let batches: Vec<_> = batches
+            .into_iter()
+            .map(|b| changes_of(b, |a: u32| (a & 0x001f_ffff) | 0x0a00_0000))
+            .collect();
+        replay(&rib, &batches);
+    }
+
+    #[test]
+    fn random_updates_v6(
+        entries in random_table_v6(),
+        batches in prop::collection::vec(
+            prop::collection::vec((any::<bool>(), any::<u128>(), 0u8..=128, 0u32..4), 1..20),
+            1..8,
+        ),
+    ) {
+        let rib = rib_from_triples(&entries);
+        let batches: Vec<_> = batches
+            .into_iter()
+            .map(|b| changes_of(b, |a: u128| (a & ((1u128 << 100) - 1)) | (0x2001u128 << 112)))
+            .collect();
+        replay(&rib, &batches);
+    }
+}
+
+/// The LINX IPv4 update stream, in per-second batches, onto the DFZ table:
+/// the whole table is checked at a few points and at the end.
+#[test]
+fn linx_update_replay() {
+    let table = shared_table("dfz-v4-nh.txt.gz");
+    let updates = load_updates(
+        &data_path("linx-updates-ipv4.20141217.txt.gz"),
+        &LoadOptions::default(),
+        table.nexthops.clone(),
+    )
+    .unwrap();
+    let batches = updates.v4_batches_by_time();
+    assert!(batches.iter().map(Vec::len).sum::<usize>() > 20_000);
+    let checkpoints = [batches.len() / 3, 2 * batches.len() / 3, batches.len() - 1];
+    for spec in ["bloom", "bloom:search=linear"] {
+        let mut fib = LocalFib::<u32>::new(spec, table.v4.clone()).unwrap();
+        let mut rebuilds = 0;
+        for (i, batch) in batches.iter().enumerate() {
+            rebuilds += fib.apply(batch).unwrap().rebuilt.is_some() as usize;
+            if checkpoints.contains(&i) {
+                assert_verified(&fib, fib.rib(), 20_000, &format!("{spec} after batch {i}"));
+            }
+        }
+        // Rebuilds are for new lengths and a filter grown too full, not the rule.
+        assert!(rebuilds * 10 < batches.len(), "{spec}: {rebuilds} rebuilds");
+    }
+}
+
+/// Generated IPv6 change streams (nested, covering, default and host routes,
+/// relabels, withdrawals) onto the DFZ IPv6 table.
+#[test]
+fn ipv6_change_streams() {
+    let rib = &shared_table("dfz-v6-nh.txt.gz").v6;
+    let changes = generate_changes(rib, 1_500, 11);
+    for spec in ["bloom", "bloom:search=linear", "bloom:bits=65536,k=9"] {
+        let mut fib = LocalFib::<u128>::new(spec, rib.clone()).unwrap();
+        for (i, batch) in changes.chunks(100).enumerate() {
+            fib.apply(batch).unwrap();
+            if i % 5 == 4 {
+                assert_verified(&fib, fib.rib(), 2_000, &format!("{spec} after batch {i}"));
+            }
+        }
+    }
+}
+
+/// Batch lookups of every length from 0 to 300 agree with per-key lookups,
+/// on a table with false positives (small filter) and without.
+#[test]
+fn batches_of_every_length() {
+    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
+    let addrs = generate(rib, &TraceKind::Mix, 300, 3).unwrap();
+    let rib6 = &shared_table("dfz-v6-nh.txt.gz").v6;
+    let addrs6 = generate(rib6, &TraceKind::Mix, 300, 3).unwrap();
+    fn check<A: EngineFamily>(spec: &str, rib: &Rib<A>, addrs: &[A]) {
+        let engine = build(spec, rib).unwrap();
+        let want: Vec<Option<Label>> = addrs.iter().map(|&a| engine.lookup(a)).collect();
+        for len in 0..=addrs.len() {
+            let mut out = vec![Some(u32::MAX); len];
+            engine.lookup_batch(&addrs[..len], &mut out);
+            assert_eq!(out, want[..len], "{spec}: batch of {len}");
+        }
+    }
+    for spec in ["bloom", "bloom:search=linear", "bloom:bits=4096,k=9"] {
+        check(spec, rib, &addrs);
+        check(spec, rib6, &addrs6);
+    }
+}
+
+/// The bloom snapshot itself (for its counting path).
+fn snapshot(spec: &str, rib: &Rib<u32>) -> Bloom<u32> {
+    let config = BloomConfig::parse(spec).unwrap();
+    BloomUpdater::<u32>::build(&config, rib).unwrap().1
+}
+
+/// The weighted tree verifies, and on the trace it was built for walks no
+/// more filter bits than the balanced tree.
+#[test]
+fn weighted_tree_from_a_trace() {
+    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
+    let trace = generate(rib, &TraceKind::ByCount, 50_000, 5).unwrap();
+    let path = std::env::temp_dir().join(format!("fibkit-bloom-trace-{}", std::process::id()));
+    let mut file = std::fs::File::create(&path).unwrap();
+    fibkit::bench::write_binary_trace(&mut file, &trace).unwrap();
+    drop(file);
+    let weighted_spec = format!("bloom:tree=trace:{}", path.display());
+    let weighted = snapshot(&weighted_spec, rib);
+    let balanced = snapshot("bloom", rib);
+    assert_verified(&weighted, rib, 100_000, &weighted_spec);
+    let (w, b) = (
+        weighted.count_lookups(&trace),
+        balanced.count_lookups(&trace),
+    );
+    assert!(w.hashes <= b.hashes, "weighted {w:?}, balanced {b:?}");
+    // An IPv6 build from an IPv4 trace has no address to weigh.
+    let err = build::<u128>(&weighted_spec, &shared_table("dfz-v6-nh.txt.gz").v6)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("no IPv6 address"), "{err}");
+    std::fs::remove_file(&path).unwrap();
+    let err = build::<u32>(&weighted_spec, rib).err().unwrap().to_string();
+    assert!(err.contains("cannot read the trace"), "{err}");
+}
+
+/// The counters count what the paper counts: a linear lookup hashes at least
+/// once per length down to its match, a guided one once per tree level.
+#[test]
+fn counters_count_the_work() {
+    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
+    let trace = generate(rib, &TraceKind::RandIp, 20_000, 9).unwrap();
+    let linear = snapshot("bloom:search=linear", rib).count_lookups(&trace);
+    let guided = snapshot("bloom", rib).count_lookups(&trace);
+    assert_eq!(linear.lookups, 20_000);
+    assert_eq!(linear.fallbacks, 0);
+    assert!(linear.hashes_per_lookup() >= 1.0);
+    assert!(linear.bit_lookups >= linear.hashes);
+    assert!(guided.hashes_per_lookup() >= 4.0);
+    assert!(guided.exact_lookups <= guided.lookups + guided.fallbacks * 32);
+    assert!(guided.hashes < linear.hashes, "{guided:?} vs {linear:?}");
+}
+
+#[test]
+fn bad_parameters_are_errors() {
+    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
+    for (spec, expected) in [
+        ("bloom:k=0", "at least one hash function"),
+        ("bloom:bits=0", "at least one bit"),
+        ("bloom:fill=120", "below 100%"),
+        ("bloom:k=5", "k must be at least 6"),
+        (
+            "bloom:tree=trace:/nonexistent/fibkit-trace",
+            "cannot read the trace",
+        ),
+    ] {
+        let err = build::<u32>(spec, rib).err().unwrap().to_string();
+        assert!(err.contains(expected), "{spec}: {err}");
+    }
+}
