@@ -38,7 +38,7 @@ create_exception!(
 /// I/O errors `OSError`, everything else `FibkitError` (a `ValueError`).
 fn to_py(error: fibkit::Error) -> PyErr {
     let io = match &error {
-        fibkit::Error::Load(LoadError::Io { source, .. }) => Some(source.kind()),
+        fibkit::Error::Load(LoadError::Io { error, .. }) => Some(error.kind()),
         fibkit::Error::Image(ImageError::Io { source, .. }) => Some(source.kind()),
         _ => None,
     };
