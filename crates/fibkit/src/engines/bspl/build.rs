@@ -118,6 +118,17 @@ impl SearchTree {
         }
         SearchTree { roots }
     }
+
+    /// The most probes a search over tables `lo..=hi` takes when it
+    /// follows the tree from `root(lo, hi)` (0 when `lo > hi`).
+    pub fn height(&self, lo: usize, hi: usize) -> usize {
+        if lo > hi {
+            return 0;
+        }
+        let r = self.root(lo, hi);
+        let left = if r > lo { self.height(lo, r - 1) } else { 0 };
+        1 + left.max(self.height(r + 1, hi))
+    }
 }
 
 /// The table index of a prefix of length `plen`: the first target length
@@ -286,9 +297,22 @@ pub(crate) fn plan_block<A: Addr>(
         block_entries(inner, expanded, lengths, tree, tables, lo, out);
         return (tables, lo);
     }
+    // INVARIANT: a first probe other than the tree's own root of `lo..=hi`
+    // adds a level above the tree below it, so only first probes whose
+    // search still fits the whole tree's height (ceil(log2(k + 1)) for k
+    // tables) are candidates; the tree's root always is one.
+    let bound = tree.height(0, lengths.len().saturating_sub(1));
     let start = out.len();
     let mut best: Option<(f64, usize, usize, Vec<Entry<A>>)> = None;
     for root in lo..=hi {
+        let below_left = if root > lo {
+            tree.height(lo, root - 1)
+        } else {
+            0
+        };
+        if 1 + below_left.max(tree.height(root + 1, hi)) > bound {
+            continue;
+        }
         block_entries(inner, expanded, lengths, tree, tables, root, out);
         let entries = out.split_off(start);
         let probes = probe_volume(&entries, lengths, tree, tables, root, block);
@@ -879,6 +903,12 @@ mod tests {
         assert_eq!(balanced.root(0, 2), 1);
         assert_eq!(balanced.root(4, 6), 5);
         assert_eq!(balanced.root(5, 6), 5);
+        assert_eq!(balanced.height(0, 6), 3);
+        assert_eq!(balanced.height(4, 6), 2);
+        assert_eq!(balanced.height(5, 6), 2);
+        assert_eq!(balanced.height(6, 5), 0);
+        let widest = SearchTree::weighted(&[1.0; 15]);
+        assert_eq!(widest.height(0, 14), 4);
         // A heavy table goes to the root as far as the height allows.
         let heavy = SearchTree::weighted(&[1.0, 100.0, 1.0]);
         assert_eq!(heavy.root(0, 2), 1);
