@@ -547,6 +547,66 @@ pub(crate) fn build<A: Addr>(
     }
     drop(inner);
 
+    assemble(Assembly {
+        config,
+        engine,
+        labels,
+        first,
+        first_bits,
+        lengths,
+        tree,
+        trie: Vec::new(),
+        trie_nodes: HashMap::new(),
+        trie_free: Vec::new(),
+        per_level,
+        blocks,
+        program_ms,
+        estimate,
+    })
+}
+
+/// What a full build (plain or hybrid) has decided, before its hash tables
+/// are filled: both builds end the same way, in [`assemble`].
+pub(crate) struct Assembly<'a, A> {
+    pub(crate) config: &'a BsplConfig,
+    /// The spec, for limit errors.
+    pub(crate) engine: String,
+    pub(crate) labels: LabelIndex,
+    pub(crate) first: Vec<u64>,
+    pub(crate) first_bits: u8,
+    pub(crate) lengths: Vec<u8>,
+    pub(crate) tree: SearchTree,
+    /// Hybrid only: the tries' nodes, each block's nodes, the free lists.
+    pub(crate) trie: Vec<u32>,
+    pub(crate) trie_nodes: HashMap<u32, Vec<u32>>,
+    pub(crate) trie_free: Vec<Vec<u32>>,
+    pub(crate) per_level: Vec<Vec<(A, u32)>>,
+    pub(crate) blocks: HashMap<u32, Vec<(u8, A)>>,
+    pub(crate) program_ms: f64,
+    pub(crate) estimate: f64,
+}
+
+/// Fills the hash tables of a full build and returns its updater and
+/// snapshot.
+pub(crate) fn assemble<A: Addr>(
+    parts: Assembly<'_, A>,
+) -> Result<(BsplUpdater<A>, Bspl<A>), BuildError> {
+    let Assembly {
+        config,
+        engine,
+        labels,
+        first,
+        first_bits,
+        lengths,
+        tree,
+        trie,
+        trie_nodes,
+        trie_free,
+        per_level,
+        blocks,
+        program_ms,
+        estimate,
+    } = parts;
     let mut snapshot = Bspl {
         first,
         first_bits,
@@ -559,8 +619,8 @@ pub(crate) fn build<A: Addr>(
         s32: Vec::new(),
         s64: Vec::new(),
         s128: Vec::new(),
-        trie: Vec::new(),
-        hybrid: false,
+        trie,
+        hybrid: config.hybrid,
         results: Vec::new(),
         _family: std::marker::PhantomData,
     };
@@ -570,7 +630,8 @@ pub(crate) fn build<A: Addr>(
         estimated_table_bytes: estimate,
         ..BsplStats::default()
     };
-    fill_tables(&mut snapshot, &lengths, &per_level, &mut stats).map_err(limit)?;
+    fill_tables(&mut snapshot, &lengths, &per_level, &mut stats)
+        .map_err(|why| BuildError::Limit { engine, why })?;
     labels.sync(&mut snapshot.results);
     let updater = BsplUpdater {
         config: config.clone(),
@@ -578,8 +639,8 @@ pub(crate) fn build<A: Addr>(
         entries: per_level.iter().map(Vec::len).sum(),
         blocks,
         build_stats: Box::new(stats),
-        trie_nodes: HashMap::new(),
-        trie_free: Vec::new(),
+        trie_nodes,
+        trie_free,
     };
     Ok((updater, snapshot))
 }

@@ -32,13 +32,12 @@
 use std::collections::HashMap;
 
 use super::build::{
-    block_addrs, choose_lengths, fill_tables, group_blocks, merge_windows, paint, replace_entries,
-    Placed, SearchTree,
+    assemble, block_addrs, choose_lengths, group_blocks, merge_windows, paint, replace_entries,
+    Assembly, Placed, SearchTree,
 };
-use super::table::Level;
 use super::{
-    entry_root, entry_tables, entry_value, first_entry, Bspl, BsplConfig, BsplStats, BsplUpdater,
-    LengthPlan, BATCH, MAX_HASH_LEVELS, NO_TABLES,
+    entry_root, entry_tables, entry_value, first_entry, Bspl, BsplConfig, BsplUpdater, LengthPlan,
+    BATCH, MAX_HASH_LEVELS, NO_TABLES,
 };
 use crate::addr::Addr;
 use crate::engine::BuildError;
@@ -522,41 +521,22 @@ pub(crate) fn build<A: Addr>(
             built.entries.iter().map(|e| (e.level, e.key)).collect(),
         );
     }
-    let mut snapshot = Bspl {
+    assemble(Assembly {
+        config,
+        engine,
+        labels,
         first,
         first_bits,
-        levels: Box::new([Level::default(); 16]),
-        level_count: lengths.len() as u8,
-        tree: Box::new(tree),
-        b32: Vec::new(),
-        b64: Vec::new(),
-        b128: Vec::new(),
-        s32: Vec::new(),
-        s64: Vec::new(),
-        s128: Vec::new(),
+        lengths,
+        tree,
         trie,
-        hybrid: true,
-        results: Vec::new(),
-        _family: std::marker::PhantomData,
-    };
-    let mut stats = BsplStats {
-        first_bits,
-        program_ms,
-        estimated_table_bytes: estimate,
-        ..BsplStats::default()
-    };
-    fill_tables(&mut snapshot, &lengths, &per_level, &mut stats).map_err(limit)?;
-    labels.sync(&mut snapshot.results);
-    let updater = BsplUpdater {
-        config: config.clone(),
-        labels,
-        entries: per_level.iter().map(Vec::len).sum(),
-        blocks,
-        build_stats: Box::new(stats),
         trie_nodes,
         trie_free: free,
-    };
-    Ok((updater, snapshot))
+        per_level,
+        blocks,
+        program_ms,
+        estimate,
+    })
 }
 
 impl<A: Addr> BsplUpdater<A> {
