@@ -144,19 +144,6 @@ pub fn to_bytes(family: Family, spec: &str, sections: &[SectionData<'_>]) -> Vec
     bytes
 }
 
-/// Writes an image to `path`.
-pub fn write(
-    path: &Path,
-    family: Family,
-    spec: &str,
-    sections: &[SectionData<'_>],
-) -> Result<(), ImageError> {
-    std::fs::write(path, to_bytes(family, spec, sections)).map_err(|source| ImageError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
 /// The bytes of an opened image: a memory map, or an aligned copy in memory.
 enum Bytes {
     Mapped(memmap2::Mmap),
@@ -376,6 +363,13 @@ impl Image {
     /// Bytes of the whole image.
     pub fn len_bytes(&self) -> usize {
         self.bytes.as_slice().len()
+    }
+
+    /// Where the section `name`'s data lies in the file, in bytes (for
+    /// tools that inspect or patch images).
+    pub fn section_bytes(&self, name: &str) -> Option<std::ops::Range<usize>> {
+        let section = self.sections.iter().find(|s| s.name == name)?;
+        Some(section.offset..section.offset + section.elements * section.element_bytes)
     }
 
     /// An error about this image's content, for engines validating it.

@@ -467,7 +467,7 @@ pub trait ImageFamily: EngineFamily {
 }
 
 /// Engines whose snapshots can be saved as images, for error messages.
-const IMAGE_ENGINES: &str = "dir24-8";
+const IMAGE_ENGINES: &str = "dir24-8, dxr";
 
 fn image_unsupported(spec: &str) -> ImageError {
     ImageError::Unsupported {
@@ -476,29 +476,54 @@ fn image_unsupported(spec: &str) -> ImageError {
     }
 }
 
-/// An IPv4 snapshot read in place from an image.
-#[derive(Clone)]
-pub enum MappedV4 {
-    /// `dir24-8`.
-    Dir24_8(engines::dir24_8::Dir24_8<Mapped>),
+/// The engine name of an image's spec.
+fn image_engine(image: &Image) -> Result<String, ImageError> {
+    let spec = EngineSpec::parse(image.spec()).map_err(|e| image.invalid(e.to_string()))?;
+    Ok(spec.name)
 }
 
-impl Lookup<u32> for MappedV4 {
-    #[inline(always)]
-    fn lookup(&self, addr: u32) -> Option<Label> {
-        match self {
-            MappedV4::Dir24_8(snapshot) => snapshot.lookup(addr),
+/// Declares a family's enum of snapshots read from images and its
+/// [`Lookup`] implementation, which dispatches with one `match`.
+macro_rules! mapped_set {
+    (
+        $(#[$doc:meta])* $name:ident: $addr:ty {
+            $($(#[$vdoc:meta])* $variant:ident($snapshot:ty),)*
         }
-    }
-    fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<Label>]) {
-        match self {
-            MappedV4::Dir24_8(snapshot) => snapshot.lookup_batch(addrs, out),
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant($snapshot),)*
         }
-    }
-    fn memory_bytes(&self) -> usize {
-        match self {
-            MappedV4::Dir24_8(snapshot) => snapshot.memory_bytes(),
+
+        impl Lookup<$addr> for $name {
+            #[inline(always)]
+            fn lookup(&self, addr: $addr) -> Option<Label> {
+                match self {
+                    $($name::$variant(snapshot) => snapshot.lookup(addr),)*
+                }
+            }
+            fn lookup_batch(&self, addrs: &[$addr], out: &mut [Option<Label>]) {
+                match self {
+                    $($name::$variant(snapshot) => snapshot.lookup_batch(addrs, out),)*
+                }
+            }
+            fn memory_bytes(&self) -> usize {
+                match self {
+                    $($name::$variant(snapshot) => snapshot.memory_bytes(),)*
+                }
+            }
         }
+    };
+}
+
+mapped_set! {
+    /// An IPv4 snapshot read in place from an image.
+    MappedV4: u32 {
+        /// `dir24-8`.
+        Dir24_8(engines::dir24_8::Dir24_8<Mapped>),
+        /// `dxr`.
+        Dxr(engines::dxr::Dxr<Mapped>),
     }
 }
 
@@ -508,16 +533,17 @@ impl ImageFamily for u32 {
     fn image_sections(snapshot: &SnapshotV4) -> Option<Vec<SectionData<'_>>> {
         match snapshot {
             SnapshotV4::Dir24_8(snapshot) => Some(snapshot.image_sections()),
+            SnapshotV4::Dxr(snapshot) => Some(snapshot.image_sections()),
             _ => None,
         }
     }
 
     fn open_image(image: &Image) -> Result<MappedV4, ImageError> {
-        let spec = EngineSpec::parse(image.spec()).map_err(|e| image.invalid(e.to_string()))?;
-        match spec.name.as_str() {
+        match image_engine(image)?.as_str() {
             "dir24-8" => Ok(MappedV4::Dir24_8(engines::dir24_8::Dir24_8::from_image(
                 image,
             )?)),
+            "dxr" => Ok(MappedV4::Dxr(engines::dxr::Dxr::from_image(image)?)),
             _ => Err(image_unsupported(image.spec())),
         }
     }
@@ -549,17 +575,26 @@ impl ImageFamily for u128 {
     }
 }
 
+/// The image of the engine `spec` built from `rib`, as bytes.
+pub fn image_bytes<A: ImageFamily>(spec: &str, rib: &Rib<A>) -> Result<Vec<u8>, crate::Error> {
+    let config: A::Config = spec.parse()?;
+    let (_, snapshot) = A::Engine::build(&config, rib)?;
+    let canonical = config.to_string();
+    let sections = A::image_sections(&snapshot).ok_or_else(|| image_unsupported(&canonical))?;
+    Ok(crate::image::to_bytes(A::FAMILY, &canonical, &sections))
+}
+
 /// Saves the engine `spec` built from `rib` as an image at `path`.
 pub fn save_image<A: ImageFamily>(
     spec: &str,
     rib: &Rib<A>,
     path: &std::path::Path,
 ) -> Result<(), crate::Error> {
-    let config: A::Config = spec.parse()?;
-    let (_, snapshot) = A::Engine::build(&config, rib)?;
-    let canonical = config.to_string();
-    let sections = A::image_sections(&snapshot).ok_or_else(|| image_unsupported(&canonical))?;
-    crate::image::write(path, A::FAMILY, &canonical, &sections)?;
+    let bytes = image_bytes(spec, rib)?;
+    std::fs::write(path, bytes).map_err(|source| ImageError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     Ok(())
 }
 

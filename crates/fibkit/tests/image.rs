@@ -5,8 +5,9 @@ mod common;
 
 use common::*;
 use fibkit::image::Image;
-use fibkit::registry::{save_image, ImageFamily};
+use fibkit::registry::{image_bytes, save_image, ImageFamily};
 use fibkit::{verify, Rib};
+use proptest::prelude::*;
 
 fn scratch(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("fibkit-image-test-{}-{name}", std::process::id()))
@@ -43,6 +44,124 @@ fn dir24_8_images_answer_like_the_engine() {
         round_trip("dir24-8", &rib, "small");
     }
     round_trip("dir24-8", &shared_table("dfz-v4-asn.txt.gz").v4, "asn");
+}
+
+/// The image of `spec` built from `rib`, opened from memory and verified.
+fn check_in_memory<A: ImageFamily>(spec: &str, rib: &Rib<A>) -> Result<(), TestCaseError> {
+    let bytes = image_bytes(spec, rib).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let image = Image::from_bytes(&bytes).unwrap();
+    let snapshot = A::open_image(&image).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let report = verify(&snapshot, rib, 2_000, 9);
+    prop_assert!(report.ok(), "{spec}: {}", report.mismatches[0]);
+    Ok(())
+}
+
+const DXR_SPECS: [&str; 4] = ["dxr", "dxr:k=16", "dxr:k=24", "dxr:d=16,x=4"];
+
+#[test]
+fn dxr_images_answer_like_the_engine() {
+    for spec in DXR_SPECS {
+        for rib in small_tables_v4() {
+            round_trip(spec, &rib, "dxr-small");
+        }
+    }
+    for spec in ["dxr", "dxr:k=16", "dxr:d=16,x=4"] {
+        round_trip(spec, &shared_table("dfz-v4-nh.txt.gz").v4, "dxr-nh");
+    }
+    // More than 65,536 labels: the wide chunk format.
+    round_trip("dxr", &shared_table("dfz-v4-asn.txt.gz").v4, "dxr-asn");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, rng_seed: proptest::test_runner::RngSeed::Fixed(14), ..ProptestConfig::default() })]
+
+    #[test]
+    fn dxr_images_of_random_tables_answer_like_the_reference(entries in random_table_v4()) {
+        let rib = rib_from_triples(&entries);
+        for spec in DXR_SPECS {
+            check_in_memory(spec, &rib)?;
+        }
+    }
+}
+
+/// `bytes` with `patch` written at byte `at` and the checksum fixed up
+/// (a forger's image), opened as an IPv4 snapshot: the error it gives.
+fn forged_v4_error(bytes: &[u8], at: usize, patch: &[u8]) -> String {
+    let mut forged = bytes.to_vec();
+    forged[at..at + patch.len()].copy_from_slice(patch);
+    fix_checksum(&mut forged);
+    let image = Image::from_bytes(&forged).unwrap();
+    match <u32 as ImageFamily>::open_image(&image) {
+        Ok(_) => panic!("a forged image ({patch:?} at byte {at}) was accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn tampered_dxr_images_are_rejected_even_with_a_good_checksum() {
+    let rib = rib_from_triples(&[
+        (0x0a00_0000u32, 8, 1),
+        (0x0a01_0200, 24, 2),
+        (0x0a01_0203, 32, 3),
+    ]);
+    for spec in ["dxr:k=16", "dxr:d=12,x=4"] {
+        let bytes = image_bytes(spec, &rib).unwrap();
+        let image = Image::from_bytes(&bytes).unwrap();
+        let (ext, ranges) = (
+            image.section_bytes("ext").unwrap(),
+            image.section_bytes("ranges").unwrap(),
+        );
+        let ext_entries = image.array::<u32>("ext").unwrap();
+        // The chunk of 10.1/16 is the only one holding ranges (long
+        // format: its starts are not on /24 boundaries); its neighbours
+        // 10.0/16 and 10.2/16 lie inside one range each.
+        let chunk = ext_entries.iter().position(|&e| e >> 30 != 0).unwrap();
+        let entry = ext_entries[chunk];
+        assert_eq!(entry >> 30, 2, "{spec}: a long chunk");
+        let (base, n) = ((entry & 0x3f_ffff) as usize, (entry >> 22 & 0xff) as usize);
+        let entry_at = |index: usize| ext.start + 4 * index;
+        let word_at = |index: usize| ranges.start + 2 * index;
+        let cases: [(usize, Vec<u8>, &str); 5] = [
+            (
+                entry_at(chunk),
+                (entry | 0x3f_ffff).to_ne_bytes().to_vec(),
+                "outside the range table",
+            ),
+            (
+                entry_at(chunk - 1),
+                0x0fff_ffffu32.to_ne_bytes().to_vec(),
+                "outside the results",
+            ),
+            (
+                entry_at(chunk + 1),
+                (entry ^ 1 << 22).to_ne_bytes().to_vec(),
+                "two chunks overlap",
+            ),
+            (
+                word_at(base),
+                1u16.to_ne_bytes().to_vec(),
+                "does not start at offset 0",
+            ),
+            (
+                word_at(base + n),
+                u16::MAX.to_ne_bytes().to_vec(),
+                "names a label outside",
+            ),
+        ];
+        for (at, patch, expected) in cases {
+            let err = forged_v4_error(&bytes, at, &patch);
+            assert!(err.contains(expected), "{spec}: {err}");
+        }
+        if spec == "dxr:k=16" {
+            // Another layout's spec over the same tables.
+            let err = forged_v4_error(&bytes, 40, b"dxr:k=17");
+            assert!(err.contains("2^17 entries"), "{err}");
+        } else {
+            let direct = image.section_bytes("direct").unwrap();
+            let err = forged_v4_error(&bytes, direct.start, &u16::MAX.to_ne_bytes());
+            assert!(err.contains("block outside"), "{spec}: {err}");
+        }
+    }
 }
 
 #[test]

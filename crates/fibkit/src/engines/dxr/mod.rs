@@ -78,6 +78,7 @@
 //! change costs at most about one full build (see `build.rs`).
 
 mod build;
+mod image;
 mod stats;
 
 use std::fmt;
