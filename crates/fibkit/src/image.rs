@@ -147,20 +147,27 @@ pub fn to_bytes(family: Family, spec: &str, sections: &[SectionData<'_>]) -> Vec
 /// The bytes of an opened image: a memory map, or an aligned copy in memory.
 enum Bytes {
     Mapped(memmap2::Mmap),
-    /// `u64` words keep the buffer 8-byte aligned; `len` bytes are used.
+    /// Cache lines keep the buffer as aligned as the sections (64 bytes,
+    /// what 64-byte elements such as `dxr6`'s leaf lines need); `len`
+    /// bytes are used.
     Owned {
-        words: Vec<u64>,
+        lines: Vec<AlignedLine>,
         len: usize,
     },
 }
+
+/// 64 bytes at a 64-byte boundary: the unit of an image copied to memory.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct AlignedLine([u8; SECTION_ALIGN]);
 
 impl Bytes {
     fn as_slice(&self) -> &[u8] {
         match self {
             Bytes::Mapped(map) => map,
-            // SAFETY: the words vector holds at least `len` initialised bytes.
-            Bytes::Owned { words, len } => unsafe {
-                std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), *len)
+            // SAFETY: the lines hold at least `len` initialised bytes.
+            Bytes::Owned { lines, len } => unsafe {
+                std::slice::from_raw_parts(lines.as_ptr().cast::<u8>(), *len)
             },
         }
     }
@@ -214,18 +221,13 @@ impl Image {
 
     /// Validates an image held in memory (copied into aligned storage).
     pub fn from_bytes(bytes: &[u8]) -> Result<Image, ImageError> {
-        let mut words = vec![0u64; bytes.len().div_ceil(8)];
-        // SAFETY: `words` has at least `bytes.len()` bytes of room.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                words.as_mut_ptr().cast::<u8>(),
-                bytes.len(),
-            );
+        let mut lines = vec![AlignedLine([0; SECTION_ALIGN]); bytes.len().div_ceil(SECTION_ALIGN)];
+        for (line, chunk) in lines.iter_mut().zip(bytes.chunks(SECTION_ALIGN)) {
+            line.0[..chunk.len()].copy_from_slice(chunk);
         }
         Self::validate(
             Bytes::Owned {
-                words,
+                lines,
                 len: bytes.len(),
             },
             PathBuf::from("<bytes>"),
@@ -399,7 +401,7 @@ impl Image {
             )));
         }
         // Sections are 64-byte aligned in the file, and the file bytes are
-        // page-aligned (map) or 8-byte aligned (copy).
+        // page-aligned (map) or 64-byte aligned (copy).
         let base = self.bytes.as_slice().as_ptr();
         // SAFETY: validation checked `offset + elements * size <= len`.
         let ptr = unsafe { base.add(section.offset) }.cast::<T>();

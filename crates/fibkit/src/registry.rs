@@ -467,7 +467,7 @@ pub trait ImageFamily: EngineFamily {
 }
 
 /// Engines whose snapshots can be saved as images, for error messages.
-const IMAGE_ENGINES: &str = "dir24-8, dxr";
+const IMAGE_ENGINES: &str = "dir24-8, dxr, dxr6";
 
 fn image_unsupported(spec: &str) -> ImageError {
     ImageError::Unsupported {
@@ -549,29 +549,29 @@ impl ImageFamily for u32 {
     }
 }
 
-/// An IPv6 snapshot read in place from an image (no IPv6 engine is saved
-/// yet, so none can be).
-#[derive(Clone)]
-pub enum MappedV6 {}
-
-impl Lookup<u128> for MappedV6 {
-    fn lookup(&self, _: u128) -> Option<Label> {
-        match *self {}
-    }
-    fn memory_bytes(&self) -> usize {
-        match *self {}
+mapped_set! {
+    /// An IPv6 snapshot read in place from an image.
+    MappedV6: u128 {
+        /// `dxr6`.
+        Dxr6(engines::dxr6::Dxr6<Mapped>),
     }
 }
 
 impl ImageFamily for u128 {
     type Mapped = MappedV6;
 
-    fn image_sections(_: &SnapshotV6) -> Option<Vec<SectionData<'_>>> {
-        None
+    fn image_sections(snapshot: &SnapshotV6) -> Option<Vec<SectionData<'_>>> {
+        match snapshot {
+            SnapshotV6::Dxr6(snapshot) => Some(snapshot.image_sections()),
+            _ => None,
+        }
     }
 
     fn open_image(image: &Image) -> Result<MappedV6, ImageError> {
-        Err(image_unsupported(image.spec()))
+        match image_engine(image)?.as_str() {
+            "dxr6" => Ok(MappedV6::Dxr6(engines::dxr6::Dxr6::from_image(image)?)),
+            _ => Err(image_unsupported(image.spec())),
+        }
     }
 }
 

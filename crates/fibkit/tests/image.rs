@@ -72,6 +72,23 @@ fn dxr_images_answer_like_the_engine() {
     round_trip("dxr", &shared_table("dfz-v4-asn.txt.gz").v4, "dxr-asn");
 }
 
+const DXR6_SPECS: [&str; 3] = ["dxr6", "dxr6:k=8,stride=4", "dxr6:k=24"];
+
+#[test]
+fn dxr6_images_answer_like_the_engine() {
+    for spec in DXR6_SPECS {
+        for rib in small_tables_v6() {
+            round_trip(spec, &rib, "dxr6-small");
+        }
+    }
+    round_trip("dxr6", &shared_table("dfz-v6-nh.txt.gz").v6, "dxr6-nh");
+    round_trip(
+        "dxr6:k=8,stride=4",
+        &shared_table("dfz-v6-asn.txt.gz").v6,
+        "dxr6-asn",
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, rng_seed: proptest::test_runner::RngSeed::Fixed(14), ..ProptestConfig::default() })]
 
@@ -79,6 +96,14 @@ proptest! {
     fn dxr_images_of_random_tables_answer_like_the_reference(entries in random_table_v4()) {
         let rib = rib_from_triples(&entries);
         for spec in DXR_SPECS {
+            check_in_memory(spec, &rib)?;
+        }
+    }
+
+    #[test]
+    fn dxr6_images_of_random_tables_answer_like_the_reference(entries in random_table_v6()) {
+        let rib = rib_from_triples(&entries);
+        for spec in DXR6_SPECS {
             check_in_memory(spec, &rib)?;
         }
     }
@@ -161,6 +186,61 @@ fn tampered_dxr_images_are_rejected_even_with_a_good_checksum() {
             let err = forged_v4_error(&bytes, direct.start, &u16::MAX.to_ne_bytes());
             assert!(err.contains("block outside"), "{spec}: {err}");
         }
+    }
+}
+
+#[test]
+fn tampered_dxr6_images_are_rejected_even_with_a_good_checksum() {
+    // Seven /48s in one /32: a node under the root, then leaves.
+    let base = 0x2001_0db8u128 << 96;
+    let triples: Vec<(u128, u8, u32)> = (0..7u128)
+        .map(|i| (base | (i * 3) << 80, 48, i as u32 + 1))
+        .chain([(base, 32, 100)])
+        .collect();
+    let rib = rib_from_triples(&triples);
+    let bytes = image_bytes("dxr6:k=16,stride=4", &rib).unwrap();
+    let image = Image::from_bytes(&bytes).unwrap();
+    let entries_at = image.section_bytes("entries").unwrap().start;
+    let entries = image.array::<u32>("entries").unwrap();
+    let root = (base >> 112) as usize;
+    let node = entries[root];
+    assert_eq!(node >> 30, 1, "the /16 of 2001:db8:: holds a node");
+    let table = (node & 0x3ff_ffff) as usize;
+    let leaf = *entries[table..]
+        .iter()
+        .find(|&&e| e >> 31 == 1)
+        .expect("a leaf below the node");
+    let error = |at: usize, value: u32| -> String {
+        let mut forged = bytes.clone();
+        forged[entries_at + 4 * at..entries_at + 4 * at + 4].copy_from_slice(&value.to_ne_bytes());
+        fix_checksum(&mut forged);
+        let image = Image::from_bytes(&forged).unwrap();
+        match <u128 as ImageFamily>::open_image(&image) {
+            Ok(_) => panic!("a forged entry {value:#x} at {at} was accepted"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let cases = [
+        // A node table past the end of the entries.
+        (root, node | 0x3ff_ffff, "outside the entries"),
+        // A node pointing back to the root: a cycle.
+        (table, node & !0x3ff_ffff, "cycle"),
+        // A second node entry over the same table.
+        (root + 1, node, "overlap"),
+        // A label past the results.
+        (root + 1, 0x0fff_ffff, "label outside the results"),
+        // A leaf in a line that does not exist.
+        (table, leaf | 0x7_ffff, "outside the leaf lines"),
+        // A leaf of 15 starts at the end of its line.
+        (
+            table,
+            leaf | 0xf << 24 | 0x1f << 19,
+            "does not fit its line",
+        ),
+    ];
+    for (at, value, expected) in cases {
+        let err = error(at, value);
+        assert!(err.contains(expected), "{err}");
     }
 }
 

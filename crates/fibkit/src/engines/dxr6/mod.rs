@@ -58,6 +58,7 @@
 //! the smallest chunks the changed prefixes touch (see `build.rs`).
 
 mod build;
+mod image;
 mod search;
 
 use std::fmt;
