@@ -639,17 +639,14 @@ pub unsafe extern "C" fn fibkit_lookup_v6(
     })
 }
 
-/// Looks up `addrs` into `results`: the label, or [`FIBKIT_NO_ROUTE`].
-fn bulk<A: ImageFamily>(
-    fib: &FamilyFib<A>,
-    addrs: impl IntoIterator<Item = A>,
-    results: &mut [u64],
-) {
-    fib.lookup_iter(addrs, |start, found| {
+/// Writes lookup answers as the C API's results: the label, or
+/// [`FIBKIT_NO_ROUTE`].
+fn write_results(results: &mut [u64]) -> impl FnMut(usize, &[Option<Label>]) + '_ {
+    |start, found| {
         for (result, label) in results[start..].iter_mut().zip(found) {
             *result = label.map_or(FIBKIT_NO_ROUTE, u64::from);
         }
-    });
+    }
 }
 
 /// Looks up `n` IPv4 addresses (host order) into `results`: the label, or
@@ -673,7 +670,10 @@ pub unsafe extern "C" fn fibkit_lookup_v4_bulk(
         let addrs = unsafe { array(addrs, n, "addrs") }?;
         // SAFETY: forwarded from the caller.
         let results = unsafe { array_mut(results, n, "results") }?;
-        bulk(fib, addrs.iter().copied(), results);
+        // PERF: the engine's batch lookup straight on the caller's array,
+        // in chunks (see `FamilyFib::lookup_slice` and docs/BENCHMARKS.md,
+        // "C bulk lookup").
+        fib.lookup_slice(addrs, write_results(results));
         Ok(FIBKIT_OK)
     })
 }
@@ -698,7 +698,10 @@ pub unsafe extern "C" fn fibkit_lookup_v6_bulk(
         let addrs = unsafe { array(addrs, n, "addrs") }?;
         // SAFETY: forwarded from the caller.
         let results = unsafe { array_mut(results, n, "results") }?;
-        bulk(fib, addrs.iter().map(|a| u128::from_be_bytes(*a)), results);
+        fib.lookup_iter(
+            addrs.iter().map(|a| u128::from_be_bytes(*a)),
+            write_results(results),
+        );
         Ok(FIBKIT_OK)
     })
 }
@@ -883,10 +886,14 @@ mod tests {
         rib.insert("10.0.0.0/8".parse().unwrap(), 7);
         rib.insert("10.1.0.0/16".parse().unwrap(), u32::MAX);
         let fib = FamilyFib::build("dir24-8", rib).unwrap();
-        let keys: Vec<u32> = (0..300u32).map(|i| 0x0a00_0000 + i * 0x0000_9100).collect();
-        for n in 0..keys.len() {
+        let chunk = fibkit::SLICE_CHUNK;
+        let keys: Vec<u32> = (0..2 * chunk as u32 + 5)
+            .map(|i| 0x0a00_0000u32.wrapping_add(i.wrapping_mul(0x0000_9100)))
+            .collect();
+        // Every burst length, and around the chunk boundaries.
+        for n in (0..300).chain([chunk - 1, chunk, chunk + 1, keys.len()]) {
             let mut results = vec![0u64; n];
-            bulk(&fib, keys[..n].iter().copied(), &mut results);
+            fib.lookup_slice(&keys[..n], write_results(&mut results));
             for (key, result) in keys[..n].iter().zip(&results) {
                 assert_eq!(*result, fib.lookup(*key).map_or(FIBKIT_NO_ROUTE, u64::from));
             }

@@ -162,22 +162,24 @@ fn c_lookups_match<A: CKey>(file: &Path, spec: &str, rib: &Rib<A>, dir: &Path) {
 #[test]
 fn ipv4_lookups_equal_the_reference_for_engines_and_images() {
     let dir = scratch("v4");
-    for (table, spec) in [
-        ("dfz-v4-nh.txt.gz", "dxr"),
-        ("dfz-v4-asn.txt.gz", "dir24-8"),
+    for (table, spec, image_specs) in [
+        ("dfz-v4-nh.txt.gz", "dxr", &["dxr"][..]),
+        ("dfz-v4-asn.txt.gz", "dir24-8", &["dir24-8", "dxr:k=16"]),
     ] {
         let path = shared_data(table);
         let rib = load_table(&path, &LoadOptions::default()).unwrap().v4;
         c_lookups_match(&path, spec, &rib, &dir);
-        let image = dir.join("table.fib");
-        save_image("dir24-8", &rib, &image).unwrap();
-        c_lookups_match(&image, "image", &rib, &dir);
+        for image_spec in image_specs {
+            let image = dir.join("table.fib");
+            save_image(image_spec, &rib, &image).unwrap();
+            c_lookups_match(&image, "image", &rib, &dir);
+        }
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
-fn ipv6_lookups_equal_the_reference() {
+fn ipv6_lookups_equal_the_reference_for_engines_and_images() {
     let dir = scratch("v6");
     for (table, spec) in [
         ("dfz-v6-nh.txt.gz", "lctrie"),
@@ -186,6 +188,9 @@ fn ipv6_lookups_equal_the_reference() {
         let path = shared_data(table);
         let rib = load_table(&path, &LoadOptions::default()).unwrap().v6;
         c_lookups_match(&path, spec, &rib, &dir);
+        let image = dir.join("table.fib");
+        save_image("dxr6", &rib, &image).unwrap();
+        c_lookups_match(&image, "image", &rib, &dir);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -3,7 +3,7 @@
 //!
 //! Bulk lookups convert their input to addresses (a numpy `uint32` array
 //! is read in place; text is parsed), then release the GIL and look up
-//! through [`fibkit::FamilyFib::lookup_iter`], writing two numpy arrays:
+//! through [`fibkit::FamilyFib::lookup_slice`], writing two numpy arrays:
 //! the labels (0 where nothing matched) and a boolean found mask. Two
 //! arrays rather than a sentinel: labels are full `u32` values (an AS
 //! number table uses them all), and a masked array is one call away
@@ -347,7 +347,7 @@ fn bulk<'py, A: PyFamily>(
         let n = parsed.addrs.len();
         let mut labels = vec![0u32; n];
         let mut found = vec![false; n];
-        side.lookup_iter(parsed.addrs.iter().copied(), |start, answers| {
+        side.lookup_slice(&parsed.addrs, |start, answers| {
             for ((label, hit), answer) in labels[start..]
                 .iter_mut()
                 .zip(&mut found[start..])

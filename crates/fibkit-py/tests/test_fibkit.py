@@ -79,15 +79,24 @@ def test_ipv4_single_lookups_give_the_reference_prefix(v4_case):
         assert fib.lookup(int(ipaddress.IPv4Address(v4_case.addrs[i]))) == expected
 
 
-def test_ipv4_images_answer_like_the_engine(v4_case, tmp_path):
-    built = fibkit.Fib.load(v4_case.path, engine="dir24-8")
+@pytest.mark.parametrize("engine", ["dir24-8", "dxr:k=20", "dxr:d=16,x=4"])
+def test_ipv4_images_answer_like_the_engine(v4_case, engine, tmp_path):
+    built = fibkit.Fib.load(v4_case.path, engine=engine)
     built.save_image(tmp_path / "nh.fib")
     image = fibkit.Fib.open_image(tmp_path / "nh.fib")
-    assert image.is_image and image.spec == "dir24-8" and image.stats()["prefixes"] is None
+    assert image.is_image and image.spec == engine and image.stats()["prefixes"] is None
     v4_case.check(image, v4_case.binary(), "image uint32")
     v4_case.check(image, pa.array(v4_case.addrs), "image pyarrow")
     i = int(np.flatnonzero(v4_case.found)[0])
     assert image.lookup(v4_case.addrs[i]) == (None, int(v4_case.labels[i]))
+
+
+def test_ipv6_images_answer_like_the_engine(v6_case, tmp_path):
+    fibkit.Fib.load(v6_case.path, engine="dxr6", family=6).save_image(tmp_path / "v6.fib")
+    image = fibkit.Fib.open_image(tmp_path / "v6.fib")
+    assert image.is_image and image.family == 6 and image.spec.startswith("dxr6")
+    v6_case.check(image, v6_case.binary(), "dxr6 image (n, 16) uint8")
+    v6_case.check(image, v6_case.addrs, "dxr6 image list of str")
 
 
 @pytest.mark.parametrize("engine", ["lctrie", "cpe", "radix"])

@@ -40,7 +40,7 @@ pub mod trace;
 pub mod verify;
 
 pub use addr::{Addr, Family};
-pub use any::{AnyFib, FamilyFib};
+pub use any::{AnyFib, FamilyFib, SLICE_CHUNK};
 pub use engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 pub use error::Error;
 pub use fib::{Fib, LocalFib, Published, Reader, UpdateSummary};
