@@ -2,12 +2,15 @@
 """fibkit's `Fib.lookup_many` against pytricia and pyasn, on the same table
 and the same addresses, every answer compared.
 
-    python3 bench/python/lookup_many_vs_peers.py [--keys 10000000] [--rounds 5]
+    python3 bench/python/lookup_many_vs_peers.py [--table dfz-v4-nh.txt.gz]
+        [--keys 10000000] [--rounds 5] [--engine dxr]
 
 Installs pytricia and pyasn from PyPI if they are missing (the test suite
-never needs them). The table is ../shared/data/dfz-v4-asn.txt.gz (labels are
-origin AS numbers) without its AS 0 ("unknown") prefixes, which pyasn
-rejects, converted to pyasn's ipasn format on the way. Keys: 90%
+never needs them). The table (from ../shared/data; dfz-v4-nh.txt.gz by
+default, whose labels are next hops; dfz-v4-asn.txt.gz has origin AS
+numbers) goes to all three without its label-0 prefixes (in the AS table,
+"unknown origin", which pyasn rejects), converted to pyasn's ipasn format on
+the way: pyasn stores any integer label as the "AS number". Keys: 90%
 inside random prefixes of the table, 10% uniformly random (seeded).
 
 Each round times fibkit (uint32 array, and a list of strings), pytricia and
@@ -30,7 +33,7 @@ import time
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-TABLE = ROOT.parent / "shared" / "data" / "dfz-v4-asn.txt.gz"
+DATA = ROOT.parent / "shared" / "data"
 
 
 def ensure(module: str, package: str) -> None:
@@ -75,6 +78,7 @@ def main() -> int:
     parser.add_argument("--keys", type=int, default=10_000_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--engine", default="dxr")
+    parser.add_argument("--table", default="dfz-v4-nh.txt.gz", help="a file in ../shared/data")
     args = parser.parse_args()
     ensure("pytricia", "pytricia")
     ensure("pyasn", "pyasn")
@@ -82,9 +86,9 @@ def main() -> int:
     import pyasn
     import pytricia
 
-    # pyasn rejects AS 0 (the table's "unknown origin"), so all three get
-    # the table without those prefixes.
-    everything = load_pairs(TABLE)
+    # pyasn rejects AS 0 (the AS table's "unknown origin"), so all three
+    # get the table without label-0 prefixes.
+    everything = load_pairs(DATA / args.table)
     pairs = [(prefix, label) for prefix, label in everything if label != 0]
     print(f"{len(pairs)} of {len(everything)} prefixes (those with a known origin AS)")
     keys = keys_for(pairs, args.keys, seed=7)
@@ -97,7 +101,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         ipasn = os.path.join(scratch, "dfz-v4-asn.ipasn")
         with open(ipasn, "w") as out:
-            out.write("; IP-to-ASN table in pyasn's format, from dfz-v4-asn.txt.gz\n")
+            out.write(f"; IP-to-ASN table in pyasn's format, from {args.table}\n")
             out.writelines(f"{prefix}\t{label}\n" for prefix, label in pairs)
         asndb = pyasn.pyasn(ipasn)
 
@@ -123,7 +127,8 @@ def main() -> int:
         print(f"round {round_ + 1}: " + ", ".join(f"{k} {v[-1]:.3f} s" for k, v in runs.items()), flush=True)
 
     load = open("/proc/loadavg").read().split()[:3]
-    print(f"\n{args.keys} IPv4 keys, {args.rounds} rounds, fibkit {args.engine}, load average {' '.join(load)}")
+    print(f"\n{args.table}, {args.keys} IPv4 keys, {args.rounds} rounds, fibkit {args.engine}, "
+          f"load average {' '.join(load)}")
     base = runs["fibkit uint32"]
     for name, seconds in runs.items():
         ratios = [s / b for s, b in zip(seconds, base)]

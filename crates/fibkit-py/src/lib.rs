@@ -618,7 +618,7 @@ impl PyFib {
 
     /// Saves the table's engine as an image that `Fib.open_image`, the C
     /// library and `fibkit lookup` open by memory map (engines that can be
-    /// saved: dir24-8, and more as they gain images).
+    /// saved: dir24-8, dxr and dxr6).
     fn save_image(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         fn save<A: ImageFamily>(
             side: &FamilyFib<A>,
