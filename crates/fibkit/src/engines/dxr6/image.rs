@@ -62,12 +62,13 @@ impl Dxr6<Mapped> {
         if self.results.is_empty() || self.leaves.is_empty() || self.entries.len() < root_len {
             return Err("the root, leaf or results table is missing or short".into());
         }
-        // Entries some walk reaches; node tables to visit.
+        // Entries some walk reaches; the first entries of node tables to
+        // visit, and their lengths.
         let mut reached = vec![false; self.entries.len()];
         reached[..root_len].fill(true);
-        let mut tables = vec![0..root_len];
-        while let Some(table) = tables.pop() {
-            for &entry in &self.entries[table] {
+        let mut tables = vec![(0, root_len)];
+        while let Some((first, len)) = tables.pop() {
+            for &entry in &self.entries[first..first + len] {
                 if is_node(entry) {
                     let base = node_base(entry);
                     let end = base + (1 << stride_of(entry));
@@ -78,7 +79,7 @@ impl Dxr6<Mapped> {
                         return Err("node tables overlap or form a cycle".into());
                     }
                     children.fill(true);
-                    tables.push(base..end);
+                    tables.push((base, end - base));
                 } else if is_label(entry) {
                     if label_of(entry) >= self.results.len() {
                         return Err("an entry names a label outside the results".into());
