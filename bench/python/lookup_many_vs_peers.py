@@ -90,7 +90,7 @@ def main() -> int:
     # get the table without label-0 prefixes.
     everything = load_pairs(DATA / args.table)
     pairs = [(prefix, label) for prefix, label in everything if label != 0]
-    print(f"{len(pairs)} of {len(everything)} prefixes (those with a known origin AS)")
+    print(f"{len(pairs)} of {len(everything)} prefixes (those with a nonzero label)")
     keys = keys_for(pairs, args.keys, seed=7)
     texts = dotted(keys)
 
