@@ -618,10 +618,79 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
     }
 }
 
+/// Keys whose walks a batch lookup interleaves: each step hashes and
+/// prefetches the filter line of every key of the group before it reads
+/// any, so the group's cache misses overlap instead of queueing.
+// PERF: guided ÷ linear in lookups/s (bloom_tables, 2026-11-23, load
+// 12-15): IPv6 random 2.62x -> 3.12x, IPv6 prefix-frequency 1.02x ->
+// 1.23x, IPv4 by-space 1.50x -> 1.92x against the per-key loop; the 7.4 MB
+// IPv6 filter misses the L2 at every walk step.
+const GROUP: usize = 8;
+
+impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
+    /// The guided search of [`Bloom::guided`] for up to [`GROUP`] keys at
+    /// once: the tree walks advance in lockstep (one filter line per key
+    /// and step, prefetched for the whole group first), then each key is
+    /// resolved as a single lookup would.
+    #[inline]
+    fn guided_group(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        debug_assert!(addrs.len() <= GROUP && out.len() == addrs.len());
+        let root = if self.tree.is_empty() { NO_NODE } else { 0 };
+        let mut node = [root; GROUP];
+        let mut hash = [KeyHash::of(A::ZERO, 0); GROUP];
+        let mut last_hit: [Option<(TreeNode, KeyHash)>; GROUP] = [None; GROUP];
+        let keys = addrs.len();
+        loop {
+            let mut walking = false;
+            for i in 0..keys {
+                if node[i] != NO_NODE {
+                    let plen = self.tree[node[i] as usize].plen;
+                    hash[i] = KeyHash::of(addrs[i].masked(plen), plen);
+                    super::prefetch(self.block(hash[i]));
+                    walking = true;
+                }
+            }
+            if !walking {
+                break;
+            }
+            for i in 0..keys {
+                if node[i] != NO_NODE {
+                    let n = self.tree[node[i] as usize];
+                    node[i] = if self.block(hash[i]).bit(hash[i].position(0)) {
+                        last_hit[i] = Some((n, hash[i]));
+                        n.right
+                    } else {
+                        n.left
+                    };
+                }
+            }
+        }
+        for i in 0..keys {
+            out[i] = match last_hit[i] {
+                None => self.label(0),
+                Some((hit, hash)) => self.resolve(addrs[i], hit, hash, &mut NoProbe),
+            };
+        }
+    }
+}
+
 impl<A: Addr + Plain, S: Storage> Lookup<A> for Bloom<A, S> {
     #[inline]
     fn lookup(&self, addr: A) -> Option<Label> {
         self.lookup_with(addr, &mut NoProbe)
+    }
+
+    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        let out = &mut out[..addrs.len()];
+        match self.search {
+            Search::Guided if addrs.len() > 1 => {
+                for (addrs, out) in addrs.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
+                    self.guided_group(addrs, out);
+                }
+            }
+            _ => self.lookup_each(addrs, out),
+        }
     }
 
     fn memory_bytes(&self) -> usize {
