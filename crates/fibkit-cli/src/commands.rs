@@ -852,7 +852,7 @@ fn write_trace<A: Addr>(
 ) -> Result<()> {
     let trace = fibkit::trace::generate(rib, kind, count, seed).map_err(anyhow::Error::msg)?;
     if binary {
-        bench::write_binary_trace(out, &trace)?;
+        fibkit::trace::write_binary_trace(out, &trace)?;
         return Ok(());
     }
     for addr in trace {
@@ -863,8 +863,8 @@ fn write_trace<A: Addr>(
 
 pub fn trace_stats(args: &TableArgs, trace: &Path, top: usize) -> Result<bool> {
     let (table, _) = load_table(args)?;
-    let v4 = bench::read_trace::<u32>(trace)?;
-    let v6 = bench::read_trace::<u128>(trace)?;
+    let v4 = fibkit::trace::read_trace::<u32>(trace)?;
+    let v6 = fibkit::trace::read_trace::<u128>(trace)?;
     if v4.is_empty() && v6.is_empty() {
         bail!("{}: no addresses in the trace", trace.display());
     }
