@@ -15,6 +15,7 @@ use fibkit::load::{self, FamilyPart, Format, LoadedTable};
 use fibkit::replay::{replay, spread_over_seconds, ReplayOptions, ReplayReport, Speed};
 use fibkit::{EngineFamily, Fib};
 
+use crate::family::for_family;
 use crate::TableArgs;
 
 /// Arguments of `fibkit replay`.
@@ -81,25 +82,9 @@ pub fn replay_command(args: &ReplayArgs) -> Result<bool> {
         &table.nexthops,
     )?;
     let has_v4 = !updates.timed::<u32>().is_empty();
-    let v6 = match args.family.as_deref() {
-        Some(family) => family == "v6",
-        None => !has_v4,
-    };
-    if v6 {
-        replay_family::<u128>(
-            args,
-            &table,
-            &updates,
-            fibkit::default_spec(fibkit::Family::V6),
-        )
-    } else {
-        replay_family::<u32>(
-            args,
-            &table,
-            &updates,
-            fibkit::default_spec(fibkit::Family::V4),
-        )
-    }
+    let family = crate::family::chosen(args.family.as_deref(), has_v4);
+    let default_engine = fibkit::default_spec(family);
+    for_family!(family, A => replay_family::<A>(args, &table, &updates, default_engine))
 }
 
 fn replay_family<A: EngineFamily + FamilyPart>(
