@@ -5,6 +5,9 @@
 //! modelling) and 002 (Bloom-filter search); [`TraceKind`] lists them. All are
 //! seeded, so a trace is reproducible from its kind, count and seed.
 //!
+//! The generators need the `bench` feature (rand); the file format and the
+//! statistics do not.
+//!
 //! Trace files ([`read_trace`], [`write_binary_trace`]) hold one address
 //! per line as text, or a binary header ([`BINARY_TRACE_MAGIC`]) followed
 //! by big-endian addresses; the benchmark's `trace:FILE` keys and the
@@ -18,7 +21,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+#[cfg(feature = "bench")]
 use rand::rngs::SmallRng;
+#[cfg(feature = "bench")]
 use rand::{Rng, SeedableRng};
 
 use crate::addr::Addr;
@@ -225,12 +230,14 @@ impl std::str::FromStr for TraceKind {
     }
 }
 
+#[cfg(feature = "bench")]
 /// A uniform address inside `prefix`.
 fn address_in<A: Addr>(prefix: Prefix<A>, rng: &mut SmallRng) -> A {
     let host = rng.random::<u128>() & !A::mask(prefix.plen()).to_u128();
     A::from_u128(prefix.addr().to_u128() | host)
 }
 
+#[cfg(feature = "bench")]
 /// Picks an index by cumulative weights (last entry = total).
 fn pick(cumulative: &[f64], rng: &mut SmallRng) -> usize {
     let total = cumulative.last().copied().unwrap_or(0.0);
@@ -240,6 +247,7 @@ fn pick(cumulative: &[f64], rng: &mut SmallRng) -> usize {
         .min(cumulative.len() - 1)
 }
 
+#[cfg(feature = "bench")]
 fn cumulate(weights: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut sum = 0.0;
     weights
@@ -250,6 +258,7 @@ fn cumulate(weights: impl Iterator<Item = f64>) -> Vec<f64> {
         .collect()
 }
 
+#[cfg(feature = "bench")]
 /// Generates `count` addresses of `kind` from `rib` (which must not be
 /// empty); `count` is at most [`MAX_ADDRESSES`].
 pub fn generate<A: Addr>(
@@ -273,6 +282,7 @@ pub fn generate<A: Addr>(
         .collect())
 }
 
+#[cfg(feature = "bench")]
 /// Generates a seeded stream of `count` route changes against `rib`, for
 /// update tests and benchmarks: a mix of announcements of new prefixes
 /// (fresh ones, ones nested inside or covering existing prefixes, the
@@ -341,6 +351,7 @@ pub fn generate_changes<A: Addr>(rib: &Rib<A>, count: usize, seed: u64) -> Vec<c
     changes
 }
 
+#[cfg(feature = "bench")]
 /// Precomputed tables for one trace kind.
 enum Sampler<A> {
     RandIp {
@@ -359,6 +370,7 @@ enum Sampler<A> {
     Mix(Vec<Sampler<A>>),
 }
 
+#[cfg(feature = "bench")]
 impl<A: Addr> Sampler<A> {
     fn new(rib: &Rib<A>, prefixes: &[Prefix<A>], kind: &TraceKind, seed: u64) -> Self {
         match kind {
@@ -632,6 +644,7 @@ pub fn adversarial_streams_v4(rib: &Rib<u32>, hosts: usize) -> Vec<AdversarialSt
     ]
 }
 
+#[cfg(feature = "bench")]
 #[cfg(test)]
 mod tests {
     use super::*;
