@@ -128,8 +128,9 @@ pub trait EngineConfig: Clone + fmt::Debug + fmt::Display + Send + Sync + 'stati
 }
 
 /// An engine's build state: builds the first snapshot from a reference
-/// table and brings a snapshot in line after changes.
-pub trait Updater<A: Addr>: Send + Sync + Sized + 'static {
+/// table and brings a snapshot in line after changes. `Clone`, so that a
+/// [`Fib`](crate::Fib) can keep one updater per snapshot it patches.
+pub trait Updater<A: Addr>: Clone + Send + Sync + Sized + 'static {
     /// The engine's parameters.
     type Config: EngineConfig;
     /// What lookups read.
