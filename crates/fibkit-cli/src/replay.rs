@@ -48,8 +48,9 @@ pub struct ReplayArgs {
     /// are applied as one batch.
     #[arg(long, default_value_t = 1.0)]
     coalesce_ms: f64,
-    /// The largest batch.
-    #[arg(long, default_value_t = 4096)]
+    /// The largest batch: the writer takes every change already due, up to
+    /// this many (it matters when changes are backed up, as at `--speed max`).
+    #[arg(long, default_value_t = fibkit::replay::DEFAULT_MAX_BATCH)]
     max_batch: usize,
     /// Seconds the readers run on the idle table first (their baseline).
     #[arg(long, default_value_t = 1.0)]
