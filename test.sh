@@ -11,6 +11,9 @@ cd "$(dirname "$0")"
 # The C library's archive first: `cargo test` builds only what tests link,
 # and the C test programs link libfibkit.a.
 cargo build --release -p fibkit-c -p fibkit-cli
+# The core without optional features (no loaders' compression or MRT, no
+# benchmark harness), as an embedder builds it, so the feature gates do not rot.
+cargo build --release -p fibkit --no-default-features
 cargo test --release --workspace
 
 # Without build isolation pip uses the maturin installed here, so no

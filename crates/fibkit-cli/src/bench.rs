@@ -12,9 +12,11 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use fibkit::bench::{self, BenchEngine, Measurement, Mode, Pattern, Ratio, Settings};
+use fibkit::load::FamilyPart;
 use fibkit::{EngineFamily, Lookup, Rib};
 
 use crate::commands::{load_table, say};
+use crate::family::for_family;
 use crate::TableArgs;
 
 /// Arguments of `fibkit bench`.
@@ -114,15 +116,8 @@ struct BenchReport {
 
 pub fn bench(args: &BenchArgs) -> Result<bool> {
     let (table, _) = load_table(&args.table)?;
-    let family = args
-        .family
-        .clone()
-        .unwrap_or_else(|| if table.v4.is_empty() { "v6" } else { "v4" }.to_string());
-    if family == "v4" {
-        bench_family(args, &table.v4)
-    } else {
-        bench_family(args, &table.v6)
-    }
+    let family = crate::family::chosen(args.family.as_deref(), !table.v4.is_empty());
+    for_family!(family, A => bench_family(args, A::rib(&table)))
 }
 
 /// The baseline of `--baseline`: an engine's canonical spec (or `ceiling`)

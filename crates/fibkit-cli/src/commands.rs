@@ -9,11 +9,12 @@ use anyhow::{bail, Context, Result};
 
 use fibkit::bench;
 use fibkit::load::{
-    self, Format, LineReader, LoadOptions, LoadedTable, LoadedUpdates, NextHopTable,
+    self, FamilyPart, Format, LineReader, LoadOptions, LoadedTable, LoadedUpdates, NextHopTable,
 };
 use fibkit::prefix::excerpt;
 use fibkit::{Addr, BuildError, Change, EngineFamily, EngineStats, Fib, Lookup, Rib, Updater};
 
+use crate::family::for_family;
 use crate::specs::FamilySpecs;
 use crate::{Show, TableArgs};
 
@@ -832,12 +833,8 @@ pub fn trace_gen(
 ) -> Result<bool> {
     let (table, _) = load_table(args)?;
     let mut out = Output::create(output)?;
-    let use_v4 = family.map_or(!table.v4.is_empty(), |f| f == "v4");
-    if use_v4 {
-        write_trace(&mut out, &table.v4, kind, count, seed, binary)?;
-    } else {
-        write_trace(&mut out, &table.v6, kind, count, seed, binary)?;
-    }
+    let family = crate::family::chosen(family, !table.v4.is_empty());
+    for_family!(family, A => write_trace(&mut out, A::rib(&table), kind, count, seed, binary))?;
     out.flush()?;
     Ok(true)
 }
@@ -852,7 +849,7 @@ fn write_trace<A: Addr>(
 ) -> Result<()> {
     let trace = fibkit::trace::generate(rib, kind, count, seed).map_err(anyhow::Error::msg)?;
     if binary {
-        bench::write_binary_trace(out, &trace)?;
+        fibkit::trace::write_binary_trace(out, &trace)?;
         return Ok(());
     }
     for addr in trace {
@@ -863,8 +860,8 @@ fn write_trace<A: Addr>(
 
 pub fn trace_stats(args: &TableArgs, trace: &Path, top: usize) -> Result<bool> {
     let (table, _) = load_table(args)?;
-    let v4 = bench::read_trace::<u32>(trace)?;
-    let v6 = bench::read_trace::<u128>(trace)?;
+    let v4 = fibkit::trace::read_trace::<u32>(trace)?;
+    let v6 = fibkit::trace::read_trace::<u128>(trace)?;
     if v4.is_empty() && v6.is_empty() {
         bail!("{}: no addresses in the trace", trace.display());
     }
@@ -918,12 +915,9 @@ pub fn strides(
 ) -> Result<bool> {
     use fibkit::engines::cpe::stride_report;
     let (table, _) = load_table(args)?;
-    let want = |name: &str, rib_empty: bool| family.map_or(!rib_empty, |f| f == name);
-    if want("v4", table.v4.is_empty()) {
-        say!("{}", stride_report(&table.v4, levels.clone(), cap));
-    }
-    if want("v6", table.v6.is_empty()) {
-        say!("{}", stride_report(&table.v6, levels, cap));
+    for family in crate::family::wanted(family, &table) {
+        let report = for_family!(family, A => stride_report(A::rib(&table), levels.clone(), cap));
+        say!("{report}");
     }
     Ok(true)
 }
@@ -935,14 +929,16 @@ pub fn bspl_levels(
     keys: usize,
 ) -> Result<bool> {
     let (table, _) = load_table(args)?;
-    let want = |name: &str, rib_empty: bool| family.map_or(!rib_empty, |f| f == name);
-    if want("v4", table.v4.is_empty()) {
-        bspl_report(&table.v4, "bspl:lengths=16+24+32", levels.clone(), keys)?;
-    }
-    if want("v6", table.v6.is_empty()) {
-        let every_8: Vec<String> = (16..=128).step_by(8).map(|l: u32| l.to_string()).collect();
-        let fixed = format!("bspl:lengths={}", every_8.join("+"));
-        bspl_report(&table.v6, &fixed, levels, keys)?;
+    for family in crate::family::wanted(family, &table) {
+        let fixed = match family {
+            fibkit::Family::V4 => "bspl:lengths=16+24+32".to_string(),
+            fibkit::Family::V6 => {
+                let every_8: Vec<String> =
+                    (16..=128).step_by(8).map(|l: u32| l.to_string()).collect();
+                format!("bspl:lengths={}", every_8.join("+"))
+            }
+        };
+        for_family!(family, A => bspl_report(A::rib(&table), &fixed, levels.clone(), keys))?;
     }
     Ok(true)
 }

@@ -12,8 +12,9 @@ use clap::Args;
 use fibkit::image::Image;
 use fibkit::load::FamilyPart;
 use fibkit::registry::{save_image, ImageFamily};
-use fibkit::{Family, Lookup};
+use fibkit::Lookup;
 
+use crate::family::for_family;
 use crate::TableArgs;
 
 /// Arguments of `fibkit build`.
@@ -34,16 +35,9 @@ pub struct BuildArgs {
 
 pub fn build(args: &BuildArgs) -> Result<bool> {
     let (table, _) = crate::commands::load_table(&args.table)?;
-    let v6 = match args.family.as_deref() {
-        Some(family) => family == "v6",
-        None => table.v4.is_empty(),
-    };
+    let family = crate::family::chosen(args.family.as_deref(), !table.v4.is_empty());
     let started = Instant::now();
-    if v6 {
-        save_image(&args.engine, &table.v6, &args.output)?;
-    } else {
-        save_image(&args.engine, &table.v4, &args.output)?;
-    }
+    for_family!(family, A => save_image(&args.engine, A::rib(&table), &args.output))?;
     let bytes = std::fs::metadata(&args.output)
         .map(|m| m.len())
         .unwrap_or(0);
@@ -52,7 +46,7 @@ pub fn build(args: &BuildArgs) -> Result<bool> {
         "wrote {} ({} bytes, {}, built and written in {:.1} ms)",
         args.output.display(),
         bytes,
-        if v6 { Family::V6 } else { Family::V4 },
+        family,
         started.elapsed().as_secs_f64() * 1e3
     )?;
     Ok(true)
@@ -71,10 +65,7 @@ pub fn is_image(path: &Path) -> bool {
 /// no reference table, so the matched prefix is printed as `?`.
 pub fn lookup(path: &Path, addrs: &[String]) -> Result<bool> {
     let image = Image::open(path)?;
-    match image.family() {
-        Family::V4 => lookup_family::<u32>(&image, addrs),
-        Family::V6 => lookup_family::<u128>(&image, addrs),
-    }
+    for_family!(image.family(), A => lookup_family::<A>(&image, addrs))
 }
 
 fn lookup_family<A: ImageFamily>(image: &Image, addrs: &[String]) -> Result<bool> {
@@ -120,10 +111,7 @@ fn lookup_family<A: ImageFamily>(image: &Image, addrs: &[String]) -> Result<bool
 pub fn verify(args: &TableArgs, path: &Path, random: usize, seed: u64) -> Result<bool> {
     let image = Image::open(path)?;
     let (table, _) = crate::commands::load_table(args)?;
-    match image.family() {
-        Family::V4 => verify_family::<u32>(&image, &table, random, seed),
-        Family::V6 => verify_family::<u128>(&image, &table, random, seed),
-    }
+    for_family!(image.family(), A => verify_family::<A>(&image, &table, random, seed))
 }
 
 fn verify_family<A: ImageFamily + FamilyPart>(

@@ -2,6 +2,7 @@
 
 mod bench;
 mod commands;
+mod family;
 mod image;
 mod plots;
 mod replay;

@@ -15,6 +15,7 @@ use fibkit::load::{self, FamilyPart, Format, LoadedTable};
 use fibkit::replay::{replay, spread_over_seconds, ReplayOptions, ReplayReport, Speed};
 use fibkit::{EngineFamily, Fib};
 
+use crate::family::for_family;
 use crate::TableArgs;
 
 /// Arguments of `fibkit replay`.
@@ -47,8 +48,9 @@ pub struct ReplayArgs {
     /// are applied as one batch.
     #[arg(long, default_value_t = 1.0)]
     coalesce_ms: f64,
-    /// The largest batch.
-    #[arg(long, default_value_t = 4096)]
+    /// The largest batch: the writer takes every change already due, up to
+    /// this many (it matters when changes are backed up, as at `--speed max`).
+    #[arg(long, default_value_t = fibkit::replay::DEFAULT_MAX_BATCH)]
     max_batch: usize,
     /// Seconds the readers run on the idle table first (their baseline).
     #[arg(long, default_value_t = 1.0)]
@@ -81,25 +83,9 @@ pub fn replay_command(args: &ReplayArgs) -> Result<bool> {
         &table.nexthops,
     )?;
     let has_v4 = !updates.timed::<u32>().is_empty();
-    let v6 = match args.family.as_deref() {
-        Some(family) => family == "v6",
-        None => !has_v4,
-    };
-    if v6 {
-        replay_family::<u128>(
-            args,
-            &table,
-            &updates,
-            fibkit::default_spec(fibkit::Family::V6),
-        )
-    } else {
-        replay_family::<u32>(
-            args,
-            &table,
-            &updates,
-            fibkit::default_spec(fibkit::Family::V4),
-        )
-    }
+    let family = crate::family::chosen(args.family.as_deref(), has_v4);
+    let default_engine = fibkit::default_spec(family);
+    for_family!(family, A => replay_family::<A>(args, &table, &updates, default_engine))
 }
 
 fn replay_family<A: EngineFamily + FamilyPart>(

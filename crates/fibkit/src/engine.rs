@@ -128,8 +128,9 @@ pub trait EngineConfig: Clone + fmt::Debug + fmt::Display + Send + Sync + 'stati
 }
 
 /// An engine's build state: builds the first snapshot from a reference
-/// table and brings a snapshot in line after changes.
-pub trait Updater<A: Addr>: Send + Sync + Sized + 'static {
+/// table and brings a snapshot in line after changes. `Clone`, so that a
+/// [`Fib`](crate::Fib) can keep one updater per snapshot it patches.
+pub trait Updater<A: Addr>: Clone + Send + Sync + Sized + 'static {
     /// The engine's parameters.
     type Config: EngineConfig;
     /// What lookups read.
@@ -145,16 +146,19 @@ pub trait Updater<A: Addr>: Send + Sync + Sized + 'static {
     fn config(&self) -> Self::Config;
 
     /// Whether [`Updater::update`] patches a snapshot (the handle then
-    /// hands it a copy of the current one) rather than always answering
+    /// hands it one no reader sees) rather than always answering
     /// [`BuildError::UpdateUnsupported`] (the handle then rebuilds).
     fn patches(&self) -> bool {
         false
     }
 
     /// Brings `snapshot` in line with `rib` after the prefixes in `changed`
-    /// (sorted, distinct) were inserted, removed or relabelled there.
-    /// `snapshot` is a private copy equal to the last snapshot this updater
-    /// built or updated. On an error both are unusable and the caller
+    /// (sorted, distinct) were inserted, removed or relabelled there; a
+    /// prefix may be listed whose net change is nil (changed and changed
+    /// back within a batch, or across the two batches a [`crate::Fib`]
+    /// replays when it catches a spare snapshot up). `snapshot` is a
+    /// private copy equal to the last snapshot this updater (or the clone
+    /// it was made from) built or updated. On an error both are unusable and the caller
     /// rebuilds; [`BuildError::UpdateUnsupported`] (the default) asks for a
     /// rebuild.
     fn update(

@@ -19,7 +19,7 @@ pub enum Error {
     Prefix(#[from] crate::prefix::PrefixError),
     /// Benchmark keys could not be made or read.
     #[error(transparent)]
-    Keys(#[from] crate::bench::KeyError),
+    Keys(#[from] crate::trace::KeyError),
     /// Changes were given to a table opened from an image.
     #[error("{path}: a table opened from an image cannot change (load the table and build an engine to apply changes)")]
     ReadOnlyImage {

@@ -18,10 +18,18 @@
 //! assert_eq!(engine.lookup(0x0b00_0000), None);    // 11.0.0.0
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Cargo features (all on by default): `loaders` (compressed inputs and the
+//! MRT loaders: flate2, bzip2, bgpkit-parser), `bench` (the [`bench`]
+//! method, [`replay`], the synthetic generators of [`trace`]: rand,
+//! core_affinity), `ipnet` (conversions to the `ipnet` crate's prefixes).
+//! Without them the crate builds the engines, the reference table, the
+//! [`Fib`] handle, saved images and the text loaders.
 #![deny(missing_docs)]
 
 pub mod addr;
 pub mod any;
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod engine;
 pub mod engines;
@@ -32,6 +40,7 @@ pub mod labels;
 pub mod load;
 pub mod prefix;
 pub mod registry;
+#[cfg(feature = "bench")]
 pub mod replay;
 pub mod rib;
 pub mod spec;

@@ -191,6 +191,7 @@ macro_rules! engine_set {
         // One value per handle, built once and never copied around on a
         // lookup path: boxing a large updater would buy nothing.
         #[allow(clippy::large_enum_variant)]
+        #[derive(Clone)]
         pub enum $Engine {
             $( $(#[$variant_doc])* $Variant($Upd), )*
         }

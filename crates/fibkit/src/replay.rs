@@ -84,6 +84,14 @@ impl FromStr for Speed {
     }
 }
 
+/// The default cap of a batch, sized by the sweep in docs/BENCHMARKS.md
+/// ("Live replay"): DXR's changes per second at `Speed::Max` still rise
+/// from 4096 to 32768 changes per batch (each batch pays a fixed cost, a
+/// copy of the snapshot or a second patch, besides its changes), and at
+/// the 1.24M changes/s measured on a quiet machine a full batch of 32768
+/// takes about 26 ms, the worst wait a backed-up change then sees.
+pub const DEFAULT_MAX_BATCH: usize = 1 << 15;
+
 /// How to replay.
 #[derive(Clone, Debug)]
 pub struct ReplayOptions {
@@ -92,7 +100,10 @@ pub struct ReplayOptions {
     /// Changes that become due within this interval of the first pending
     /// one are applied as one batch.
     pub coalesce: Duration,
-    /// The largest batch (at `Speed::Max` every change is due at once).
+    /// The largest batch: the writer takes every change already due, up to
+    /// this many ([`DEFAULT_MAX_BATCH`]). It only matters when changes are
+    /// backed up (at `Speed::Max` every change is due at once); at real
+    /// pace the coalescing interval closes a batch first.
     pub max_batch: usize,
     /// Reader threads.
     pub readers: usize,
@@ -112,7 +123,7 @@ impl Default for ReplayOptions {
         ReplayOptions {
             speed: Speed::Max,
             coalesce: Duration::from_millis(1),
-            max_batch: 4096,
+            max_batch: DEFAULT_MAX_BATCH,
             readers: 1,
             reader_burst: 32,
             idle: Duration::from_secs(1),

@@ -1,8 +1,17 @@
-//! Synthetic traffic traces and trace statistics.
+//! Traffic traces: synthetic generators, the trace file format, and trace
+//! statistics.
 //!
 //! The generators follow the synthetic traces of seeds 001 (performance
 //! modelling) and 002 (Bloom-filter search); [`TraceKind`] lists them. All are
 //! seeded, so a trace is reproducible from its kind, count and seed.
+//!
+//! The generators need the `bench` feature (rand); the file format and the
+//! statistics do not.
+//!
+//! Trace files ([`read_trace`], [`write_binary_trace`]) hold one address
+//! per line as text, or a binary header ([`BINARY_TRACE_MAGIC`]) followed
+//! by big-endian addresses; the benchmark's `trace:FILE` keys and the
+//! Bloom-filter engine's tuning read them.
 //!
 //! [`trace_stats`] summarises a trace against a table as seed 001's Table 1
 //! does: the share of traffic per matched prefix and per prefix length, the
@@ -10,8 +19,11 @@
 //! first and second half of the trace (how stationary the traffic is).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
+#[cfg(feature = "bench")]
 use rand::rngs::SmallRng;
+#[cfg(feature = "bench")]
 use rand::{Rng, SeedableRng};
 
 use crate::addr::Addr;
@@ -33,6 +45,147 @@ pub fn check_address_count(count: usize) -> Result<usize, String> {
         ));
     }
     Ok(count)
+}
+
+/// Why keys could not be generated.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The trace file could not be read.
+    #[error("{path}: {error}")]
+    Io {
+        /// The trace file.
+        path: PathBuf,
+        /// The error (in the message, not a `source()`, so that a printed
+        /// chain of causes does not repeat it).
+        error: std::io::Error,
+    },
+    /// A line of the trace is over the length limit or unreadable, or the
+    /// trace holds more than [`crate::trace::MAX_ADDRESSES`] addresses.
+    #[error(transparent)]
+    Load(crate::load::LoadError),
+    /// A line of the trace file is not an address of the family.
+    #[error("{path}:{line}: `{text}` is not an {family} address")]
+    BadAddress {
+        /// The trace file.
+        path: PathBuf,
+        /// Line number from 1.
+        line: u64,
+        /// The offending text.
+        text: String,
+        /// The family expected.
+        family: crate::addr::Family,
+    },
+    /// The trace file holds no address, or the table no prefix for `announced`.
+    #[error("{0}")]
+    Empty(String),
+}
+
+/// The first bytes of a binary trace: magic, format version, then the family
+/// (4 or 6) and two zero bytes; addresses follow as big-endian 4- or 16-byte
+/// integers.
+pub const BINARY_TRACE_MAGIC: &[u8; 5] = b"FKTR\x01";
+
+/// Writes `addrs` as a binary trace (see [`BINARY_TRACE_MAGIC`]).
+pub fn write_binary_trace<A: Addr>(
+    out: &mut dyn std::io::Write,
+    addrs: &[A],
+) -> std::io::Result<()> {
+    let family = if A::BITS == 32 { 4 } else { 6 };
+    out.write_all(BINARY_TRACE_MAGIC)?;
+    out.write_all(&[family, 0, 0])?;
+    let width = A::BITS as usize / 8;
+    for addr in addrs {
+        out.write_all(&addr.to_u128().to_be_bytes()[16 - width..])?;
+    }
+    Ok(())
+}
+
+/// Reads a trace: a binary trace (see [`BINARY_TRACE_MAGIC`]; empty if of
+/// the other family), or text with one address per line, where blank lines, `#`
+/// comments and addresses of the other family are ignored.
+pub fn read_trace<A: Addr>(path: &std::path::Path) -> Result<Vec<A>, KeyError> {
+    use std::io::{BufRead, Read};
+    let io = |error| KeyError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let too_many = || {
+        KeyError::Load(crate::load::LoadError::file(
+            path,
+            format!("more than {} addresses in the trace", MAX_ADDRESSES),
+        ))
+    };
+    let mut input = crate::load::open(path).map_err(|e| match e {
+        crate::load::LoadError::Io { error, .. } => io(error),
+        other => KeyError::Empty(other.to_string()),
+    })?;
+    if input
+        .reader
+        .fill_buf()
+        .map_err(io)?
+        .starts_with(BINARY_TRACE_MAGIC)
+    {
+        let family = if A::BITS == 32 { 4 } else { 6 };
+        let width = A::BITS as usize / 8;
+        let header_len = BINARY_TRACE_MAGIC.len() + 3;
+        let most_bytes = header_len + MAX_ADDRESSES * width;
+        let mut bytes = Vec::new();
+        (&mut input.reader)
+            .take(most_bytes as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() > most_bytes {
+            return Err(too_many());
+        }
+        if bytes.len() < header_len || !matches!(bytes[BINARY_TRACE_MAGIC.len()], 4 | 6) {
+            return Err(KeyError::Empty(format!(
+                "{}: truncated or unknown binary trace header",
+                path.display()
+            )));
+        }
+        if bytes[BINARY_TRACE_MAGIC.len()] != family {
+            // As in text traces, addresses of the other family are ignored.
+            return Ok(Vec::new());
+        }
+        let body = &bytes[header_len..];
+        if body.len() % width != 0 {
+            return Err(KeyError::Empty(format!(
+                "{}: binary trace of {} bytes is not a whole number of {width}-byte addresses",
+                path.display(),
+                body.len()
+            )));
+        }
+        return Ok(body
+            .chunks_exact(width)
+            .map(|chunk| A::from_u128(chunk.iter().fold(0u128, |acc, &b| acc << 8 | b as u128)))
+            .collect());
+    }
+    let mut keys = Vec::new();
+    let mut lines = crate::load::LineReader::new(input.reader, path);
+    while let Some((line, bytes)) = lines.next_line().map_err(KeyError::Load)? {
+        let text = String::from_utf8_lossy(bytes);
+        let text = text.trim();
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        let other_family = text.contains(':') != (A::BITS == 128);
+        if other_family {
+            continue;
+        }
+        match A::parse_addr(text) {
+            Some(_) if keys.len() == MAX_ADDRESSES => return Err(too_many()),
+            Some(addr) => keys.push(addr),
+            None => {
+                return Err(KeyError::BadAddress {
+                    path: path.to_path_buf(),
+                    line,
+                    text: crate::prefix::excerpt(text),
+                    family: A::FAMILY,
+                })
+            }
+        }
+    }
+    Ok(keys)
 }
 
 /// A synthetic trace distribution.
@@ -77,12 +230,14 @@ impl std::str::FromStr for TraceKind {
     }
 }
 
+#[cfg(feature = "bench")]
 /// A uniform address inside `prefix`.
 fn address_in<A: Addr>(prefix: Prefix<A>, rng: &mut SmallRng) -> A {
     let host = rng.random::<u128>() & !A::mask(prefix.plen()).to_u128();
     A::from_u128(prefix.addr().to_u128() | host)
 }
 
+#[cfg(feature = "bench")]
 /// Picks an index by cumulative weights (last entry = total).
 fn pick(cumulative: &[f64], rng: &mut SmallRng) -> usize {
     let total = cumulative.last().copied().unwrap_or(0.0);
@@ -92,6 +247,7 @@ fn pick(cumulative: &[f64], rng: &mut SmallRng) -> usize {
         .min(cumulative.len() - 1)
 }
 
+#[cfg(feature = "bench")]
 fn cumulate(weights: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut sum = 0.0;
     weights
@@ -102,6 +258,7 @@ fn cumulate(weights: impl Iterator<Item = f64>) -> Vec<f64> {
         .collect()
 }
 
+#[cfg(feature = "bench")]
 /// Generates `count` addresses of `kind` from `rib` (which must not be
 /// empty); `count` is at most [`MAX_ADDRESSES`].
 pub fn generate<A: Addr>(
@@ -125,6 +282,7 @@ pub fn generate<A: Addr>(
         .collect())
 }
 
+#[cfg(feature = "bench")]
 /// Generates a seeded stream of `count` route changes against `rib`, for
 /// update tests and benchmarks: a mix of announcements of new prefixes
 /// (fresh ones, ones nested inside or covering existing prefixes, the
@@ -193,6 +351,7 @@ pub fn generate_changes<A: Addr>(rib: &Rib<A>, count: usize, seed: u64) -> Vec<c
     changes
 }
 
+#[cfg(feature = "bench")]
 /// Precomputed tables for one trace kind.
 enum Sampler<A> {
     RandIp {
@@ -211,6 +370,7 @@ enum Sampler<A> {
     Mix(Vec<Sampler<A>>),
 }
 
+#[cfg(feature = "bench")]
 impl<A: Addr> Sampler<A> {
     fn new(rib: &Rib<A>, prefixes: &[Prefix<A>], kind: &TraceKind, seed: u64) -> Self {
         match kind {
@@ -484,6 +644,7 @@ pub fn adversarial_streams_v4(rib: &Rib<u32>, hosts: usize) -> Vec<AdversarialSt
     ]
 }
 
+#[cfg(feature = "bench")]
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -665,5 +826,46 @@ mod tests {
                 ),
             }
         }
+    }
+
+    #[test]
+    fn trace_files_parse_with_line_errors() {
+        let dir = std::env::temp_dir().join(format!("fibkit-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.txt");
+        std::fs::write(&good, "# comment\n10.0.0.1\n\n2001:db8::1\n192.0.2.3\n").unwrap();
+        assert_eq!(
+            read_trace::<u32>(&good).unwrap(),
+            vec![0x0a00_0001, 0xc000_0203]
+        );
+        assert_eq!(read_trace::<u128>(&good).unwrap().len(), 1);
+        let bad = dir.join("bad.txt");
+        std::fs::write(&bad, "10.0.0.1\n10.0.0.256\n").unwrap();
+        let binary = dir.join("trace.bin");
+        let mut bytes = Vec::new();
+        write_binary_trace::<u32>(&mut bytes, &[1, 0xc000_0203]).unwrap();
+        std::fs::write(&binary, &bytes).unwrap();
+        assert_eq!(read_trace::<u32>(&binary).unwrap(), vec![1, 0xc000_0203]);
+        assert_eq!(read_trace::<u128>(&binary).unwrap(), vec![]);
+        std::fs::write(&binary, &bytes[..6]).unwrap();
+        assert!(read_trace::<u32>(&binary)
+            .unwrap_err()
+            .to_string()
+            .contains("truncated"));
+        std::fs::write(&binary, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(read_trace::<u32>(&binary)
+            .unwrap_err()
+            .to_string()
+            .contains("not a whole number"));
+        let mut v6 = Vec::new();
+        write_binary_trace::<u128>(&mut v6, &[u128::MAX, 5]).unwrap();
+        std::fs::write(&binary, &v6).unwrap();
+        assert_eq!(read_trace::<u128>(&binary).unwrap(), vec![u128::MAX, 5]);
+        let err = read_trace::<u32>(&bad).unwrap_err().to_string();
+        assert!(
+            err.ends_with("bad.txt:2: `10.0.0.256` is not an IPv4 address"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -184,7 +184,7 @@ fn weighted_tree_from_a_trace() {
     let trace = generate(rib, &TraceKind::ByCount, 50_000, 5).unwrap();
     let path = std::env::temp_dir().join(format!("fibkit-bloom-trace-{}", std::process::id()));
     let mut file = std::fs::File::create(&path).unwrap();
-    fibkit::bench::write_binary_trace(&mut file, &trace).unwrap();
+    fibkit::trace::write_binary_trace(&mut file, &trace).unwrap();
     drop(file);
     let weighted_spec = format!("bloom:tree=trace:{}", path.display());
     let weighted = snapshot(&weighted_spec, rib);

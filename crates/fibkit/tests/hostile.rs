@@ -15,10 +15,10 @@
 use std::io::Write;
 use std::sync::atomic::Ordering;
 
-use fibkit::bench::read_trace;
 use fibkit::load::{
     read_table, read_updates, Format, Input, LoadError, LoadOptions, NextHopTable, MAX_LINE_BYTES,
 };
+use fibkit::trace::read_trace;
 use fibkit::{verify, Change, EngineFamily, Fib, LocalFib, Lookup, Prefix, Rib};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -21,18 +21,18 @@ pub const NO_MATCH: u32 = u32::MAX;
 
 /// Bytes before the first key of `keys.bin`: fibkit's binary trace header
 /// (magic, family, two zero bytes).
-pub const KEYS_HEADER_BYTES: usize = fibkit::bench::BINARY_TRACE_MAGIC.len() + 3;
+pub const KEYS_HEADER_BYTES: usize = fibkit::trace::BINARY_TRACE_MAGIC.len() + 3;
 
 /// Writes keys as `keys.bin` holds them: a fibkit binary trace.
 pub fn write_keys<A: fibkit::Addr>(path: &Path, keys: &[A]) -> Result<(), String> {
     let mut bytes = Vec::with_capacity(KEYS_HEADER_BYTES + keys.len() * A::BITS as usize / 8);
-    fibkit::bench::write_binary_trace(&mut bytes, keys).map_err(|e| e.to_string())?;
+    fibkit::trace::write_binary_trace(&mut bytes, keys).map_err(|e| e.to_string())?;
     std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Reads `keys.bin`.
 pub fn read_keys<A: fibkit::Addr>(path: &Path) -> Result<Vec<A>, String> {
-    fibkit::bench::read_trace(path).map_err(|e| e.to_string())
+    fibkit::trace::read_trace(path).map_err(|e| e.to_string())
 }
 
 /// Encodes results as a `.res` file holds them.

@@ -24,6 +24,9 @@
 //! - `updates`: `time a|w prefix nexthop` lines, a stream of changes;
 //! - `mrt`: binary MRT (RFC 6396) RIB dumps and BGP4MP update streams.
 //!
+//! Compressed input and MRT need the crate's `loaders` feature (on by
+//! default); without it they are refused with an error saying so.
+//!
 //! IPv4 and IPv6 prefixes may be mixed in one file; each family goes to its
 //! own reference table.
 //!
@@ -53,6 +56,7 @@
 //! ```
 
 mod lines;
+#[cfg(feature = "loaders")]
 pub mod mrt;
 pub mod text;
 
@@ -508,15 +512,9 @@ impl Input {
         let mut buffered = BufReader::with_capacity(1 << 16, counting);
         let magic = buffered.fill_buf().map_err(|e| LoadError::io(&name, e))?;
         let reader: Box<dyn BufRead + Send> = if magic.starts_with(&[0x1f, 0x8b]) {
-            Box::new(BufReader::with_capacity(
-                1 << 16,
-                flate2::bufread::MultiGzDecoder::new(buffered),
-            ))
+            Box::new(BufReader::with_capacity(1 << 16, gunzip(buffered, &name)?))
         } else if magic.starts_with(b"BZh") {
-            Box::new(BufReader::with_capacity(
-                1 << 16,
-                bzip2::bufread::MultiBzDecoder::new(buffered),
-            ))
+            Box::new(BufReader::with_capacity(1 << 16, bunzip2(buffered, &name)?))
         } else {
             Box::new(buffered)
         };
@@ -630,6 +628,35 @@ fn text_format(line: &str) -> Result<Format, String> {
     }
 }
 
+#[cfg(feature = "loaders")]
+fn gunzip<R: BufRead>(input: R, _name: &Path) -> Result<impl Read, LoadError> {
+    Ok(flate2::bufread::MultiGzDecoder::new(input))
+}
+
+#[cfg(feature = "loaders")]
+fn bunzip2<R: BufRead>(input: R, _name: &Path) -> Result<impl Read, LoadError> {
+    Ok(bzip2::bufread::MultiBzDecoder::new(input))
+}
+
+#[cfg(not(feature = "loaders"))]
+fn gunzip<R: BufRead>(_input: R, name: &Path) -> Result<io::Empty, LoadError> {
+    Err(without_loaders(name, "gzip-compressed input"))
+}
+
+#[cfg(not(feature = "loaders"))]
+fn bunzip2<R: BufRead>(_input: R, name: &Path) -> Result<io::Empty, LoadError> {
+    Err(without_loaders(name, "bzip2-compressed input"))
+}
+
+/// The error for input that needs the `loaders` feature.
+#[cfg(not(feature = "loaders"))]
+fn without_loaders(path: &Path, what: &str) -> LoadError {
+    LoadError::file(
+        path,
+        format!("{what} needs fibkit's `loaders` feature (this build has it off)"),
+    )
+}
+
 /// Loads a table from `path` (text or MRT RIB dump).
 pub fn load_table(path: &Path, options: &LoadOptions) -> Result<LoadedTable, LoadError> {
     read_table(open(path)?, options)
@@ -644,7 +671,10 @@ pub fn read_table(mut input: Input, options: &LoadOptions) -> Result<LoadedTable
     };
     let mut table = match format {
         Format::Table | Format::NextHop => text::read_table(input, format, options)?,
+        #[cfg(feature = "loaders")]
         Format::Mrt => mrt::read_rib(input, options)?,
+        #[cfg(not(feature = "loaders"))]
+        Format::Mrt => return Err(without_loaders(&path, "an MRT RIB dump")),
         Format::Updates => {
             return Err(LoadError::file(
                 &path,
@@ -686,7 +716,10 @@ pub fn read_updates(
     };
     let loaded = match format {
         Format::Updates => text::read_updates(input, options, nexthops)?,
+        #[cfg(feature = "loaders")]
         Format::Mrt => mrt::read_updates(input, options, nexthops)?,
+        #[cfg(not(feature = "loaders"))]
+        Format::Mrt => return Err(without_loaders(&path, "an MRT update stream")),
         Format::Table | Format::NextHop => {
             return Err(LoadError::file(
                 &path,

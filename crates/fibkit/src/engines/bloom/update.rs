@@ -285,7 +285,7 @@ fn trace_weights<A: Addr>(
         spec: config.to_string(),
         why,
     };
-    let trace = crate::bench::read_trace::<A>(path)
+    let trace = crate::trace::read_trace::<A>(path)
         .map_err(|e| bad(format!("cannot read the trace for the weighted tree: {e}")))?;
     if trace.is_empty() {
         return Err(bad(format!(

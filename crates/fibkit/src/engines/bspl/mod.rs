@@ -917,6 +917,7 @@ impl EngineStats for BsplStats {
 
 /// The build state of `bspl`: the label index, the chosen lengths and the
 /// keys each block placed (to remove them when the block is rebuilt).
+#[derive(Clone)]
 pub struct BsplUpdater<A> {
     config: BsplConfig,
     labels: LabelIndex,

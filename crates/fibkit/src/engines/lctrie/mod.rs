@@ -82,10 +82,12 @@
 //! for IPv4, more than any table needs): a larger table fails with
 //! [`BuildError::Limit`]. Any label and any prefix length work.
 
+#[cfg(feature = "bench")]
 mod adversarial;
 mod lookup;
 mod update;
 
+#[cfg(feature = "bench")]
 pub use adversarial::adversarial_table_v4;
 pub use lookup::LookupCounts;
 pub use update::LcTrieUpdater;
