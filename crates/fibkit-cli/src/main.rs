@@ -157,6 +157,16 @@ enum Command {
     /// The method follows Zec's DXR thesis, section 3.6: the same keys for
     /// every engine, throughput as the median of the rounds.
     Bench(bench::BenchArgs),
+    /// Draw the plots of a stored benchmark run again (the JSON of `fibkit
+    /// bench --json`), without measuring anything.
+    Plot {
+        /// The results file written by `fibkit bench --json FILE`.
+        #[arg(value_name = "RESULTS")]
+        json: PathBuf,
+        /// Directory for the SVG files (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Memory of multibit tries per level count: fixed and variable
     /// strides, with and without leaf pushing and packed nodes, and the
     /// chosen strides.
@@ -383,6 +393,12 @@ fn main() {
             nexthops_out,
         } => commands::convert(&table, output.as_deref(), nexthops_out.as_deref()),
         Command::Bench(args) => bench::bench(&args),
+        Command::Plot { json, out } => plots::plot_stored_run(&json, &out).map(|written| {
+            for path in written {
+                eprintln!("fibkit: wrote {}", path.display());
+            }
+            true
+        }),
         Command::Build(args) => image::build(&args),
         Command::Replay(args) => replay::replay_command(&args),
         Command::Strides {

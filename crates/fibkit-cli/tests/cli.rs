@@ -295,6 +295,34 @@ fn bench_writes_json_with_every_run() {
     assert!(measurements
         .iter()
         .all(|m| m["runs_mlps"].as_array().unwrap().len() == 3));
+    // The stored run draws the same plots again, legends included.
+    let again = dir.join("again");
+    let out = fibkit(&[
+        "plot",
+        json.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for (name, legend) in [
+        ("throughput.svg", "\nrnd batch\n"),
+        ("threads.svg", "\nradix rnd batch\n"),
+    ] {
+        let drawn = std::fs::read_to_string(dir.join("plots").join(name)).unwrap();
+        let redrawn = std::fs::read_to_string(again.join(name)).unwrap();
+        assert_eq!(drawn, redrawn, "{name}");
+        assert!(redrawn.contains(legend), "{name} has no legend {legend:?}");
+    }
+    let not_a_run = dir.join("other.json");
+    std::fs::write(&not_a_run, r#"{"kind":"table"}"#).unwrap();
+    let out = fibkit(&[
+        "plot",
+        not_a_run.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("not the JSON of `fibkit bench --json`"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -200,6 +200,15 @@ impl serde::Serialize for Mode {
     }
 }
 
+/// Reads back what `Serialize` wrote (`plain`, `burst32`, ...), so stored
+/// results can be plotted again.
+impl<'de> serde::Deserialize<'de> for Mode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <String as serde::Deserialize>::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Why keys could not be generated.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
@@ -752,7 +761,7 @@ pub fn median(values: &[f64]) -> f64 {
 /// One configuration against a baseline measured in the same rounds: the
 /// ratio of their runs round by round (each pairs runs seconds apart) and
 /// the median of those ratios.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Ratio {
     /// The baseline configuration's name.
     pub baseline: String,
@@ -780,7 +789,7 @@ impl Ratio {
 }
 
 /// The result of timing one engine on one key pattern and mode.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Measurement {
     /// Engine spec.
     pub engine: String,
@@ -1015,7 +1024,10 @@ mod tests {
             let mode: Mode = name.parse().unwrap();
             assert_eq!(mode.to_string(), name);
             assert_eq!(serde_json::to_value(mode).unwrap(), name);
+            let back: Mode = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(back, mode);
         }
+        assert!(serde_json::from_value::<Mode>(serde_json::json!("fast")).is_err());
         assert_eq!("burst8".parse::<Mode>().unwrap(), Mode::Burst(8));
         for bad in ["burst", "burst0", "burst-1", "fast", ""] {
             let err = bad.parse::<Mode>().unwrap_err();
