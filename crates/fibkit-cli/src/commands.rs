@@ -960,15 +960,15 @@ fn bspl_report<A: Addr>(
     let addrs = bench::generate_keys(&bench::Pattern::Rnd, keys, 1, rib)?;
     say!("{} ({} prefixes)", A::FAMILY, rib.len());
     say!(
-        "{:<24} {:<28} {:>10} {:>10} {:>10} {:>8} {:>9} {:>9}",
-        "spec",
-        "lengths",
-        "tables KB",
-        "total KB",
-        "program ms",
-        "seed ms",
-        "build ms",
-        "random ns"
+        "{:<24} {:<28} {:>17} {:>18} {:>19} {:>21} {:>10} {:>19}",
+        "engine spec",
+        "prefix lengths (bits)",
+        "hash tables (KiB)",
+        "total memory (KiB)",
+        "length program (ms)",
+        "hash seed search (ms)",
+        "build (ms)",
+        "random lookup (ns)"
     );
     let specs =
         std::iter::once(fixed.to_string()).chain(levels.map(|k| format!("bspl:levels={k}")));
@@ -994,7 +994,7 @@ fn bspl_report<A: Addr>(
             .map(|l| l.to_string())
             .collect();
         say!(
-            "{spec:<24} {:<28} {:>10.0} {:>10.0} {:>10.1} {:>8.1} {:>9.0} {:>9.1}",
+            "{spec:<24} {:<28} {:>17.0} {:>18.0} {:>19.1} {:>21.1} {:>10.0} {:>19.1}",
             lengths.join(","),
             stats.table_bytes as f64 / 1024.0,
             snapshot.memory_bytes() as f64 / 1024.0,

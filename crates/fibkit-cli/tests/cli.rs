@@ -450,11 +450,15 @@ fn strides_prints_the_four_tables() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     for needle in [
         "IPv6 table, 20440 prefixes",
-        "T5 fixed",
-        "T6 var",
-        "T7 leafpk",
-        "T8 nppk",
-        "chosen strides",
+        "fixed strides",
+        "variable strides, packed nodes",
+        "memory (KiB)",
+        "leaf-pushed (KiB)",
+        "not pushed (KiB)",
+        "time (ms)",
+        "Table 5 fixed",
+        "fixed strides (bits per level)",
+        "variable: root stride (bits)",
     ] {
         assert!(stdout.contains(needle), "missing {needle}: {stdout}");
     }
@@ -466,6 +470,24 @@ fn strides_prints_the_four_tables() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not a level range"));
+    let out = fibkit(&[
+        "bspl-levels",
+        &data("linx-rib-ipv6.20141225.txt.gz"),
+        "--levels",
+        "3..4",
+        "--keys",
+        "1000",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for needle in [
+        "prefix lengths (bits)",
+        "total memory (KiB)",
+        "random lookup (ns)",
+        "bspl:levels=4",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle}: {stdout}");
+    }
 }
 
 #[test]
