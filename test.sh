@@ -8,6 +8,17 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# The tests read real tables from the shared data set: stop at once, saying
+# where it belongs, rather than after a build with hundreds of failures.
+data="${FIBKIT_DATA_DIR:-../shared/data}"
+if [ ! -d "$data" ]; then
+    echo "test.sh: the shared data set is missing: the tests read real routing tables from $data" \
+        "(../shared/data beside the repository clone, holding dfz-v4-nh.txt.gz and the other" \
+        "files its README lists, or the folder FIBKIT_DATA_DIR names); put the data there and" \
+        "run the tests again" >&2
+    exit 1
+fi
+
 # The C library's archive first: `cargo test` builds only what tests link,
 # and the C test programs link libfibkit.a.
 cargo build --release -p fibkit-c -p fibkit-cli

@@ -33,9 +33,40 @@ fn json_line(value: &serde_json::Value) -> Result<()> {
     Ok(())
 }
 
+/// Where the README's examples and the tests expect the shared data set.
+const SHARED_DATA: &str = "shared/data";
+
+/// An error for a table file that does not exist, naming the missing
+/// folder when there is one, and where the shared data set belongs when the
+/// path points into it (the README's examples do), so a fresh clone without
+/// it fails at once with a message saying what is expected where.
+fn missing_file(path: &Path) -> anyhow::Error {
+    let folder = path.parent().filter(|dir| !dir.as_os_str().is_empty());
+    let Some(folder) = folder.filter(|dir| !dir.is_dir()) else {
+        return anyhow::anyhow!("{}: no such file", path.display());
+    };
+    let mut message = format!(
+        "{}: no such file, and its folder {} does not exist",
+        path.display(),
+        folder.display()
+    );
+    if folder.ends_with(SHARED_DATA) {
+        message.push_str(
+            ": the README's examples and the tests read the shared data set (dfz-v4-nh.txt.gz \
+             and the other tables its README lists) from ../shared/data beside the repository \
+             clone; put it there, or give the path of your own table",
+        );
+    }
+    anyhow::anyhow!(message)
+}
+
 /// Loads the table, with a progress bar on a terminal; prints notes and
 /// skipped counts to standard error.
 pub(crate) fn load_table(args: &TableArgs) -> Result<(LoadedTable, f64)> {
+    let not_found = |e: std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    if !reads_stdin(args) && std::fs::metadata(&args.path).is_err_and(not_found) {
+        return Err(missing_file(&args.path));
+    }
     let size = std::fs::metadata(&args.path).map(|m| m.len()).unwrap_or(0);
     let bar = (std::io::stderr().is_terminal() && size > (1 << 20)).then(|| {
         let bar = indicatif::ProgressBar::new(size);
@@ -956,15 +987,15 @@ fn bspl_report<A: Addr>(
     let addrs = bench::generate_keys(&bench::Pattern::Rnd, keys, 1, rib)?;
     say!("{} ({} prefixes)", A::FAMILY, rib.len());
     say!(
-        "{:<24} {:<28} {:>10} {:>10} {:>10} {:>8} {:>9} {:>9}",
-        "spec",
-        "lengths",
-        "tables KB",
-        "total KB",
-        "program ms",
-        "seed ms",
-        "build ms",
-        "random ns"
+        "{:<24} {:<28} {:>17} {:>18} {:>19} {:>21} {:>10} {:>19}",
+        "engine spec",
+        "prefix lengths (bits)",
+        "hash tables (KiB)",
+        "total memory (KiB)",
+        "length program (ms)",
+        "hash seed search (ms)",
+        "build (ms)",
+        "random lookup (ns)"
     );
     let specs =
         std::iter::once(fixed.to_string()).chain(levels.map(|k| format!("bspl:levels={k}")));
@@ -990,7 +1021,7 @@ fn bspl_report<A: Addr>(
             .map(|l| l.to_string())
             .collect();
         say!(
-            "{spec:<24} {:<28} {:>10.0} {:>10.0} {:>10.1} {:>8.1} {:>9.0} {:>9.1}",
+            "{spec:<24} {:<28} {:>17.0} {:>18.0} {:>19.1} {:>21.1} {:>10.0} {:>19.1}",
             lengths.join(","),
             stats.table_bytes as f64 / 1024.0,
             snapshot.memory_bytes() as f64 / 1024.0,

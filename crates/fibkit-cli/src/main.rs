@@ -155,34 +155,50 @@ enum Command {
     /// Measure lookup throughput of engines in alternating rounds: run 1
     /// of every configuration, then run 2, ...
     ///
-    /// The method follows Zec's DXR thesis, section 3.6: the same keys for
-    /// every engine, throughput as the median of the rounds.
+    /// The same keys for every engine, throughput as the median of the
+    /// rounds: the method of Zec's DXR thesis, section 3.6.
     Bench(bench::BenchArgs),
-    /// Memory of multibit tries per level count: fixed and variable
-    /// strides, with and without leaf pushing and packed nodes, and the
-    /// chosen strides.
+    /// Draw the plots of a stored benchmark run again (the JSON of `fibkit
+    /// bench --json`), without measuring anything.
+    Plot {
+        /// The results file written by `fibkit bench --json FILE`.
+        #[arg(value_name = "RESULTS")]
+        json: PathBuf,
+        /// Directory for the SVG files (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Memory of multibit tries for each number of levels: fixed and
+    /// variable strides, leaf-pushed or not, packed nodes or not, and the
+    /// strides chosen.
     ///
-    /// These are the stride programs of Srinivasan and Varghese, "Fast
-    /// address lookups using controlled prefix expansion" (Tables 5-8 of
-    /// the paper); memory is in KB, run time of the programs themselves.
+    /// The tries are those of controlled prefix expansion (the `cpe`
+    /// engine): Srinivasan and Varghese, "Fast address lookups using
+    /// controlled prefix expansion", Tables 5-8. Memory is in KiB; time is
+    /// the run time of the stride programs themselves.
     Strides {
         #[command(flatten)]
         table: TableArgs,
         /// Level counts, as FIRST..LAST (e.g. 2..12) or one number.
         #[arg(long, default_value = "2..12", value_parser = parse_levels)]
         levels: std::ops::RangeInclusive<u8>,
-        /// Largest stride allowed (the paper uses 17 to bound update time).
+        /// Largest stride in bits (17 keeps the cost of one update bounded,
+        /// as controlled prefix expansion proposes).
         #[arg(long, default_value_t = fibkit::engines::cpe::MAX_STRIDE)]
         cap: u8,
         /// Family: v4 or v6 (default: every family the table has).
         #[arg(long, value_parser = ["v4", "v6"])]
         family: Option<String>,
     },
-    /// Binary search on prefix lengths (`bspl`, seed 000 Table 11): for the
-    /// fixed lengths 16,24,32 (IPv6: every 8 bits from 16 to 128) and for
-    /// each level count of the length program, the chosen lengths, the
-    /// memory, the program's and the seed search's run time, and the time
-    /// of a per-key lookup of uniformly random addresses.
+    /// Binary search on prefix lengths (the `bspl` engine) for each number
+    /// of levels: the prefix lengths searched, memory, build time and the
+    /// time of a lookup of uniformly random addresses.
+    ///
+    /// The first row is the fixed lengths 16,24,32 (IPv6: every 8 bits from
+    /// 16 to 128), the others the lengths the length program chooses for
+    /// that many levels, as in Table 11 of Srinivasan and Varghese, "Fast
+    /// address lookups using controlled prefix expansion". The length
+    /// program's and the hash seed search's run times are shown apart.
     BsplLevels {
         #[command(flatten)]
         table: TableArgs,
@@ -384,6 +400,12 @@ fn main() {
             nexthops_out,
         } => commands::convert(&table, output.as_deref(), nexthops_out.as_deref()),
         Command::Bench(args) => bench::bench(&args),
+        Command::Plot { json, out } => plots::plot_stored_run(&json, &out).map(|written| {
+            for path in written {
+                eprintln!("fibkit: wrote {}", path.display());
+            }
+            true
+        }),
         Command::Build(args) => image::build(&args),
         Command::Replay(args) => replay::replay_command(&args),
         Command::Strides {

@@ -295,6 +295,34 @@ fn bench_writes_json_with_every_run() {
     assert!(measurements
         .iter()
         .all(|m| m["runs_mlps"].as_array().unwrap().len() == 3));
+    // The stored run draws the same plots again, legends included.
+    let again = dir.join("again");
+    let out = fibkit(&[
+        "plot",
+        json.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for (name, legend) in [
+        ("throughput.svg", "\nrnd batch\n"),
+        ("threads.svg", "\nradix rnd batch\n"),
+    ] {
+        let drawn = std::fs::read_to_string(dir.join("plots").join(name)).unwrap();
+        let redrawn = std::fs::read_to_string(again.join(name)).unwrap();
+        assert_eq!(drawn, redrawn, "{name}");
+        assert!(redrawn.contains(legend), "{name} has no legend {legend:?}");
+    }
+    let not_a_run = dir.join("other.json");
+    std::fs::write(&not_a_run, r#"{"kind":"table"}"#).unwrap();
+    let out = fibkit(&[
+        "plot",
+        not_a_run.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("not the JSON of `fibkit bench --json`"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -422,11 +450,15 @@ fn strides_prints_the_four_tables() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     for needle in [
         "IPv6 table, 20440 prefixes",
-        "T5 fixed",
-        "T6 var",
-        "T7 leafpk",
-        "T8 nppk",
-        "chosen strides",
+        "fixed strides",
+        "variable strides, packed nodes",
+        "memory (KiB)",
+        "leaf-pushed (KiB)",
+        "not pushed (KiB)",
+        "time (ms)",
+        "Table 5 fixed",
+        "fixed strides (bits per level)",
+        "variable: root stride (bits)",
     ] {
         assert!(stdout.contains(needle), "missing {needle}: {stdout}");
     }
@@ -438,6 +470,24 @@ fn strides_prints_the_four_tables() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not a level range"));
+    let out = fibkit(&[
+        "bspl-levels",
+        &data("linx-rib-ipv6.20141225.txt.gz"),
+        "--levels",
+        "3..4",
+        "--keys",
+        "1000",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for needle in [
+        "prefix lengths (bits)",
+        "total memory (KiB)",
+        "random lookup (ns)",
+        "bspl:levels=4",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle}: {stdout}");
+    }
 }
 
 #[test]

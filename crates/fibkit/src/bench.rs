@@ -201,6 +201,15 @@ impl serde::Serialize for Mode {
     }
 }
 
+/// Reads back what `Serialize` wrote (`plain`, `burst32`, ...), so stored
+/// results can be plotted again.
+impl<'de> serde::Deserialize<'de> for Mode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <String as serde::Deserialize>::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 fn is_public_v4(addr: u32) -> bool {
     // 0/8, 10/8, 100.64/10, 127/8, 169.254/16, 172.16/12, 192.168/16, and
     // 224/3 (multicast and class E).
@@ -609,7 +618,7 @@ pub fn median(values: &[f64]) -> f64 {
 /// One configuration against a baseline measured in the same rounds: the
 /// ratio of their runs round by round (each pairs runs seconds apart) and
 /// the median of those ratios.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Ratio {
     /// The baseline configuration's name.
     pub baseline: String,
@@ -637,7 +646,7 @@ impl Ratio {
 }
 
 /// The result of timing one engine on one key pattern and mode.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Measurement {
     /// Engine spec.
     pub engine: String,
@@ -872,7 +881,10 @@ mod tests {
             let mode: Mode = name.parse().unwrap();
             assert_eq!(mode.to_string(), name);
             assert_eq!(serde_json::to_value(mode).unwrap(), name);
+            let back: Mode = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(back, mode);
         }
+        assert!(serde_json::from_value::<Mode>(serde_json::json!("fast")).is_err());
         assert_eq!("burst8".parse::<Mode>().unwrap(), Mode::Burst(8));
         for bad in ["burst", "burst0", "burst-1", "fast", ""] {
             let err = bad.parse::<Mode>().unwrap_err();

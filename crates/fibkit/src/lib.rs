@@ -25,6 +25,32 @@
 //! core_affinity), `ipnet` (conversions to the `ipnet` crate's prefixes).
 //! Without them the crate builds the engines, the reference table, the
 //! [`Fib`] handle, saved images and the text loaders.
+//!
+//! Addresses convert from `std::net` (`u32::from(Ipv4Addr)`,
+//! `u128::from(Ipv6Addr)`), prefixes from `(Ipv4Addr, plen)` pairs and,
+//! with the default feature `ipnet`, from `ipnet` prefixes; an `IpAddr`
+//! is matched on its family. The matched prefix comes from the reference
+//! table ([`LocalFib::lookup_prefix`], [`Fib::lookup_prefix`]): a walk of
+//! the trie, about the `radix` engine's cost, for reporting rather than
+//! for every packet. Every fibkit error converts into [`Error`], whose
+//! variants are the specific errors:
+//!
+//! ```
+//! use std::net::{IpAddr, Ipv4Addr};
+//! use fibkit::{LocalFib, Lookup, Prefix, Rib};
+//!
+//! let mut rib = Rib::<u32>::new();
+//! let net: ipnet::Ipv4Net = "192.0.2.0/24".parse()?;
+//! rib.insert(net.into(), 7);
+//! rib.insert(Prefix::try_from((Ipv4Addr::new(198, 51, 100, 0), 24))?, 8);
+//! let fib = LocalFib::<u32>::new("dxr", rib)?;
+//! let addr: IpAddr = "192.0.2.9".parse()?;
+//! let IpAddr::V4(v4) = addr else { unreachable!("an IPv4 address") };
+//! assert_eq!(fib.snapshot().lookup(v4.into()), Some(7));
+//! let (prefix, label) = fib.lookup_prefix(v4.into()).unwrap();
+//! assert_eq!((ipnet::Ipv4Net::from(prefix), label), (net, 7));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
 pub mod addr;

@@ -529,43 +529,74 @@ pub fn stride_report<A: Addr>(
     }
 }
 
+/// Prints two tables, memory by level count and the chosen strides, each
+/// column head in words with its unit; the paper's table numbers are in the
+/// note under the first.
 impl fmt::Display for StrideReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kb = |bytes: Option<u64>| match bytes {
+        let kib = |bytes: Option<u64>| match bytes {
             Some(b) => format!("{}", b.div_ceil(1024)),
             None => "-".to_string(),
         };
         let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1e3);
         writeln!(f, "{}, strides at most {} bits", self.title, self.cap)?;
+        writeln!(f)?;
         writeln!(
             f,
-            "memory in KB (1 KB = 1024 bytes); leaf-pushed entries 4 bytes, non-leaf-pushed 8, packed nodes 64"
+            "{:>6}   {:<23}   {:<45}   {}",
+            "", "fixed strides", "variable strides", "variable strides, packed nodes"
         )?;
         writeln!(
             f,
-            "{:>6} | {:>9} {:>7} | {:>9} {:>9} {:>9} | {:>9} {:>9}",
-            "levels", "T5 fixed", "ms", "T6 var", "nopush", "ms", "T7 leafpk", "T8 nppk"
+            "{:>6}   {:>12} {:>10}   {:>17} {:>16} {:>10}   {:>17} {:>16}",
+            "levels",
+            "memory (KiB)",
+            "time (ms)",
+            "leaf-pushed (KiB)",
+            "not pushed (KiB)",
+            "time (ms)",
+            "leaf-pushed (KiB)",
+            "not pushed (KiB)"
         )?;
         for row in &self.rows {
             writeln!(
                 f,
-                "{:>6} | {:>9} {:>7} | {:>9} {:>9} {:>9} | {:>9} {:>9}",
+                "{:>6}   {:>12} {:>10}   {:>17} {:>16} {:>10}   {:>17} {:>16}",
                 row.levels,
-                kb(row.fixed.as_ref().map(|p| p.bytes)),
+                kib(row.fixed.as_ref().map(|p| p.bytes)),
                 ms(row.fixed_time),
-                kb(row.variable_bytes),
-                kb(row.variable_bytes.map(|b| b * 2)),
+                kib(row.variable_bytes),
+                kib(row.variable_bytes.map(|b| b * 2)),
                 ms(row.variable_time),
-                kb(row.leaf_packed_bytes),
-                kb(row.nopush_packed_bytes),
+                kib(row.leaf_packed_bytes),
+                kib(row.nopush_packed_bytes),
             )?;
         }
         writeln!(
             f,
-            "packed-model programs (T7, T8; every level count in one pass): {} ms each",
+            "memory: the smallest trie with that many levels, 1 KiB = 1024 bytes \
+             (entries 4 bytes leaf-pushed, 8 not pushed; packed nodes 64 bytes; - : none)"
+        )?;
+        writeln!(
+            f,
+            "time: the stride program's own run time (the packed-node programs run \
+             every level count in one pass: {} ms each)",
             ms(self.packed_time)
         )?;
-        writeln!(f, "chosen strides:")?;
+        writeln!(
+            f,
+            "(Srinivasan and Varghese, controlled prefix expansion: Table 5 fixed, \
+             Table 6 variable, Tables 7 and 8 packed)"
+        )?;
+        writeln!(f)?;
+        writeln!(
+            f,
+            "{:>6}   {:<32}   {:>26} {:>14}",
+            "levels",
+            "fixed strides (bits per level)",
+            "variable: root stride (bits)",
+            "variable: nodes"
+        )?;
         for row in &self.rows {
             let fixed = match &row.fixed {
                 Some(plan) => plan
@@ -576,14 +607,14 @@ impl fmt::Display for StrideReport {
                     .join("+"),
                 None => "-".to_string(),
             };
-            let variable = match row.variable_root {
-                Some((root, nodes)) => format!("root {root}, {nodes} nodes"),
-                None => "-".to_string(),
+            let (root, nodes) = match row.variable_root {
+                Some((root, nodes)) => (root.to_string(), nodes.to_string()),
+                None => ("-".to_string(), "-".to_string()),
             };
             writeln!(
                 f,
-                "{:>6} | fixed {:<28} | variable {}",
-                row.levels, fixed, variable
+                "{:>6}   {:<32}   {:>26} {:>14}",
+                row.levels, fixed, root, nodes
             )?;
         }
         Ok(())
