@@ -42,8 +42,6 @@ pub struct Dxr6Updater {
     build_ns: u64,
     /// Full rebuilds that updates did to compact the arrays.
     compactions: u64,
-    /// Root entries that were nodes or leaves at the last full build.
-    built_root_subtrees: usize,
 }
 
 /// Where leaves go: the line being filled, and lines that updates
@@ -102,13 +100,34 @@ impl Updater<u128> for Dxr6Updater {
     type Stats = Dxr6Stats;
 
     fn build(config: &Dxr6Config, rib: &Rib<u128>) -> Result<(Self, Dxr6), BuildError> {
+        let started = Instant::now();
+        let ranges = rib.ranges();
+        let mut updater = Dxr6Updater {
+            config: *config,
+            labels: LabelIndex::with_order("dxr6", MAX_LABELS, labels_by_frequency(&ranges))?,
+            free_tables: vec![Vec::new(); MAX_STRIDE as usize],
+            free_entries: 0,
+            space: LeafSpace::default(),
+            build_ns: 0,
+            compactions: 0,
+        };
         let mut snapshot = Dxr6 {
             root_bits: config.root_bits,
-            entries: Vec::new(),
+            entries: vec![0; 1 << config.root_bits],
             leaves: Vec::new(),
             results: Vec::new(),
         };
-        let updater = Self::build_into(config, rib, &mut snapshot)?;
+        updater.fill_table(&mut snapshot, 0, 0, config.root_bits, 0, &ranges)?;
+        updater.labels.sync(&mut snapshot.results);
+        if snapshot.leaves.is_empty() {
+            // INVARIANT: line 0 exists: a label entry's branch-free
+            // resolve searches it.
+            snapshot.leaves.push(LeafLine([0; LINE_WORDS]));
+            updater.space.used.push(0);
+            updater.space.empty_lines.push(0);
+        }
+        updater.space.unused_after_build = updater.space.unused_words();
+        updater.build_ns = started.elapsed().as_nanos() as u64;
         Ok((updater, snapshot))
     }
 
@@ -126,16 +145,6 @@ impl Updater<u128> for Dxr6Updater {
         rib: &Rib<u128>,
         changed: &[Prefix<u128>],
     ) -> Result<(), BuildError> {
-        // Root chunks the prefixes shorter than `K` cover, counted before
-        // any of them is listed: the default route covers all 2^K.
-        let short_prefix_chunks: u64 = changed
-            .iter()
-            .filter(|prefix| u32::from(prefix.plen()) < snapshot.root_bits)
-            .map(|prefix| 1u64 << (snapshot.root_bits - u32::from(prefix.plen())))
-            .sum();
-        if short_prefix_chunks << 2 > 1u64 << snapshot.root_bits {
-            return self.rebuild(snapshot, rib);
-        }
         let mut slots = Vec::new();
         for &prefix in changed {
             touched_slots(snapshot, prefix, &mut slots);
@@ -157,63 +166,19 @@ impl Updater<u128> for Dxr6Updater {
             // than one full build (docs/BENCHMARKS.md, "IPv6: dxr6").
             return self.rebuild(snapshot, rib);
         }
-        // PERF: one range-view walk per run of adjacent chunks (a short
-        // prefix touches thousands of root chunks in a row), each chunk
-        // taking its slice, instead of a walk from the trie's root per
-        // chunk. When the root chunks touched hold more than half of the
-        // root's nodes and leaves at the last build, a rebuild in place
-        // costs less than the patch: on dfz-v6-nh every prefix is under
-        // ::/2, a quarter of the root (docs/BENCHMARKS.md, "Worst update
-        // against a full build, every engine").
-        let subtrees = slots
-            .iter()
-            .filter(|slot| slot.depth == snapshot.root_bits)
-            .filter(|slot| is_node(snapshot.entries[slot.at]) || is_leaf(snapshot.entries[slot.at]))
-            .count();
-        if subtrees * 2 > self.built_root_subtrees {
-            return self.rebuild(snapshot, rib);
-        }
         let mut ranges = Vec::new();
-        // Each run of adjacent chunks: its slots and where its ranges end.
-        let mut runs: Vec<(std::ops::Range<usize>, usize)> = Vec::new();
-        let mut run_start = 0;
-        while run_start < slots.len() {
-            let mut run_end = run_start + 1;
-            while run_end < slots.len() {
-                let end_of_previous =
-                    slots[run_end - 1].first | span_mask(slots[run_end - 1].depth);
-                if end_of_previous.checked_add(1) != Some(slots[run_end].first) {
-                    break;
-                }
-                run_end += 1;
-            }
-            let last = &slots[run_end - 1];
+        for slot in slots {
+            let old = snapshot.entries[slot.at];
+            self.release(snapshot, old);
+            ranges.clear();
             rib.ranges_in(
-                slots[run_start].first,
-                last.first | span_mask(last.depth),
+                slot.first,
+                slot.first | span_mask(slot.depth),
                 true,
                 &mut ranges,
             );
-            runs.push((run_start..run_end, ranges.len()));
-            run_start = run_end;
-        }
-        let mut ranges_start = 0;
-        for (run, ranges_end) in runs {
-            let run_ranges = &ranges[ranges_start..ranges_end];
-            ranges_start = ranges_end;
-            // The range holding the current chunk's first address.
-            let mut next = 0;
-            for slot in &slots[run] {
-                let slot_last = slot.first | span_mask(slot.depth);
-                while run_ranges[next].last < slot.first {
-                    next += 1;
-                }
-                let end = next + run_ranges[next..].partition_point(|r| r.first <= slot_last);
-                let old = snapshot.entries[slot.at];
-                self.release(snapshot, old);
-                snapshot.entries[slot.at] =
-                    self.chunk_entry(snapshot, slot.depth, slot.first, &run_ranges[next..end])?;
-            }
+            snapshot.entries[slot.at] =
+                self.chunk_entry(snapshot, slot.depth, slot.first, &ranges)?;
         }
         self.labels.sync(&mut snapshot.results);
         let freed_words = self
@@ -327,58 +292,12 @@ fn touched_slots(snapshot: &Dxr6, prefix: Prefix<u128>, out: &mut Vec<Slot>) {
 impl Dxr6Updater {
     /// Rebuilds the engine from `rib` in place (what compaction does).
     fn rebuild(&mut self, snapshot: &mut Dxr6, rib: &Rib<u128>) -> Result<(), BuildError> {
-        // PERF: into the snapshot's own vectors: a fresh build's page
-        // faults and the old arrays' release made the default route cost
-        // 1.25x a build (docs/BENCHMARKS.md, "Worst update against a full
-        // build, every engine").
-        let fresh = Self::build_into(&self.config, rib, snapshot)?;
+        let (fresh, fresh_snapshot) = Self::build(&self.config, rib)?;
         let compactions = self.compactions + 1;
         *self = fresh;
         self.compactions = compactions;
+        *snapshot = fresh_snapshot;
         Ok(())
-    }
-
-    /// Builds the engine from `rib` into `snapshot`, whose vectors are
-    /// emptied and reused (a rebuild in place keeps their memory). On an
-    /// error `snapshot` is part built, for the caller to drop.
-    fn build_into(
-        config: &Dxr6Config,
-        rib: &Rib<u128>,
-        snapshot: &mut Dxr6,
-    ) -> Result<Self, BuildError> {
-        let started = Instant::now();
-        let ranges = rib.ranges();
-        let mut updater = Dxr6Updater {
-            config: *config,
-            labels: LabelIndex::with_order("dxr6", MAX_LABELS, labels_by_frequency(&ranges))?,
-            free_tables: vec![Vec::new(); MAX_STRIDE as usize],
-            free_entries: 0,
-            space: LeafSpace::default(),
-            build_ns: 0,
-            compactions: 0,
-            built_root_subtrees: 0,
-        };
-        snapshot.root_bits = config.root_bits;
-        snapshot.entries.clear();
-        snapshot.entries.resize(1 << config.root_bits, 0);
-        snapshot.leaves.clear();
-        snapshot.results.clear();
-        updater.fill_table(snapshot, 0, 0, config.root_bits, 0, &ranges)?;
-        updater.labels.sync(&mut snapshot.results);
-        if snapshot.leaves.is_empty() {
-            // INVARIANT: line 0 exists: a label entry's branch-free
-            // resolve searches it.
-            snapshot.leaves.push(LeafLine([0; LINE_WORDS]));
-            updater.space.used.push(0);
-            updater.space.empty_lines.push(0);
-        }
-        updater.space.unused_after_build = updater.space.unused_words();
-        updater.built_root_subtrees = snapshot.entries[..1 << config.root_bits]
-            .iter()
-            .filter(|&&entry| is_node(entry) || is_leaf(entry))
-            .count();
-        updater.build_ns = started.elapsed().as_nanos() as u64;
-        Ok(updater)
     }
 
     /// Fills the node table of `2^stride` entries at `base` for the chunk
