@@ -448,12 +448,7 @@ impl<A: Addr + Plain> Updater<A> for BloomUpdater<A> {
             }
         }
         // Beyond this many keys to bring in line, a rebuild is cheaper.
-        // PERF: an eighth, not a half: a change under a short prefix walks
-        // its prefixes to count them before giving up, and that walk comes
-        // on top of the rebuild (withdrawing a /1 from dfz-v4-nh cost 1.10x
-        // a build with a half; docs/BENCHMARKS.md, "Worst update against a
-        // full build, every engine").
-        let budget = (self.keys / 8).max(64);
+        let budget = (self.keys / 2).max(64);
         let guided = self.config.search == Search::Guided;
         let mut dirty = Vec::new();
         let mut came_or_went = Vec::new();
