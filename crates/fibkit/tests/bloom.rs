@@ -10,10 +10,7 @@ use common::*;
 use fibkit::engines::bloom::{Bloom, BloomConfig, BloomUpdater};
 use fibkit::load::{load_updates, LoadOptions};
 use fibkit::trace::{generate, generate_changes, TraceKind};
-use fibkit::{
-    build, verify, Addr, Change, EngineConfig, EngineFamily, Label, LocalFib, Lookup, Prefix, Rib,
-    Updater,
-};
+use fibkit::{build, verify, EngineConfig, EngineFamily, Label, LocalFib, Lookup, Rib, Updater};
 use proptest::prelude::*;
 
 /// Both searches, at the default filter and at one block with few bits per
@@ -40,65 +37,17 @@ fn assert_verified<A: EngineFamily>(
     );
 }
 
-/// Applies `batches` to a `LocalFib` of every spec, checking after each.
-fn replay<A: EngineFamily>(rib: &Rib<A>, batches: &[Vec<Change<A>>]) {
-    for spec in UPDATE_SPECS {
-        let mut fib = LocalFib::<A>::new(spec, rib.clone()).unwrap();
-        for (i, changes) in batches.iter().enumerate() {
-            fib.apply(changes).unwrap();
-            assert_verified(&fib, fib.rib(), 300, &format!("{spec} after batch {i}"));
-        }
-    }
-}
-
-fn changes_of<A: Addr>(batch: Vec<(bool, A, u8, u32)>, cluster: impl Fn(A) -> A) -> Vec<Change<A>> {
-    batch
-        .into_iter()
-        .map(|(announce, addr, plen, label)| {
-            let prefix = Prefix::new_masked(cluster(addr), plen);
-            if announce {
-                Change::Announce(prefix, label)
-            } else {
-                Change::Withdraw(prefix)
-            }
-        })
-        .collect()
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
     #[test]
-    fn random_updates_v4(
-        entries in random_table_v4(),
-        batches in prop::collection::vec(
-            prop::collection::vec((any::<bool>(), any::<u32>(), 0u8..=32, 0u32..4), 1..20),
-            1..8,
-        ),
-    ) {
-        let rib = rib_from_triples(&entries);
-        // Same clustering as the tables, so changes hit them.
-        let batches: Vec<_> = batches
-            .into_iter()
-            .map(|b| changes_of(b, |a: u32| (a & 0x001f_ffff) | 0x0a00_0000))
-            .collect();
-        replay(&rib, &batches);
+    fn random_updates_v4(entries in random_table_v4(), batches in random_batches_v4(32)) {
+        replay_batches(&rib_from_triples(&entries), &batches, UPDATE_SPECS);
     }
 
     #[test]
-    fn random_updates_v6(
-        entries in random_table_v6(),
-        batches in prop::collection::vec(
-            prop::collection::vec((any::<bool>(), any::<u128>(), 0u8..=128, 0u32..4), 1..20),
-            1..8,
-        ),
-    ) {
-        let rib = rib_from_triples(&entries);
-        let batches: Vec<_> = batches
-            .into_iter()
-            .map(|b| changes_of(b, |a: u128| (a & ((1u128 << 100) - 1)) | (0x2001u128 << 112)))
-            .collect();
-        replay(&rib, &batches);
+    fn random_updates_v6(entries in random_table_v6(), batches in random_batches_v6(128)) {
+        replay_batches(&rib_from_triples(&entries), &batches, UPDATE_SPECS);
     }
 }
 

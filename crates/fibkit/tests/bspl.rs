@@ -339,55 +339,12 @@ proptest! {
     /// Random tables and random change batches (clustered so they nest),
     /// checked after every batch.
     #[test]
-    fn random_updates(
-        entries in random_table_v4(),
-        batches in prop::collection::vec(
-            prop::collection::vec((any::<bool>(), any::<u32>(), 0u8..=32, 0u32..4), 1..20),
-            1..8,
-        ),
-    ) {
-        let rib = rib_from_triples(&entries);
-        for spec in ["bspl", "bspl:first=8,levels=5", "bspl:hybrid"] {
-            let mut fib = LocalFib::<u32>::new(spec, rib.clone()).unwrap();
-            for batch in &batches {
-                let changes: Vec<Change<u32>> = batch
-                    .iter()
-                    .map(|&(announce, addr, plen, label)| {
-                        let prefix = Prefix::new_masked((addr & 0x001f_ffff) | 0x0a00_0000, plen);
-                        if announce { Change::Announce(prefix, label) } else { Change::Withdraw(prefix) }
-                    })
-                    .collect();
-                fib.apply(&changes).unwrap();
-                let report = verify(&fib, fib.rib(), 300, 1);
-                prop_assert!(report.ok(), "{}: {}", spec, report.mismatches[0]);
-            }
-        }
+    fn random_updates(entries in random_table_v4(), batches in random_batches_v4(32)) {
+        replay_batches(&rib_from_triples(&entries), &batches, &["bspl", "bspl:first=8,levels=5", "bspl:hybrid"]);
     }
 
     #[test]
-    fn random_updates_v6(
-        entries in random_table_v6(),
-        batches in prop::collection::vec(
-            prop::collection::vec((any::<bool>(), any::<u128>(), 0u8..=128, 0u32..4), 1..20),
-            1..8,
-        ),
-    ) {
-        let rib = rib_from_triples(&entries);
-        for spec in ["bspl", "bspl:hybrid"] {
-            let mut fib = LocalFib::<u128>::new(spec, rib.clone()).unwrap();
-            for batch in &batches {
-                let changes: Vec<Change<u128>> = batch
-                    .iter()
-                    .map(|&(announce, addr, plen, label)| {
-                        let addr = (addr & ((1u128 << 100) - 1)) | (0x2001u128 << 112);
-                        let prefix = Prefix::new_masked(addr, plen);
-                        if announce { Change::Announce(prefix, label) } else { Change::Withdraw(prefix) }
-                    })
-                    .collect();
-                fib.apply(&changes).unwrap();
-                let report = verify(&fib, fib.rib(), 300, 1);
-                prop_assert!(report.ok(), "{}: {}", spec, report.mismatches[0]);
-            }
-        }
+    fn random_updates_v6(entries in random_table_v6(), batches in random_batches_v6(128)) {
+        replay_batches(&rib_from_triples(&entries), &batches, &["bspl", "bspl:hybrid"]);
     }
 }

@@ -153,28 +153,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
     #[test]
-    fn random_updates(
-        entries in random_table_v4(),
-        batches in prop::collection::vec(
-            prop::collection::vec((any::<bool>(), any::<u32>(), 0u8..=32, 0u32..4), 1..20),
-            1..8,
-        ),
-    ) {
+    fn random_updates(entries in random_table_v4(), batches in random_batches_v4(32)) {
         let rib = rib_from_triples(&entries);
-        let batches: Vec<Vec<Change<u32>>> = batches
-            .into_iter()
-            .map(|batch| {
-                batch
-                    .into_iter()
-                    .map(|(announce, addr, plen, label)| {
-                        // Same clustering as the tables, so changes hit them.
-                        let addr = (addr & 0x001f_ffff) | 0x0a00_0000;
-                        let prefix = Prefix::new_masked(addr, plen);
-                        if announce { Change::Announce(prefix, label) } else { Change::Withdraw(prefix) }
-                    })
-                    .collect()
-            })
-            .collect();
         for spec in ["dxr:k=16", "dxr:k=22", "dxr:d=12,x=4", "dxr:d=16,x=6"] {
             replay_random(spec, &rib, &batches);
         }

@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use fibkit::{Change, EngineFamily, LocalFib, Rib, StatsV4};
 use proptest::prelude::*;
 
 /// Every engine spec under test, with the families it supports.
@@ -65,6 +66,145 @@ proptest! {
             }
         }
     }
+}
+
+/// The failed-update property (all or nothing, through `LocalFib` and
+/// `Fib`) for every engine in the registry. The engines' real limits are
+/// out of reach of a small table for most of them: label indices of 30-31
+/// bits, 2^32 key-vector or exact-table slots (`lctrie`, `bloom`), 2^28
+/// expanded entries (`bspl`), DXR's and dxr6's range-table bases (2^19
+/// words and more). Each engine is therefore wrapped in [`Capped`], which
+/// fails a build or an update past a prefix count after the engine has
+/// patched its snapshot: the handle must publish nothing of it. The two
+/// engines whose limits a spec sets small are also pushed past their real
+/// limits: `dir24-8:max-groups` here, `cpe:max-entries` in tests/cpe.rs.
+fn assert_capped_atomic<A: EngineFamily>(
+    spec: &str,
+    rib: &Rib<A>,
+    batches: &[Vec<Change<A>>],
+    max_prefixes: usize,
+) -> usize {
+    let inner = spec
+        .parse::<<A as EngineFamily>::Config>()
+        .unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let config = CappedConfig {
+        inner,
+        max_prefixes,
+    };
+    assert_batches_atomic_with::<A, Capped<A::Engine>>(config, rib, batches, 100)
+}
+
+/// `dir24-8` with `slack` tbl8 groups more than `rib` needs.
+fn dir24_8_with_slack(rib: &Rib<u32>, slack: usize) -> String {
+    let fib = LocalFib::<u32>::new("dir24-8", rib.clone()).unwrap();
+    let StatsV4::Dir24_8(stats) = fib.stats() else {
+        unreachable!("a dir24-8 spec builds a dir24-8 engine")
+    };
+    format!("dir24-8:max-groups={}", stats.groups_in_use + slack)
+}
+
+/// Engines whose every build and snapshot copy writes a 2^24-entry
+/// table (64 MiB): each failed batch costs several of them, so the
+/// atomicity checks take them on fewer cases, against the real limit of
+/// `dir24-8` (`dxr:k=24` patches and rebuilds as the other DXR layouts).
+const SLOW_REBUILDS: &[&str] = &["dir24-8", "dxr:k=24"];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn failed_updates_are_atomic_v4(
+        entries in random_table_v4(),
+        batches in random_batches_v4(32),
+        slack in 0usize..40,
+    ) {
+        let rib = rib_from_triples(&entries);
+        for &(spec, ipv4, _) in ENGINES {
+            if ipv4 && !SLOW_REBUILDS.contains(&spec) {
+                assert_capped_atomic(spec, &rib, &batches, rib.len() + slack);
+            }
+        }
+    }
+
+    #[test]
+    fn failed_updates_are_atomic_v6(
+        entries in random_table_v6(),
+        batches in random_batches_v6(128),
+        slack in 0usize..40,
+    ) {
+        let rib = rib_from_triples(&entries);
+        for &(spec, _, ipv6) in ENGINES {
+            if ipv6 {
+                assert_capped_atomic(spec, &rib, &batches, rib.len() + slack);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3))]
+
+    /// `dir24-8` against its real limit: a few tbl8 groups over what the
+    /// table needs.
+    #[test]
+    fn dir24_8_failed_updates_are_atomic(
+        entries in random_table_v4(),
+        batches in random_batches_v4(32),
+        slack in 0usize..5,
+    ) {
+        let rib = rib_from_triples(&entries);
+        assert_batches_atomic(&dir24_8_with_slack(&rib, slack), &rib, &batches, 100);
+    }
+}
+
+/// Seeded change streams (nested, covering, /0 and host-route
+/// announcements, relabels, withdrawals) in batches of six past a cap of
+/// ten prefixes over the table: every engine fails some batches and
+/// applies others, each all or nothing; `dir24-8` does the same against
+/// its real group limit.
+#[test]
+fn seeded_streams_past_the_limits_are_atomic() {
+    let base_v4 = &small_tables_v4()[3];
+    let base_v6 = &small_tables_v6()[3];
+    for &(spec, ipv4, ipv6) in ENGINES {
+        if ipv4 && !SLOW_REBUILDS.contains(&spec) {
+            some_fail_some_apply(spec, base_v4, 4, |batches| {
+                assert_capped_atomic(spec, base_v4, batches, base_v4.len() + 10)
+            });
+        }
+        if ipv6 {
+            some_fail_some_apply(spec, base_v6, 4, |batches| {
+                assert_capped_atomic(spec, base_v6, batches, base_v6.len() + 10)
+            });
+        }
+    }
+    let spec = dir24_8_with_slack(base_v4, 1);
+    some_fail_some_apply(&spec, base_v4, 1, |batches| {
+        assert_batches_atomic(&spec, base_v4, batches, 100)
+    });
+}
+
+/// Runs `check` (which returns how many batches failed) on `seeds` seeded
+/// streams of 60 changes onto `base` in batches of six, and asserts that
+/// some batches failed and some were applied.
+fn some_fail_some_apply<A: EngineFamily>(
+    spec: &str,
+    base: &Rib<A>,
+    seeds: u64,
+    check: impl Fn(&[Vec<Change<A>>]) -> usize,
+) {
+    let (mut failed, mut applied) = (0, 0);
+    for seed in 0..seeds {
+        let changes = fibkit::trace::generate_changes(base, 60, seed);
+        let batches: Vec<Vec<Change<A>>> = changes.chunks(6).map(|c| c.to_vec()).collect();
+        let count = check(&batches);
+        failed += count;
+        applied += batches.len() - count;
+    }
+    assert!(
+        failed > 0 && applied > 0,
+        "{spec}: {failed} failed, {applied} applied"
+    );
 }
 
 #[test]

@@ -15,7 +15,8 @@ use std::sync::OnceLock;
 use fibkit::load::{load_table, LoadOptions, LoadedTable};
 use fibkit::verify::check_addresses;
 use fibkit::{
-    build, verify, Addr, Change, EngineFamily, Fib, Label, LocalFib, Lookup, Prefix, Rib,
+    build, verify, Addr, BuildError, Change, EngineConfig, EngineFamily, EngineSpec, Fib, Label,
+    LocalFib, Lookup, Prefix, Rib, Updater,
 };
 use proptest::prelude::*;
 
@@ -239,10 +240,24 @@ pub fn assert_batches_atomic<A: EngineFamily>(
     batches: &[Vec<Change<A>>],
     random: usize,
 ) -> usize {
-    let mut local =
-        LocalFib::<A>::new(spec, rib.clone()).unwrap_or_else(|e| panic!("building {spec}: {e}"));
-    let shared =
-        Fib::<A>::new(spec, rib.clone()).unwrap_or_else(|e| panic!("building {spec}: {e}"));
+    let config = spec
+        .parse::<<A as EngineFamily>::Config>()
+        .unwrap_or_else(|e| panic!("{spec}: {e}"));
+    assert_batches_atomic_with::<A, A::Engine>(config, rib, batches, random)
+}
+
+/// [`assert_batches_atomic`] for the engine `U` with `config`.
+pub fn assert_batches_atomic_with<A: EngineFamily, U: Updater<A>>(
+    config: U::Config,
+    rib: &Rib<A>,
+    batches: &[Vec<Change<A>>],
+    random: usize,
+) -> usize {
+    let spec = config.to_string();
+    let mut local = LocalFib::<A, U>::with_config(config.clone(), rib.clone())
+        .unwrap_or_else(|e| panic!("building {spec}: {e}"));
+    let shared = Fib::<A, U>::with_config(config, rib.clone())
+        .unwrap_or_else(|e| panic!("building {spec}: {e}"));
     let mut failed = 0;
     for (number, batch) in batches.iter().enumerate() {
         let old = local.rib().clone();
@@ -275,6 +290,93 @@ pub fn assert_batches_atomic<A: EngineFamily>(
         assert_answers(&*shared.snapshot(), want, &addrs, &context("Fib"));
     }
     failed
+}
+
+/// An engine `U` with a limit a test chooses: it fails to build a table of
+/// more than `max_prefixes` prefixes, and fails an update that leaves more,
+/// after `U` has patched the snapshot and its own state for the new table.
+/// That is the worst failure an engine can report: a snapshot the handle
+/// must not publish and an updater it must not keep. Engines whose real
+/// limits (label counts, 2^32 slots, range-table words) no small table
+/// reaches are checked for atomic updates through this.
+pub struct Capped<U> {
+    inner: U,
+    max_prefixes: usize,
+}
+
+/// [`Capped`]'s parameters: the engine's own and the prefix limit.
+#[derive(Clone, Debug)]
+pub struct CappedConfig<C> {
+    /// The engine's parameters.
+    pub inner: C,
+    /// The most prefixes a table may hold.
+    pub max_prefixes: usize,
+}
+
+impl<C: EngineConfig> std::fmt::Display for CappedConfig<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} capped at {} prefixes", self.inner, self.max_prefixes)
+    }
+}
+
+impl<C: EngineConfig> EngineConfig for CappedConfig<C> {
+    const NAMES: &'static [&'static str] = &["capped"];
+
+    fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
+        Err(spec.error("a test wrapper, built from a config, not a spec".into()))
+    }
+}
+
+impl<U: Updater<A>, A: Addr> Updater<A> for Capped<U> {
+    type Config = CappedConfig<U::Config>;
+    type Snapshot = U::Snapshot;
+    type Stats = U::Stats;
+
+    fn build(config: &Self::Config, rib: &Rib<A>) -> Result<(Self, Self::Snapshot), BuildError> {
+        let capped = |inner| Capped {
+            inner,
+            max_prefixes: config.max_prefixes,
+        };
+        if rib.len() > config.max_prefixes {
+            return Err(capped_limit(config));
+        }
+        U::build(&config.inner, rib).map(|(inner, snapshot)| (capped(inner), snapshot))
+    }
+
+    fn config(&self) -> Self::Config {
+        CappedConfig {
+            inner: self.inner.config(),
+            max_prefixes: self.max_prefixes,
+        }
+    }
+
+    fn patches(&self) -> bool {
+        self.inner.patches()
+    }
+
+    fn update(
+        &mut self,
+        snapshot: &mut Self::Snapshot,
+        rib: &Rib<A>,
+        changed: &[Prefix<A>],
+    ) -> Result<(), BuildError> {
+        self.inner.update(snapshot, rib, changed)?;
+        if rib.len() > self.max_prefixes {
+            return Err(capped_limit(&self.config()));
+        }
+        Ok(())
+    }
+
+    fn stats(&self, snapshot: &Self::Snapshot) -> Self::Stats {
+        self.inner.stats(snapshot)
+    }
+}
+
+fn capped_limit<C: EngineConfig>(config: &CappedConfig<C>) -> BuildError {
+    BuildError::Limit {
+        engine: config.to_string(),
+        why: format!("more than {} prefixes", config.max_prefixes),
+    }
 }
 
 fn assert_same_table<A: Addr>(got: &Rib<A>, want: &Rib<A>, context: &str) {
@@ -319,30 +421,72 @@ fn assert_answers<A: Addr, L: Lookup<A> + ?Sized>(
     );
 }
 
-/// Random batches of changes: each `(addr, plen, label, withdraw)` becomes an
-/// announcement or a withdrawal; addresses are pulled, like
-/// [`random_table_v4`]'s, into a few /12s half of the time so changes land
-/// next to the table's prefixes.
+/// Random batches of IPv4 changes: announcements (six labels) and
+/// withdrawals of prefixes up to `max_plen` bits. Three changes in four
+/// land in the few /12s [`random_table_v4`] clusters its prefixes in, so
+/// they nest in and touch the table; a withdrawal takes back a prefix an
+/// earlier change announced when there is one, so withdrawals hit.
 pub fn random_batches_v4(max_plen: u8) -> impl Strategy<Value = Vec<Vec<Change<u32>>>> {
+    random_batches(max_plen, |addr: u32, i| {
+        (addr & 0x000f_ffff) | ((i as u32 % 3) << 20) | 0x0a00_0000
+    })
+}
+
+/// [`random_batches_v4`] for IPv6, clustered as [`random_table_v6`].
+pub fn random_batches_v6(max_plen: u8) -> impl Strategy<Value = Vec<Vec<Change<u128>>>> {
+    random_batches(max_plen, |addr: u128, i| {
+        (addr & ((1u128 << 100) - 1)) | ((i as u128 % 3) << 100) | (0x2001u128 << 112)
+    })
+}
+
+/// Up to 8 batches of up to 40 changes; `cluster(addr, i)` pulls the
+/// address of the `i`th change of a batch near the table (every fourth
+/// stays anywhere).
+fn random_batches<A: Addr + Arbitrary>(
+    max_plen: u8,
+    cluster: fn(A, usize) -> A,
+) -> impl Strategy<Value = Vec<Vec<Change<A>>>> {
     let change = (
-        any::<u32>(),
+        any::<A>(),
         0u8..=max_plen,
-        0u32..6,
-        any::<bool>(),
-        any::<bool>(),
-    )
-        .prop_map(|(addr, plen, label, withdraw, near)| {
-            let addr = if near {
-                (addr & 0x003f_ffff) | 0x0a00_0000
-            } else {
-                addr
-            };
-            let prefix = Prefix::new_masked(addr, plen);
-            if withdraw {
-                Change::Withdraw(prefix)
-            } else {
-                Change::Announce(prefix, label)
-            }
-        });
-    prop::collection::vec(prop::collection::vec(change, 1..40), 1..6)
+        prop::option::weighted(0.6, 0u32..6),
+        any::<prop::sample::Index>(),
+    );
+    prop::collection::vec(prop::collection::vec(change, 1..40), 1..8).prop_map(move |batches| {
+        let mut announced: Vec<Prefix<A>> = Vec::new();
+        batches
+            .into_iter()
+            .map(|batch| {
+                batch
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (addr, plen, label, pick))| {
+                        let addr = if i % 4 == 0 { addr } else { cluster(addr, i) };
+                        let prefix = Prefix::new_masked(addr, plen);
+                        match label {
+                            Some(label) => {
+                                announced.push(prefix);
+                                Change::Announce(prefix, label)
+                            }
+                            None if announced.is_empty() => Change::Withdraw(prefix),
+                            None => Change::Withdraw(*pick.get(&announced)),
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    })
+}
+
+/// Applies `batches` to a `LocalFib` of every one of `specs` built from
+/// `rib`, checking it against the reference after each batch.
+pub fn replay_batches<A: EngineFamily>(rib: &Rib<A>, batches: &[Vec<Change<A>>], specs: &[&str]) {
+    for spec in specs {
+        let mut fib = LocalFib::<A>::new(spec, rib.clone()).unwrap();
+        for batch in batches {
+            fib.apply(batch).unwrap();
+            let report = verify(&fib, fib.rib(), 300, 1);
+            assert!(report.ok(), "{spec}: {}", report.mismatches[0]);
+        }
+    }
 }

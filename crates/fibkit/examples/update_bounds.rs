@@ -1,0 +1,179 @@
+//! The worst single update against a full build, for any engine of either
+//! family, measured the same way for every engine (docs/BENCHMARKS.md,
+//! "Worst update against a full build, every engine").
+//!
+//! ```console
+//! cargo build --release -p fibkit --example update_bounds
+//! target/release/examples/update_bounds [--rounds N] TABLE SPEC...
+//! ```
+//!
+//! The changes are the ones that touch the most of a table at once: the
+//! default route announced, relabelled and withdrawn, then, for the
+//! busiest prefix of each of the lengths 8 (IPv4) or 16 (IPv6), 4, 2 and 1
+//! (the one holding the most of the table's prefixes), an announcement, a
+//! relabel and the restoration of what it held. Each round builds the
+//! engine once from the reference table (timed: the engine's build alone,
+//! `rib.ranges()` and the like included), then builds a `LocalFib` (not
+//! timed) and applies every change as its own batch (timed: reference
+//! table and engine, as a caller sees it). Times are this thread's on-CPU
+//! nanoseconds (`/proc/thread-self/schedstat`), so other processes on a
+//! shared machine count less than in wall time. Per change the ratio to
+//! the same round's build is taken, and the median over rounds reported;
+//! builds and changes alternate, so load changes hit both alike.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use fibkit::load::{load_table, LoadOptions};
+use fibkit::{Addr, Change, EngineFamily, LocalFib, Prefix, Rib, Updater};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut rounds = 5;
+    if let Some(at) = args.iter().position(|arg| arg == "--rounds") {
+        rounds = args.get(at + 1).ok_or("--rounds needs a number")?.parse()?;
+        args.drain(at..at + 2);
+    }
+    let [table, specs @ ..] = args.as_slice() else {
+        return Err("usage: update_bounds [--rounds N] TABLE SPEC...".into());
+    };
+    let table = load_table(std::path::Path::new(table), &LoadOptions::default())?;
+    println!(
+        "table: {} IPv4 and {} IPv6 prefixes; {rounds} rounds; load average {}",
+        table.v4.len(),
+        table.v6.len(),
+        load_average()
+    );
+    println!(
+        "\n| spec | worst change | worst ms | build ms | worst / build | rebuilt by the handle |"
+    );
+    println!("|---|---|---:|---:|---:|---|");
+    for spec in specs {
+        if !table.v4.is_empty() && spec.parse::<<u32 as EngineFamily>::Config>().is_ok() {
+            measure(spec, &table.v4, rounds, 8)?;
+        } else if !table.v6.is_empty() {
+            measure(spec, &table.v6, rounds, 16)?;
+        }
+    }
+    println!("\nload average at the end {}", load_average());
+    Ok(())
+}
+
+/// Prints one row: the change whose median ratio to the build is the
+/// largest, for `spec` on `rib`.
+fn measure<A: EngineFamily>(
+    spec: &str,
+    rib: &Rib<A>,
+    rounds: usize,
+    busy_plen: u8,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let config: <A as EngineFamily>::Config = spec.parse()?;
+    let changes = short_prefix_changes(rib, busy_plen);
+    let mut build_ms = Vec::with_capacity(rounds);
+    let mut change_ms = vec![Vec::with_capacity(rounds); changes.len()];
+    let mut rebuilt = vec![false; changes.len()];
+    for _ in 0..rounds {
+        let started = cpu_ns();
+        let built = <A::Engine as Updater<A>>::build(&config, rib)?;
+        build_ms.push((cpu_ns() - started) as f64 / 1e6);
+        drop(built);
+        let mut fib = LocalFib::<A>::with_config(config.clone(), rib.clone())?;
+        for (i, (_, change)) in changes.iter().enumerate() {
+            let started = cpu_ns();
+            let summary = fib.apply(std::slice::from_ref(change))?;
+            change_ms[i].push((cpu_ns() - started) as f64 / 1e6);
+            rebuilt[i] |= summary.rebuilt.is_some();
+        }
+    }
+    let ratio = |i: usize| {
+        let ratios: Vec<f64> = change_ms[i]
+            .iter()
+            .zip(&build_ms)
+            .map(|(change, build)| change / build)
+            .collect();
+        median(ratios)
+    };
+    let worst = (0..changes.len())
+        .max_by(|&a, &b| ratio(a).total_cmp(&ratio(b)))
+        .ok_or("no changes")?;
+    println!(
+        "| {spec} | {} | {:.1} | {:.1} | {:.2} | {} |",
+        changes[worst].0,
+        median(change_ms[worst].clone()),
+        median(build_ms.clone()),
+        ratio(worst),
+        if rebuilt[worst] { "yes" } else { "no" }
+    );
+    Ok(())
+}
+
+/// The default route announced, relabelled and withdrawn, then for the
+/// busiest prefix of each length in `busy_plen, 4, 2, 1`: announced,
+/// relabelled, and given back what it held (withdrawn if nothing). Each
+/// change is named; together they leave the table as it was.
+fn short_prefix_changes<A: Addr>(rib: &Rib<A>, busy_plen: u8) -> Vec<(String, Change<A>)> {
+    let zero = Prefix::new_masked(A::from_u64(0), 0);
+    let mut changes = vec![
+        ("announce /0".to_string(), Change::Announce(zero, 1_000_001)),
+        ("relabel /0".to_string(), Change::Announce(zero, 1_000_002)),
+        match rib.get(zero) {
+            Some(label) => ("restore /0".to_string(), Change::Announce(zero, label)),
+            None => ("withdraw /0".to_string(), Change::Withdraw(zero)),
+        },
+    ];
+    for plen in [busy_plen, 4, 2, 1] {
+        let mut per_prefix: BTreeMap<Prefix<A>, usize> = BTreeMap::new();
+        for (prefix, _) in rib.iter() {
+            if prefix.plen() >= plen {
+                *per_prefix
+                    .entry(Prefix::new_masked(prefix.addr(), plen))
+                    .or_default() += 1;
+            }
+        }
+        let Some((&busiest, _)) = per_prefix.iter().max_by_key(|(_, &count)| count) else {
+            continue;
+        };
+        changes.push((
+            format!("announce {busiest}"),
+            Change::Announce(busiest, 1_000_003),
+        ));
+        changes.push((
+            format!("relabel {busiest}"),
+            Change::Announce(busiest, 1_000_004),
+        ));
+        changes.push(match rib.get(busiest) {
+            Some(label) => (
+                format!("restore {busiest}"),
+                Change::Announce(busiest, label),
+            ),
+            None => (format!("withdraw {busiest}"), Change::Withdraw(busiest)),
+        });
+    }
+    changes
+}
+
+/// Nanoseconds this thread has run on a CPU (Linux), else wall time since
+/// the first call.
+fn cpu_ns() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| START.get_or_init(Instant::now).elapsed().as_nanos() as u64)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
