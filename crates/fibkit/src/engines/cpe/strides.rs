@@ -543,8 +543,8 @@ impl fmt::Display for StrideReport {
         writeln!(f)?;
         writeln!(
             f,
-            "{:>6}   {:<23}   {:<45}   {}",
-            "", "fixed strides", "variable strides", "variable strides, packed nodes"
+            "{:>6}   {:<23}   {:<45}   variable strides, packed nodes",
+            "", "fixed strides", "variable strides"
         )?;
         writeln!(
             f,
