@@ -299,6 +299,7 @@ pub fn assert_batches_atomic_with<A: EngineFamily, U: Updater<A>>(
 /// must not publish and an updater it must not keep. Engines whose real
 /// limits (label counts, 2^32 slots, range-table words) no small table
 /// reaches are checked for atomic updates through this.
+#[derive(Clone)]
 pub struct Capped<U> {
     inner: U,
     max_prefixes: usize,
