@@ -457,7 +457,7 @@ struct PyFib {
 impl PyFib {
     /// Loads a table file (`prefix label` or `prefix nexthop` text, or an
     /// MRT RIB dump; plain, gzip or bzip2) and builds `engine` (default:
-    /// "dxr" for IPv4, "lctrie" for IPv6) over `family` (4 or 6; default:
+    /// "dxr" for IPv4, "dxr6" for IPv6) over `family` (4 or 6; default:
     /// IPv4 if the file has IPv4 prefixes). `lenient` clears host bits
     /// instead of rejecting `10.0.0.1/8`.
     #[staticmethod]
