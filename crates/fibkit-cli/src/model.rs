@@ -172,13 +172,31 @@ fn summary(table: &TableArgs, trace: &Path, out: &Path) -> Result<bool> {
     let (table, _) = load_table(table)?;
     let (v4, v6) = traces_of(trace)?;
     let text = if !v4.is_empty() {
-        checked_summary(&table.v4, &v4)?.to_text()
+        summarise(&table.v4, &v4)?
     } else {
-        checked_summary(&table.v6, &v6)?.to_text()
+        summarise(&table.v6, &v6)?
     };
     std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
     println!("wrote {}", out.display());
     Ok(true)
+}
+
+/// The summary's text, after printing the distance between the trace's
+/// halves (the paper's Table 1).
+fn summarise<A: Addr>(rib: &Rib<A>, trace: &[A]) -> Result<String> {
+    let summary = checked_summary(rib, trace)?;
+    let half = trace.len() / 2;
+    let first = TraceSummary::from_trace(rib, &trace[..half]);
+    let second = TraceSummary::from_trace(rib, &trace[half..]);
+    let (by_prefix, by_length) = first.distance(&second);
+    println!(
+        "{} lookups, {} unmatched, {} prefixes matched; total variation distance between the \
+         halves: by prefix {by_prefix:.3}, by prefix length {by_length:.3}",
+        summary.lookups,
+        summary.unmatched,
+        summary.counts.len()
+    );
+    Ok(summary.to_text())
 }
 
 fn checked_summary<A: Addr>(rib: &Rib<A>, trace: &[A]) -> Result<TraceSummary<A>> {

@@ -220,7 +220,8 @@ pub fn describe(caches: &[CacheLevel]) -> String {
 /// Nanoseconds per load of a pointer chase through `bytes` of memory: a
 /// random cycle through one pointer per cache line of `line_bytes`, so
 /// every load depends on the one before (lmbench's `lat_mem_rd` method,
-/// with a random order against the prefetchers). Takes about `millis`.
+/// with a random order against the prefetchers). Takes about `millis`
+/// after one warming lap.
 pub fn chase_latency_ns(bytes: usize, line_bytes: usize, millis: u64, seed: u64) -> f64 {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
@@ -237,17 +238,20 @@ pub fn chase_latency_ns(bytes: usize, line_bytes: usize, millis: u64, seed: u64)
     for _ in 0..slots {
         at = memory[at];
     }
-    let steps_per_round = 1 << 16;
-    let mut steps = 0u64;
+    // Bursts are timed one by one and the median kept, so that bursts
+    // the scheduler interrupted do not count (see `seq_ns`).
+    let steps_per_burst = 1 << 12;
+    let mut burst_ns = Vec::new();
     let start = std::time::Instant::now();
     while start.elapsed().as_millis() < millis as u128 {
-        for _ in 0..steps_per_round {
+        let begun = std::time::Instant::now();
+        for _ in 0..steps_per_burst {
             at = memory[at];
         }
-        steps += steps_per_round;
+        burst_ns.push(begun.elapsed().as_nanos() as f64 / steps_per_burst as f64);
     }
     std::hint::black_box(at);
-    start.elapsed().as_nanos() as f64 / steps as f64
+    super::median(&mut burst_ns)
 }
 
 /// Least squares for `y ≈ a x1 + b x2 + c` over the rows `(x1, x2, y)`, with

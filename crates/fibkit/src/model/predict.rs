@@ -5,13 +5,19 @@
 //! For each depth `d` of the binary trie the pass keeps what any level
 //! ending at `d` needs: the nodes more than one range overlaps ("inner":
 //! they get a child table or a tree), their lookups, the trees they would
-//! hold (`1 + E(T)` nodes visited per lookup, `E` the entropy of the
-//! tree's interval weights, §4.2) and the nodes one range covers whose
+//! hold and the nodes one range covers whose
 //! parent is inner ("covered": below them every descendant is alike, so a
 //! level deeper than they are sees `2^k` copies of `1/2^k` of their weight,
 //! the paper's even split). Access counts per memory block go into
 //! log-binned histograms; a query for one stride vector then sums Equation
 //! 2 over the bins of the blocks it touches.
+//!
+//! The paper approximates a splay tree's node visits by `1 + E(T)` (`E`
+//! the entropy of the interval weights) and gives each node only its own
+//! interval's share; the `levels` trees are static, so the pass builds the
+//! same weight-balanced tree the engine would and counts each node's
+//! accesses exactly (its subtree's lookups). This matters for shallow
+//! first levels, whose big trees the paper leaves out of its error figures.
 //!
 //! Memory blocks: a trie table's cache line of entries (one node at depth
 //! `d_k - log2(line / 4)` of the binary trie, as child tables start on a
@@ -19,7 +25,9 @@
 
 use super::{CacheLevel, WeightedRanges};
 use crate::addr::Addr;
-use crate::engines::levels::{tree_node_bytes, LINE_ENTRIES, MAX_LEVELS, MAX_STRIDE};
+use crate::engines::levels::{
+    tree_cumulative, tree_node_bytes, weight_balanced_split, LINE_ENTRIES, MAX_LEVELS, MAX_STRIDE,
+};
 
 /// Histogram bins per octave of access counts (a bin's counts differ by at
 /// most 4.4%).
@@ -104,6 +112,26 @@ struct Depth {
     tree_visits: f64,
     /// Tree nodes' accesses, as blocks.
     trees: Blocks,
+}
+
+/// Pushes the accesses of every node of the weight-balanced tree of
+/// intervals `lo..hi` to `counts` (a node's are its subtree's lookups) and
+/// returns their sum: the tree node visits of those lookups.
+fn tree_accesses(
+    cumulative: &[f64],
+    raw: &[f64],
+    lo: usize,
+    hi: usize,
+    counts: &mut Vec<f64>,
+) -> f64 {
+    if lo >= hi {
+        return 0.0;
+    }
+    let split = weight_balanced_split(cumulative, lo, hi);
+    let here = raw[hi] - raw[lo];
+    counts.push(here);
+    here + tree_accesses(cumulative, raw, lo, split, counts)
+        + tree_accesses(cumulative, raw, split + 1, hi, counts)
 }
 
 /// One structure's predicted costs per lookup.
@@ -221,16 +249,16 @@ impl TrieModel {
                             view.weights[i] * (((to - from) as f64 + 1.0) / sizes[i])
                         })
                         .collect();
-                    let entropy: f64 = parts
-                        .iter()
-                        .filter(|&&w| w > 0.0)
-                        .map(|&w| {
-                            let p = w / weight;
-                            -p * p.log2()
-                        })
-                        .sum();
-                    depth.tree_visits += (1.0 + entropy) * weight;
-                    tree_counts.extend(parts.iter().map(|&w| (1.0 + entropy) * w));
+                    // The engine's own tree over these weights: each node
+                    // is read by every lookup of its subtree.
+                    let cumulative = tree_cumulative(&parts);
+                    let mut raw = Vec::with_capacity(parts.len() + 1);
+                    raw.push(0.0);
+                    for w in &parts {
+                        raw.push(raw.last().copied().unwrap_or(0.0) + w);
+                    }
+                    depth.tree_visits +=
+                        tree_accesses(&cumulative, &raw, 0, parts.len(), &mut tree_counts);
                 }
                 depth.tree_nodes += k - j + 1;
             }

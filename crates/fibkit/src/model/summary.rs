@@ -66,6 +66,31 @@ impl<A: Addr> TraceSummary<A> {
         self.lookups - self.unmatched
     }
 
+    /// Total variation distance to `other` (Narlikar and Zane §3.2, Table
+    /// 1) between the matched lookups' distributions by prefix and by
+    /// prefix length: `(by_prefix, by_length)`, each from 0 (same) to 1.
+    pub fn distance(&self, other: &TraceSummary<A>) -> (f64, f64) {
+        let (n1, n2) = (self.matched().max(1) as f64, other.matched().max(1) as f64);
+        let mut by_prefix: HashMap<Prefix<A>, (f64, f64)> = HashMap::new();
+        let mut by_length = vec![(0.0, 0.0); A::BITS as usize + 1];
+        for &(prefix, count) in &self.counts {
+            by_prefix.entry(prefix).or_default().0 += count as f64 / n1;
+            by_length[prefix.plen() as usize].0 += count as f64 / n1;
+        }
+        for &(prefix, count) in &other.counts {
+            by_prefix.entry(prefix).or_default().1 += count as f64 / n2;
+            by_length[prefix.plen() as usize].1 += count as f64 / n2;
+        }
+        // Both histograms sum to one, so the paper's normalisation is 2.
+        let tvd = |pairs: &mut dyn Iterator<Item = (f64, f64)>| {
+            pairs.map(|(a, b)| (a - b).abs()).sum::<f64>() / 2.0
+        };
+        (
+            tvd(&mut by_prefix.into_values()),
+            tvd(&mut by_length.into_iter()),
+        )
+    }
+
     /// The summary as file text.
     pub fn to_text(&self) -> String {
         let mut text = format!(
@@ -282,6 +307,12 @@ mod tests {
             .1
             .contains("not a fibkit"));
         assert!(TraceSummary::<u32>::parse("").is_err());
+        let (by_prefix, by_length) = summary.distance(&summary);
+        assert_eq!((by_prefix, by_length), (0.0, 0.0));
+        let other = TraceSummary::from_trace(&rib, &[0x0a02_0000]);
+        let (by_prefix, by_length) = summary.distance(&other);
+        assert!((by_prefix - 2.0 / 3.0).abs() < 1e-9, "{by_prefix}");
+        assert!((by_length - 2.0 / 3.0).abs() < 1e-9, "{by_length}");
     }
 
     #[test]

@@ -736,8 +736,6 @@ where
         weights: &[f64],
     ) -> Result<u32, BuildError> {
         let mut clipped = Vec::with_capacity(ranges.len());
-        let mut cumulative = Vec::with_capacity(ranges.len() + 1);
-        let mut total = 0.0;
         for (range, &weight) in ranges.iter().zip(weights) {
             let first = range.first.to_u128().max(lo);
             let last = range.last.to_u128().min(hi);
@@ -749,16 +747,9 @@ where
             // A range's lookups are spread evenly over its addresses.
             let weight = weight * (range_size(&part) / range_size(range));
             clipped.push((part, weight));
-            total += weight;
         }
-        // A small floor per interval keeps untraced intervals near the
-        // middle and the tree height bounded (log2(n / floor share) + 2).
-        let floor = total.max(1.0) / clipped.len() as f64 * 0.01;
-        cumulative.push(0.0);
-        for (_, weight) in &clipped {
-            let last = *cumulative.last().expect("non-empty");
-            cumulative.push(last + weight + floor);
-        }
+        let weights: Vec<f64> = clipped.iter().map(|(_, w)| *w).collect();
+        let cumulative = tree_cumulative(&weights);
         let start = self.snapshot.tree.len();
         if start + clipped.len() > MAX_PAYLOAD {
             return Err(BuildError::Limit {
@@ -780,6 +771,32 @@ where
     }
 }
 
+/// Cumulative tree weights of intervals with lookups `weights`: entry `i`
+/// is the weight of the intervals before `i`. A small floor per interval
+/// (1% of the mean) keeps untraced intervals near the middle and the tree
+/// height bounded (about `log2(100 n) + 2`).
+pub fn tree_cumulative(weights: &[f64]) -> Vec<f64> {
+    let total: f64 = weights.iter().sum();
+    let floor = total.max(1.0) / weights.len().max(1) as f64 * 0.01;
+    let mut cumulative = Vec::with_capacity(weights.len() + 1);
+    let mut sum = 0.0;
+    cumulative.push(sum);
+    for weight in weights {
+        sum += weight + floor;
+        cumulative.push(sum);
+    }
+    cumulative
+}
+
+/// The root of the tree of intervals `lo..hi` (`lo < hi`): the interval
+/// whose weight straddles the middle of theirs (Mehlhorn's rule).
+pub fn weight_balanced_split(cumulative: &[f64], lo: usize, hi: usize) -> usize {
+    debug_assert!(lo < hi);
+    let half = (cumulative[lo] + cumulative[hi]) / 2.0;
+    let split = lo + cumulative[lo + 1..=hi].partition_point(|&c| c < half);
+    split.min(hi - 1)
+}
+
 /// Appends the subtree of intervals `lo..hi` in pre-order, the root at the
 /// interval that splits their weight in half; returns the root's node.
 fn place<A: Addr>(
@@ -790,11 +807,7 @@ fn place<A: Addr>(
     lo: usize,
     hi: usize,
 ) -> u32 {
-    debug_assert!(lo < hi);
-    let half = (cumulative[lo] + cumulative[hi]) / 2.0;
-    // The interval whose weight straddles the midpoint.
-    let split = lo + cumulative[lo + 1..=hi].partition_point(|&c| c < half);
-    let split = split.min(hi - 1);
+    let split = weight_balanced_split(cumulative, lo, hi);
     let node = tree.len() as u32;
     let range = intervals[split].0;
     tree.push(TreeNode {
