@@ -48,7 +48,7 @@ pub use fib::{Fib, LocalFib, Published, Reader, UpdateSummary};
 pub use prefix::{Label, Prefix, PrefixError};
 pub use registry::{
     build, default_spec, ConfigV4, ConfigV6, EngineFamily, EngineInfo, EngineV4, EngineV6,
-    SnapshotV4, SnapshotV6, StatsV4, StatsV6, ENGINES,
+    LookupVisitor, SnapshotV4, SnapshotV6, StatsV4, StatsV6, ENGINES,
 };
 pub use rib::{Change, Range, Rib};
 pub use spec::EngineSpec;

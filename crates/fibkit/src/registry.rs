@@ -42,6 +42,37 @@ impl EngineInfo {
     }
 }
 
+/// Code generic over the engine that a registry snapshot runs with the
+/// engine's own type ([`SnapshotV4::dispatch`], [`SnapshotV6::dispatch`]).
+///
+/// ```
+/// use fibkit::{Lookup, LookupVisitor, Prefix, Rib};
+///
+/// /// Counts the addresses that have a route.
+/// struct CountRouted<'a>(&'a [u32]);
+///
+/// impl LookupVisitor<u32> for CountRouted<'_> {
+///     type Output = usize;
+///     fn visit<L: Lookup<u32>>(self, engine: &L) -> usize {
+///         // Compiled once per engine: `engine.lookup` is inlined here.
+///         self.0.iter().filter(|&&addr| engine.lookup(addr).is_some()).count()
+///     }
+/// }
+///
+/// let mut rib = Rib::<u32>::new();
+/// rib.insert("10.0.0.0/8".parse::<Prefix<u32>>()?, 1);
+/// let snapshot = fibkit::build("dxr", &rib)?;
+/// let addrs = [0x0a00_0001, 0x0b00_0001];
+/// assert_eq!(snapshot.dispatch(CountRouted(&addrs)), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait LookupVisitor<A: Addr> {
+    /// What the visit returns.
+    type Output;
+    /// Runs with the engine's snapshot.
+    fn visit<L: Lookup<A>>(self, engine: &L) -> Self::Output;
+}
+
 /// Every engine [`build`] knows, in the order `--help` lists them.
 pub const ENGINES: &[EngineInfo] = &[
     EngineInfo {
@@ -254,6 +285,22 @@ macro_rules! engine_set {
             /// Bytes of memory the lookup structures occupy.
             pub fn memory_bytes(&self) -> usize {
                 Lookup::memory_bytes(self)
+            }
+
+            /// Runs `visitor` with the engine's own snapshot type, so a
+            /// loop written once for any [`Lookup`] is compiled once per
+            /// engine and the engine is chosen once, not per key.
+            ///
+            /// [`Self::lookup`] matches on the engine at every call; in a
+            /// per-key loop the compiler keeps every engine's state live
+            /// across the loop, which costs the fast engines up to half
+            /// their speed (docs/BENCHMARKS.md, "Per-key call paths").
+            /// A loop run through `dispatch` runs at the engine's own speed.
+            #[inline]
+            pub fn dispatch<V: LookupVisitor<$A>>(&self, visitor: V) -> V::Output {
+                match self {
+                    $( Self::$Variant(snapshot) => visitor.visit(snapshot), )*
+                }
             }
         }
 
