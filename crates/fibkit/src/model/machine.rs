@@ -298,8 +298,9 @@ fn solve(rows: &[(f64, f64, f64)], active: [bool; 3]) -> [f64; 3] {
         for row in 0..n {
             if row != col {
                 let factor = matrix[row][col] / matrix[col][col];
-                for k in col..=n {
-                    matrix[row][k] -= factor * matrix[col][k];
+                let pivot_row = matrix[col].clone();
+                for (cell, pivot) in matrix[row].iter_mut().zip(&pivot_row).skip(col) {
+                    *cell -= factor * pivot;
                 }
             }
         }

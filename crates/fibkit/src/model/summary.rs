@@ -66,8 +66,8 @@ impl<A: Addr> TraceSummary<A> {
         self.lookups - self.unmatched
     }
 
-    /// Total variation distance to `other` (Narlikar and Zane §3.2, Table
-    /// 1) between the matched lookups' distributions by prefix and by
+    /// Total variation distance to `other` (Narlikar and Zane §3.2, their
+    /// Table 1) between the matched lookups' distributions by prefix and by
     /// prefix length: `(by_prefix, by_length)`, each from 0 (same) to 1.
     pub fn distance(&self, other: &TraceSummary<A>) -> (f64, f64) {
         let (n1, n2) = (self.matched().max(1) as f64, other.matched().max(1) as f64);
