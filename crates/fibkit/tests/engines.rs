@@ -29,7 +29,7 @@ const ENGINES: &[(&str, bool, bool)] = &[
     ("levels", true, true),
     ("levels:strides=8", true, true),
     ("levels:strides=20+4+8", true, false),
-    ("levels:strides=16+16+16", false, true),
+    ("levels:strides=16+8+8", false, true),
     ("bloom", true, true),
     ("bloom:search=linear", true, true),
     ("bloom:search=guided,bits=512,k=9", true, true),
