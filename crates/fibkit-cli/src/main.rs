@@ -4,6 +4,7 @@ mod bench;
 mod commands;
 mod family;
 mod image;
+mod model;
 mod plots;
 mod replay;
 mod specs;
@@ -221,6 +222,10 @@ enum Command {
     /// Generate synthetic traces, or summarise a trace against a table.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// The performance model of the `levels` engine (Narlikar and Zane):
+    /// trace summaries, calibration, predicted vs measured lookup times.
+    #[command(subcommand)]
+    Model(model::ModelCommand),
     /// Print a shell completion script for SHELL (bash, zsh, fish,
     /// elvish, powershell) on standard output.
     ///
@@ -437,6 +442,7 @@ fn main() {
             output.as_deref(),
             binary,
         ),
+        Command::Model(command) => model::model(&command),
         Command::Trace(TraceCommand::Stats { table, trace, top }) => {
             commands::trace_stats(&table, &trace, top)
         }

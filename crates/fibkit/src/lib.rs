@@ -64,6 +64,7 @@ pub mod fib;
 pub mod image;
 pub mod labels;
 pub mod load;
+pub mod model;
 pub mod prefix;
 pub mod registry;
 #[cfg(feature = "bench")]

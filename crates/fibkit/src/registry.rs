@@ -124,6 +124,13 @@ pub const ENGINES: &[EngineInfo] = &[
         about: "Linux fib_trie dynamic LC-trie; lookup=improved (default) or lookup=classic",
     },
     EngineInfo {
+        name: "levels",
+        ipv4: true,
+        ipv6: true,
+        about: "Narlikar-Zane levelled trie with search-tree leaves: strides=S1[+S2[+S3]] \
+                (default 16+8), weights=FILE (trace summary shaping the trees)",
+    },
+    EngineInfo {
         name: "bloom",
         ipv4: true,
         ipv6: true,
@@ -430,6 +437,8 @@ engine_set! {
         Dxr(engines::dxr::DxrUpdater),
         /// `lctrie`.
         LcTrie(engines::lctrie::LcTrieUpdater<u32>),
+        /// `levels`.
+        Levels(engines::levels::LevelsUpdater<u32>),
         /// `bspl`.
         Bspl(engines::bspl::BsplUpdater<u32>),
         /// `bloom`.
@@ -461,6 +470,8 @@ engine_set! {
         Dxr6(engines::dxr6::Dxr6Updater),
         /// `lctrie`.
         LcTrie(engines::lctrie::LcTrieUpdater<u128>),
+        /// `levels`.
+        Levels(engines::levels::LevelsUpdater<u128>),
         /// `bspl`.
         Bspl(engines::bspl::BsplUpdater<u128>),
         /// `bloom`.

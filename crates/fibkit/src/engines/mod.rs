@@ -8,6 +8,7 @@ pub mod dir24_8;
 pub mod dxr;
 pub mod dxr6;
 pub mod lctrie;
+pub mod levels;
 pub mod radix;
 
 /// The blocks of `2^shift` addresses that `changed` prefixes touch, as

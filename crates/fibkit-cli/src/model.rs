@@ -1,0 +1,591 @@
+//! `fibkit model`: trace summaries, calibration and the predicted-vs-
+//! measured tables of the performance model (Narlikar and Zane).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+
+use fibkit::engines::levels::TreeNode;
+use fibkit::model::machine::{chase_latency_ns, cpu_model, describe, fit_costs, os_caches};
+use fibkit::model::{
+    build_levels, error_percent, seq_ns, trie_model, Machine, Prediction, TraceSummary, TrieModel,
+};
+use fibkit::storage::Plain;
+use fibkit::{bench, Addr, Rib};
+
+use crate::commands::load_table;
+use crate::TableArgs;
+
+/// What `fibkit model` does.
+#[derive(Subcommand, Debug)]
+pub enum ModelCommand {
+    /// Count the longest match of every trace address: the per-prefix
+    /// lookup frequencies the model reads (`# fibkit trace summary v1`).
+    Summary {
+        #[command(flatten)]
+        table: TableArgs,
+        /// The trace (`fibkit trace gen`).
+        #[arg(long)]
+        trace: PathBuf,
+        /// Where to write the summary.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Measure this machine: per-level latencies by pointer chasing, then
+    /// t_trie, t_tree and t_const fitted by least squares to dependent
+    /// lookups of a few `levels` structures on the trace.
+    Calibrate {
+        #[command(flatten)]
+        table: TableArgs,
+        /// The trace to fit on.
+        #[arg(long)]
+        trace: PathBuf,
+        /// The machine file to write.
+        #[arg(long, default_value = "fibkit-machine.json")]
+        out: PathBuf,
+        /// Milliseconds per measurement.
+        #[arg(long, default_value_t = 300)]
+        millis: u64,
+    },
+    /// Predicted average lookup time of every `levels` structure for each
+    /// trace, the optimum per trace (the paper's Table 4) and the penalty of
+    /// another trace's optimum (Table 5); with --measure, predicted against
+    /// measured dependent lookups and the errors (Table 3).
+    Predict(PredictArgs),
+}
+
+/// `fibkit model predict`.
+#[derive(Args, Debug)]
+pub struct PredictArgs {
+    #[command(flatten)]
+    table: TableArgs,
+    /// Traces (repeatable; `fibkit trace gen`).
+    #[arg(long = "trace", required = true)]
+    traces: Vec<PathBuf>,
+    /// The machine file of `fibkit model calibrate`.
+    #[arg(long, default_value = "fibkit-machine.json")]
+    machine: PathBuf,
+    /// Use the paper's Pentium III (two levels, 32-byte lines) instead.
+    #[arg(long)]
+    paper: bool,
+    /// What-if: this L2 size (e.g. 2MiB).
+    #[arg(long, value_parser = parse_size)]
+    l2: Option<u64>,
+    /// What-if: this L3 size.
+    #[arg(long, value_parser = parse_size)]
+    l3: Option<u64>,
+    /// What-if: a latency, LEVEL=NS (1, 2, 3, or mem).
+    #[arg(long = "latency", value_parser = parse_latency)]
+    latencies: Vec<(usize, f64)>,
+    /// Measure the validation structures (every T1 of even stride 8..24,
+    /// T2 and T3 samples, and the predicted top 3) and print the errors.
+    #[arg(long)]
+    measure: bool,
+    /// Milliseconds per measured round.
+    #[arg(long, default_value_t = 200)]
+    millis: u64,
+    /// Measured rounds per structure (the median is kept).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Largest structure considered, in MiB.
+    #[arg(long, default_value_t = 512)]
+    max_mib: u64,
+    /// Structures listed per trace.
+    #[arg(long, default_value_t = 8)]
+    top: usize,
+    /// JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    let lower = text.to_ascii_lowercase();
+    let (digits, scale) = if let Some(d) = lower.strip_suffix("mib").or(lower.strip_suffix('m')) {
+        (d, 1u64 << 20)
+    } else if let Some(d) = lower.strip_suffix("kib").or(lower.strip_suffix('k')) {
+        (d, 1 << 10)
+    } else {
+        (lower.as_str(), 1)
+    };
+    digits
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("`{text}` is not a size like 2MiB or 512KiB"))
+}
+
+fn parse_latency(text: &str) -> Result<(usize, f64), String> {
+    let bad = || format!("`{text}` is not LEVEL=NS like 2=5 or mem=90");
+    let (level, ns) = text.split_once('=').ok_or_else(bad)?;
+    let ns: f64 = ns
+        .parse()
+        .ok()
+        .filter(|n: &f64| *n >= 0.0)
+        .ok_or_else(bad)?;
+    let level = if level == "mem" {
+        usize::MAX
+    } else {
+        level
+            .parse::<usize>()
+            .ok()
+            .filter(|&l| l >= 1)
+            .ok_or_else(bad)?
+    };
+    Ok((level, ns))
+}
+
+/// Runs a `fibkit model` command.
+pub fn model(command: &ModelCommand) -> Result<bool> {
+    match command {
+        ModelCommand::Summary { table, trace, out } => summary(table, trace, out),
+        ModelCommand::Calibrate {
+            table,
+            trace,
+            out,
+            millis,
+        } => calibrate(table, trace, out, *millis),
+        ModelCommand::Predict(args) => predict(args),
+    }
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The addresses of the trace at `path` for the family the table has.
+fn traces_of(path: &Path) -> Result<(Vec<u32>, Vec<u128>)> {
+    let v4 = bench::read_trace::<u32>(path)?;
+    let v6 = bench::read_trace::<u128>(path)?;
+    if v4.is_empty() && v6.is_empty() {
+        bail!("{}: no addresses in the trace", path.display());
+    }
+    Ok((v4, v6))
+}
+
+fn summary(table: &TableArgs, trace: &Path, out: &Path) -> Result<bool> {
+    let (table, _) = load_table(table)?;
+    let (v4, v6) = traces_of(trace)?;
+    let text = if !v4.is_empty() {
+        summarise(&table.v4, &v4)?
+    } else {
+        summarise(&table.v6, &v6)?
+    };
+    std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
+    println!("wrote {}", out.display());
+    Ok(true)
+}
+
+/// The summary's text, after printing the distance between the trace's
+/// halves (the paper's Table 1).
+fn summarise<A: Addr>(rib: &Rib<A>, trace: &[A]) -> Result<String> {
+    let summary = checked_summary(rib, trace)?;
+    let half = trace.len() / 2;
+    let first = TraceSummary::from_trace(rib, &trace[..half]);
+    let second = TraceSummary::from_trace(rib, &trace[half..]);
+    let (by_prefix, by_length) = first.distance(&second);
+    println!(
+        "{} lookups, {} unmatched, {} prefixes matched; total variation distance between the \
+         halves: by prefix {by_prefix:.3}, by prefix length {by_length:.3}",
+        summary.lookups,
+        summary.unmatched,
+        summary.counts.len()
+    );
+    Ok(summary.to_text())
+}
+
+fn checked_summary<A: Addr>(rib: &Rib<A>, trace: &[A]) -> Result<TraceSummary<A>> {
+    if rib.is_empty() {
+        bail!(
+            "the table has no {} prefix: nothing to summarise",
+            A::FAMILY
+        );
+    }
+    let summary = TraceSummary::from_trace(rib, trace);
+    if summary.matched() == 0 {
+        bail!(
+            "none of the trace's {} {} addresses matches a prefix of the table: \
+             generate the trace from this table (`fibkit trace gen`)",
+            trace.len(),
+            A::FAMILY
+        );
+    }
+    Ok(summary)
+}
+
+/// The structures `calibrate` fits on: one to three levels, small and
+/// large, shallow and deep trees.
+const CALIBRATION: &[&[u8]] = &[
+    &[8],
+    &[12],
+    &[16],
+    &[20],
+    &[24],
+    &[16, 8],
+    &[12, 6, 6],
+    &[16, 4, 4],
+    &[20, 4, 4],
+    &[8, 8, 8],
+];
+
+fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result<bool> {
+    let caches = os_caches()?;
+    let mut latency_ns = Vec::new();
+    let line = caches[0].line_bytes as usize;
+    for cache in &caches {
+        latency_ns.push(chase_latency_ns(
+            cache.size_bytes as usize / 2,
+            line,
+            millis,
+            1,
+        ));
+    }
+    let largest = caches.last().map_or(1 << 20, |c| c.size_bytes as usize);
+    latency_ns.push(chase_latency_ns(
+        (largest * 8).max(256 << 20),
+        line,
+        millis,
+        1,
+    ));
+    let mut machine = Machine {
+        version: fibkit::model::machine::MACHINE_VERSION,
+        cpu_model: cpu_model(),
+        caches,
+        latency_ns,
+        trie_ns: 0.0,
+        tree_ns: 0.0,
+        const_ns: 0.0,
+    };
+    let (table, _) = load_table(table)?;
+    let (v4, v6) = traces_of(trace)?;
+    let rows = if !v4.is_empty() {
+        fit_rows(&machine, &table.v4, &v4, millis)?
+    } else {
+        fit_rows(&machine, &table.v6, &v6, millis)?
+    };
+    let [trie, tree, fixed] = fit_costs(&rows);
+    (machine.trie_ns, machine.tree_ns, machine.const_ns) = (trie, tree, fixed);
+    let text = serde_json::to_string_pretty(&machine)?;
+    std::fs::write(out, text + "\n").with_context(|| format!("writing {}", out.display()))?;
+    println!(
+        "machine: {} ({})",
+        machine.cpu_model,
+        describe(&machine.caches)
+    );
+    println!("latency per level (ns): {:.1?}", machine.latency_ns);
+    println!(
+        "t_trie {:.2} ns, t_tree {:.2} ns, t_const {:.2} ns (load average {})",
+        trie,
+        tree,
+        fixed,
+        load_average()
+    );
+    println!("wrote {}", out.display());
+    Ok(true)
+}
+
+/// `(H, S, measured - memory time)` of each calibration structure.
+fn fit_rows<A: Addr>(
+    machine: &Machine,
+    rib: &Rib<A>,
+    trace: &[A],
+    millis: u64,
+) -> Result<Vec<(f64, f64, f64)>>
+where
+    TreeNode<A>: Plain,
+{
+    let summary = checked_summary(rib, trace)?;
+    let model = trie_model(rib, &summary)?;
+    let mut rows = Vec::new();
+    for strides in CALIBRATION {
+        let Some(prediction) = model.predict(strides, &machine.caches) else {
+            continue;
+        };
+        let engine = build_levels(rib, &summary, strides)?;
+        let measured = seq_ns(&engine, trace, Duration::from_millis(millis));
+        rows.push((
+            prediction.trie_visits,
+            prediction.tree_visits,
+            measured - machine.memory_ns(&prediction),
+        ));
+    }
+    Ok(rows)
+}
+
+fn read_machine(args: &PredictArgs) -> Result<Machine> {
+    let mut machine = if args.paper {
+        Machine::paper_pentium_iii()
+    } else {
+        let text = std::fs::read_to_string(&args.machine).with_context(|| {
+            format!(
+                "reading the machine file {} (make one with `fibkit model calibrate`, or use \
+                 --paper)",
+                args.machine.display()
+            )
+        })?;
+        let machine: Machine = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a fibkit machine file", args.machine.display()))?;
+        machine.check_matches(&cpu_model(), &os_caches()?)?;
+        machine
+    };
+    for (level, size) in [(2, args.l2), (3, args.l3)] {
+        if let Some(size) = size {
+            match machine.caches.iter_mut().find(|c| c.level == level) {
+                Some(cache) => cache.size_bytes = size,
+                None => bail!("this machine has no L{level} to resize"),
+            }
+        }
+    }
+    for &(level, ns) in &args.latencies {
+        let index = if level == usize::MAX {
+            machine.latency_ns.len() - 1
+        } else {
+            level - 1
+        };
+        match machine.latency_ns.get_mut(index) {
+            Some(slot) => *slot = ns,
+            None => bail!("this machine has no cache level {level}"),
+        }
+    }
+    Ok(machine)
+}
+
+/// Predicted and (when measured) measured ns of one structure on one trace.
+#[derive(Clone, Debug, serde::Serialize)]
+struct Row {
+    strides: Vec<u8>,
+    predicted_ns: f64,
+    measured_ns: Option<f64>,
+    prediction: Prediction,
+}
+
+/// The structures measured for Table 3: every T1 of even stride 8..=24,
+/// T2 and T3 samples.
+fn validation_set() -> Vec<Vec<u8>> {
+    let mut set: Vec<Vec<u8>> = (8..=24).step_by(2).map(|s| vec![s]).collect();
+    for s1 in [12, 16, 20] {
+        for s2 in [4, 8, 12] {
+            set.push(vec![s1, s2]);
+        }
+    }
+    for s1 in [16, 20] {
+        for s in [4, 6] {
+            set.push(vec![s1, s, s]);
+        }
+    }
+    set.push(vec![16, 8, 8]);
+    set
+}
+
+fn name(strides: &[u8]) -> String {
+    let mut depth = 0u32;
+    let depths: Vec<String> = strides
+        .iter()
+        .map(|&s| {
+            depth += s as u32;
+            depth.to_string()
+        })
+        .collect();
+    format!("T{}({})", strides.len(), depths.join(","))
+}
+
+struct TraceResult {
+    path: PathBuf,
+    rows: Vec<Row>,
+    model: TrieModel,
+}
+
+fn predict(args: &PredictArgs) -> Result<bool> {
+    let machine = read_machine(args)?;
+    let (table, _) = load_table(&args.table)?;
+    let mut results = Vec::new();
+    for path in &args.traces {
+        let (v4, v6) = traces_of(path)?;
+        results.push(if !v4.is_empty() {
+            evaluate(args, &machine, &table.v4, &v4, path)?
+        } else {
+            evaluate(args, &machine, &table.v6, &v6, path)?
+        });
+    }
+    report(args, &machine, &results)
+}
+
+fn evaluate<A: Addr>(
+    args: &PredictArgs,
+    machine: &Machine,
+    rib: &Rib<A>,
+    trace: &[A],
+    path: &Path,
+) -> Result<TraceResult>
+where
+    TreeNode<A>: Plain,
+{
+    let summary = checked_summary(rib, trace)?;
+    let model = trie_model(rib, &summary)?;
+    let mut rows: Vec<Row> = model
+        .structures(8, args.max_mib << 20)
+        .into_iter()
+        .filter_map(|strides| model.predict(&strides, &machine.caches))
+        .map(|prediction| Row {
+            strides: prediction.strides.clone(),
+            predicted_ns: machine.time_ns(&prediction),
+            measured_ns: None,
+            prediction,
+        })
+        .collect();
+    rows.sort_by(|a, b| a.predicted_ns.total_cmp(&b.predicted_ns));
+    if args.measure {
+        let mut wanted = validation_set();
+        wanted.extend(rows.iter().take(3).map(|r| r.strides.clone()));
+        for row in rows.iter_mut().filter(|r| wanted.contains(&r.strides)) {
+            let engine = build_levels(rib, &summary, &row.strides)?;
+            let mut rounds: Vec<f64> = (0..args.rounds.max(1))
+                .map(|_| seq_ns(&engine, trace, Duration::from_millis(args.millis)))
+                .collect();
+            rounds.sort_by(f64::total_cmp);
+            row.measured_ns = Some(rounds[rounds.len() / 2]);
+        }
+    }
+    Ok(TraceResult {
+        path: path.to_path_buf(),
+        rows,
+        model,
+    })
+}
+
+fn report(args: &PredictArgs, machine: &Machine, results: &[TraceResult]) -> Result<bool> {
+    let load = load_average();
+    let best_predicted = |r: &TraceResult| r.rows[0].clone();
+    let best_measured = |r: &TraceResult| {
+        r.rows
+            .iter()
+            .filter(|row| row.measured_ns.is_some())
+            .min_by(|a, b| {
+                a.measured_ns
+                    .unwrap_or(f64::MAX)
+                    .total_cmp(&b.measured_ns.unwrap_or(f64::MAX))
+            })
+            .cloned()
+    };
+    let errors = |r: &TraceResult, levels: usize| {
+        let errs: Vec<f64> = r
+            .rows
+            .iter()
+            .filter(|row| row.strides.len() == levels)
+            .filter_map(|row| row.measured_ns.map(|m| error_percent(row.predicted_ns, m)))
+            .collect();
+        (!errs.is_empty()).then(|| {
+            (
+                errs.iter().sum::<f64>() / errs.len() as f64,
+                errs.iter().copied().fold(0.0, f64::max),
+                errs.len(),
+            )
+        })
+    };
+    if args.json {
+        for r in results {
+            let json = serde_json::json!({
+                "trace": r.path.display().to_string(),
+                "machine": machine.cpu_model,
+                "caches": machine.caches,
+                "load_average": load,
+                "lookups": r.model.lookups(),
+                "best_predicted": best_predicted(r),
+                "best_measured": best_measured(r),
+                "errors": (1..=3).map(|l| errors(r, l)).collect::<Vec<_>>(),
+                "rows": r.rows.iter().filter(|row| row.measured_ns.is_some()).chain(r.rows.iter().take(args.top)).collect::<Vec<_>>(),
+            });
+            println!("{json}");
+        }
+        return Ok(true);
+    }
+    println!(
+        "machine: {} ({}); miss penalties {:.1?} ns; t_trie {:.2} t_tree {:.2} t_const {:.2} ns; \
+         load average {load}",
+        machine.cpu_model,
+        describe(&machine.caches),
+        machine.miss_penalties_ns(),
+        machine.trie_ns,
+        machine.tree_ns,
+        machine.const_ns
+    );
+    for r in results {
+        println!("\ntrace {}", r.path.display());
+        println!(
+            "  {:<16} {:>10} {:>10} {:>7} {:>6} {:>6} {:>24} {:>9}",
+            "structure", "pred ns", "meas ns", "err %", "H", "S", "misses/lookup", "MiB"
+        );
+        let listed = r.rows.iter().take(args.top).chain(
+            r.rows
+                .iter()
+                .skip(args.top)
+                .filter(|row| row.measured_ns.is_some()),
+        );
+        for row in listed {
+            let misses: Vec<String> = row
+                .prediction
+                .misses
+                .iter()
+                .map(|m| format!("{m:.2}"))
+                .collect();
+            println!(
+                "  {:<16} {:>10.1} {:>10} {:>7} {:>6.2} {:>6.2} {:>24} {:>9.1}",
+                name(&row.strides),
+                row.predicted_ns,
+                row.measured_ns.map_or("-".into(), |m| format!("{m:.1}")),
+                row.measured_ns.map_or("-".into(), |m| format!(
+                    "{:.1}",
+                    error_percent(row.predicted_ns, m)
+                )),
+                row.prediction.trie_visits,
+                row.prediction.tree_visits,
+                misses.join(" "),
+                row.prediction.memory_bytes as f64 / (1 << 20) as f64
+            );
+        }
+        for levels in 1..=3 {
+            if let Some((avg, max, n)) = errors(r, levels) {
+                println!("  Table 3, {levels}-level tries: average error {avg:.1}%, maximum {max:.1}% over {n} structures");
+            }
+        }
+        let best = best_predicted(r);
+        print!(
+            "  Table 4: predicted optimum {} at {:.1} ns",
+            name(&best.strides),
+            best.predicted_ns
+        );
+        match best_measured(r) {
+            Some(m) => println!(
+                "; measured optimum {} at {:.1} ns",
+                name(&m.strides),
+                m.measured_ns.unwrap_or(0.0)
+            ),
+            None => println!(),
+        }
+    }
+    if results.len() > 1 {
+        println!("\nTable 5: % more time on the row's trace with the column trace's predicted optimum (predicted)");
+        for r in results {
+            let own = best_predicted(r).predicted_ns;
+            let cells: Vec<String> = results
+                .iter()
+                .map(|other| {
+                    let strides = best_predicted(other).strides;
+                    r.rows
+                        .iter()
+                        .find(|row| row.strides == strides)
+                        .map_or("-".into(), |row| {
+                            format!("{:.1}", (row.predicted_ns / own - 1.0) * 100.0)
+                        })
+                })
+                .collect();
+            println!("  {:<40} {}", r.path.display(), cells.join("  "));
+        }
+    }
+    Ok(true)
+}

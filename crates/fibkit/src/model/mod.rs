@@ -1,0 +1,139 @@
+//! The performance model of Narlikar and Zane, "Performance Modeling for
+//! Fast IP Lookups" (SIGMETRICS 2001), section 4, for fibkit's `levels`
+//! engine: from a table, a trace summary and a machine's caches it predicts
+//! the average lookup time of every levelled trie with search-tree leaves.
+//!
+//! - [`summary`]: per-prefix lookup counts of a trace, and the weight of
+//!   every range of the table they imply.
+//! - [`predict`]: one pass over the binary trie, then access counts,
+//!   Equation 2 misses per cache level, H and S for any stride vector.
+//! - [`machine`]: caches from the OS, pointer-chase latencies, the fitted
+//!   costs, Equation 1 and the machine file.
+
+pub mod machine;
+pub mod predict;
+pub mod summary;
+
+pub use machine::{CacheLevel, Machine};
+pub use predict::{Prediction, TrieModel};
+pub use summary::{TraceSummary, WeightedRanges};
+
+use crate::addr::Addr;
+use crate::engine::{BuildError, Lookup};
+use crate::engines::levels::{LevelsConfig, LevelsUpdater, TreeNode};
+use crate::rib::Rib;
+use crate::storage::Plain;
+
+/// The model of `rib` under the lookups of `summary`: the pass over the
+/// binary trie to the depth three widest strides reach.
+pub fn trie_model<A: Addr>(
+    rib: &Rib<A>,
+    summary: &TraceSummary<A>,
+) -> Result<TrieModel, ModelError> {
+    if rib.is_empty() {
+        return Err(ModelError::Input(
+            "the table is empty: nothing to model".into(),
+        ));
+    }
+    let densities = summary::prefix_densities(rib, summary);
+    if densities.values().all(|&d| d == 0.0) {
+        return Err(ModelError::Input(format!(
+            "the trace matches no prefix of the table ({} lookups, {} unmatched): \
+             summarise a trace of this table's addresses",
+            summary.lookups, summary.unmatched
+        )));
+    }
+    let view = summary::weighted_ranges(rib, A::ZERO, A::MAX, Some(&densities));
+    let depth = 3 * crate::engines::levels::MAX_STRIDE as u32;
+    Ok(TrieModel::new(&view, depth))
+}
+
+/// Builds `levels` with `strides`, its trees weighted by `summary`.
+pub fn build_levels<A: Addr>(
+    rib: &Rib<A>,
+    summary: &TraceSummary<A>,
+    strides: &[u8],
+) -> Result<crate::engines::levels::Levels<A>, BuildError>
+where
+    TreeNode<A>: Plain,
+{
+    let densities = summary::prefix_densities(rib, summary);
+    let config = LevelsConfig::with_strides(strides);
+    let (_, snapshot) = LevelsUpdater::build_weighted(&config, rib, Some(densities))?;
+    Ok(snapshot)
+}
+
+/// Average ns per dependent lookup (the SEQ pattern: each address XORed
+/// with the previous label) over `trace`, passes repeated for at least
+/// `min`: the latency Equation 1 predicts.
+///
+/// Each pass is timed in chunks of [`CHUNK_LOOKUPS`] and the median chunk
+/// is kept: on a shared machine a chunk the scheduler interrupted is an
+/// outlier the median ignores, where a mean over the pass would count the
+/// other processes' time slices.
+pub fn seq_ns<A: Addr, L: Lookup<A> + ?Sized>(
+    engine: &L,
+    trace: &[A],
+    min: std::time::Duration,
+) -> f64 {
+    let mut out = vec![None; CHUNK_LOOKUPS];
+    let mut chunk_ns = Vec::new();
+    let start = std::time::Instant::now();
+    let mut previous = 0;
+    loop {
+        for chunk in trace.chunks(CHUNK_LOOKUPS) {
+            let begun = std::time::Instant::now();
+            previous = engine.lookup_chained(chunk, &mut out, previous);
+            chunk_ns.push(begun.elapsed().as_nanos() as f64 / chunk.len() as f64);
+        }
+        if start.elapsed() >= min || chunk_ns.is_empty() {
+            break;
+        }
+    }
+    std::hint::black_box(previous);
+    median(&mut chunk_ns)
+}
+
+/// Dependent lookups timed together in [`seq_ns`] (tens of microseconds:
+/// shorter than a scheduler time slice, long against the clock's cost).
+pub const CHUNK_LOOKUPS: usize = 1024;
+
+/// The median of `values` (0 for none); sorts them.
+pub fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Percentage error of `predicted` against `measured`.
+pub fn error_percent(predicted: f64, measured: f64) -> f64 {
+    (predicted - measured).abs() / measured * 100.0
+}
+
+/// Why a model input could not be read or used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// A file could not be read or written.
+    #[error("{path}: {why}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The operating system's message.
+        why: String,
+    },
+    /// A file is not what it should be.
+    #[error("{path}:{line}: {why}")]
+    BadFile {
+        /// The file.
+        path: String,
+        /// The 1-based line (0: the file as a whole).
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
+    /// The inputs cannot give a prediction.
+    #[error("{0}")]
+    Input(String),
+}
