@@ -13,7 +13,7 @@ use fibkit::model::{
     build_levels, error_percent, seq_ns, trie_model, Machine, Prediction, TraceSummary, TrieModel,
 };
 use fibkit::storage::Plain;
-use fibkit::{bench, Addr, Rib};
+use fibkit::{Addr, Rib};
 
 use crate::commands::load_table;
 use crate::TableArgs;
@@ -160,8 +160,8 @@ fn load_average() -> String {
 
 /// The addresses of the trace at `path` for the family the table has.
 fn traces_of(path: &Path) -> Result<(Vec<u32>, Vec<u128>)> {
-    let v4 = bench::read_trace::<u32>(path)?;
-    let v6 = bench::read_trace::<u128>(path)?;
+    let v4 = fibkit::trace::read_trace::<u32>(path)?;
+    let v6 = fibkit::trace::read_trace::<u128>(path)?;
     if v4.is_empty() && v6.is_empty() {
         bail!("{}: no addresses in the trace", path.display());
     }

@@ -223,12 +223,15 @@ pub fn describe(caches: &[CacheLevel]) -> String {
 /// with a random order against the prefetchers). Takes about `millis`
 /// after one warming lap.
 pub fn chase_latency_ns(bytes: usize, line_bytes: usize, millis: u64, seed: u64) -> f64 {
-    use rand::seq::SliceRandom;
-    use rand::SeedableRng;
     let stride = (line_bytes / std::mem::size_of::<usize>()).max(1);
     let slots = (bytes / line_bytes).max(2);
     let mut order: Vec<usize> = (0..slots).collect();
-    order.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(seed));
+    // Fisher-Yates with the core's seeded generator (no rand in the core).
+    let mut rng = crate::verify::SplitMix64(seed);
+    for i in (1..slots).rev() {
+        let j = (rng.next() % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
     let mut memory = vec![0usize; slots * stride];
     for (i, &slot) in order.iter().enumerate() {
         memory[slot * stride] = order[(i + 1) % slots] * stride;
