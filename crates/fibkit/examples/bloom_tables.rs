@@ -20,8 +20,9 @@
 
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use fibkit::bench::thread_cpu_ns as cpu_ns;
 use fibkit::bench::{generate_keys, Pattern};
 use fibkit::engines::bloom::{Bloom, BloomConfig, BloomUpdater, LookupCounts};
 use fibkit::load::{load_table, LoadOptions};
@@ -29,15 +30,6 @@ use fibkit::trace::{generate, TraceKind};
 use fibkit::{Addr, EngineConfig, Label, Lookup, Rib, Updater};
 
 const MIN_RUN: Duration = Duration::from_millis(300);
-
-/// Nanoseconds this thread has run on a CPU (Linux), else wall time.
-fn cpu_ns() -> u64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|text| text.split_whitespace().next()?.parse().ok())
-        .unwrap_or_else(|| START.get_or_init(Instant::now).elapsed().as_nanos() as u64)
-}
 
 /// Mlps of on-CPU time over whole passes of `lookup_batch` on `keys`.
 fn rate<A: Addr, L: Lookup<A>>(engine: &L, keys: &[A], out: &mut [Option<Label>]) -> f64 {

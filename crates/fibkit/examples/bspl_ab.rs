@@ -19,17 +19,10 @@
 use std::path::Path;
 use std::time::Instant;
 
+use fibkit::bench::thread_cpu_ns as cpu_ns;
 use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{build, EngineFamily, Label, Lookup, Rib};
-
-/// Nanoseconds this thread has run on a CPU (0 where the file is missing).
-fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|text| text.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 struct Options {
     table: String,

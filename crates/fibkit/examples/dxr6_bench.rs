@@ -29,22 +29,13 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use fibkit::bench::thread_cpu_ns as cpu_ns;
 use fibkit::bench::{generate_keys, Pattern};
 use fibkit::engines::dxr6::{Dxr6, Dxr6Config, Dxr6Updater};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{build, EngineConfig, EngineStats, Label, LocalFib, Lookup, Rib, SnapshotV6, Updater};
 
 const MIN_RUN: Duration = Duration::from_millis(500);
-
-/// Nanoseconds this thread has run on a CPU (Linux), else wall time since
-/// the first call.
-fn cpu_ns() -> u64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|text| text.split_whitespace().next()?.parse().ok())
-        .unwrap_or_else(|| START.get_or_init(Instant::now).elapsed().as_nanos() as u64)
-}
 
 /// Repeats `pass` (one pass over `keys` keys) until [`MIN_RUN`] of on-CPU
 /// time has passed; returns Mlps.

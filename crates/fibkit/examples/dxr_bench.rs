@@ -31,6 +31,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use fibkit::bench::load_average;
 use fibkit::engines::dxr::{DxrConfig, DxrUpdater};
 use fibkit::load::{load_table, load_updates, LoadOptions};
 use fibkit::{build, Change, EngineConfig, Fib, Label, LocalFib, Lookup, Prefix, Rib, Updater};
@@ -129,17 +130,6 @@ fn seq_plain<F: Lookup<u32>>(fib: &F, keys: &[u32], out: &mut [Option<Label>]) -
 fn cpu_ns() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     text.split_whitespace().next()?.parse().ok()
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default()
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -22,6 +22,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use fibkit::bench::load_average;
 use fibkit::bench::{self, median, Mode, Pattern, Settings};
 use fibkit::engines::lctrie::{
     adversarial_table_v4, LcTrie, LcTrieConfig, LcTrieUpdater, LookupAlgo, SlotLayout,
@@ -335,17 +336,6 @@ const ROUNDS: usize = 5;
 fn shown(values: &[f64]) -> String {
     let values: Vec<String> = values.iter().map(|v| format!("{v:.2}")).collect();
     values.join(", ")
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default()
 }
 
 /// Mlookups/s of one pass over `keys` in calls of `burst` keys (0: one call).

@@ -18,8 +18,9 @@
 
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use fibkit::bench::thread_cpu_ns as cpu_ns;
 use fibkit::bench::{generate_keys, Pattern};
 use fibkit::engines::dir24_8::{Dir24_8Config, Dir24_8Updater};
 use fibkit::engines::dxr::{DxrConfig, DxrUpdater};
@@ -27,15 +28,6 @@ use fibkit::load::{load_table, LoadOptions};
 use fibkit::{build, EngineConfig, Label, Lookup, LookupVisitor, SnapshotV4, Updater};
 
 const MIN_RUN: Duration = Duration::from_millis(400);
-
-/// Nanoseconds this thread has run on a CPU (Linux), else wall time.
-fn cpu_ns() -> u64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|text| text.split_whitespace().next()?.parse().ok())
-        .unwrap_or_else(|| START.get_or_init(Instant::now).elapsed().as_nanos() as u64)
-}
 
 /// Passes over `keys` keys until [`MIN_RUN`] of on-CPU time; Mlps.
 fn timed(keys: usize, mut pass: impl FnMut()) -> f64 {

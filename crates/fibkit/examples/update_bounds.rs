@@ -22,8 +22,9 @@
 //! builds and changes alternate, so load changes hit both alike.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
+use fibkit::bench::load_average;
+use fibkit::bench::thread_cpu_ns as cpu_ns;
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{Addr, Change, EngineFamily, LocalFib, Prefix, Rib, Updater};
 
@@ -152,28 +153,7 @@ fn short_prefix_changes<A: Addr>(rib: &Rib<A>, busy_plen: u8) -> Vec<(String, Ch
     changes
 }
 
-/// Nanoseconds this thread has run on a CPU (Linux), else wall time since
-/// the first call.
-fn cpu_ns() -> u64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|text| text.split_whitespace().next()?.parse().ok())
-        .unwrap_or_else(|| START.get_or_init(Instant::now).elapsed().as_nanos() as u64)
-}
-
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default()
 }

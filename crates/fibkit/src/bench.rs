@@ -422,6 +422,31 @@ fn pass<A: Addr, H: Handle<A>>(
     }
 }
 
+/// Nanoseconds the calling thread has run on a CPU (Linux's
+/// `/proc/thread-self/schedstat`), elsewhere the wall time since the first
+/// call. A run timed by it leaves out the time a shared machine's
+/// scheduler gives other processes, which wall time would count.
+pub fn thread_cpu_ns() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| START.get_or_init(Instant::now).elapsed().as_nanos() as u64)
+}
+
+/// The 1, 5 and 15-minute load averages as `/proc/loadavg` gives them
+/// (empty where it cannot be read): the note beside every measurement.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
 /// Calls `pass` until at least `min` has elapsed (whole passes only).
 /// Returns the passes made and the time they took: the timing loop of
 /// every measurement here and of the peer harnesses.
