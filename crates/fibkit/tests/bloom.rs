@@ -10,7 +10,7 @@ use common::*;
 use fibkit::engines::bloom::{Bloom, BloomConfig, BloomUpdater};
 use fibkit::load::{load_updates, LoadOptions};
 use fibkit::trace::{generate, generate_changes, TraceKind};
-use fibkit::{build, verify, EngineConfig, EngineFamily, Label, LocalFib, Lookup, Rib, Updater};
+use fibkit::{build, EngineConfig, EngineFamily, Label, LocalFib, Lookup, Rib, Updater};
 use proptest::prelude::*;
 
 /// Both searches, at the default filter and at one block with few bits per
@@ -21,21 +21,6 @@ const UPDATE_SPECS: &[&str] = &[
     "bloom:search=guided,bits=512,k=9",
     "bloom:search=linear,bits=1024,k=2",
 ];
-
-fn assert_verified<A: EngineFamily>(
-    engine: &impl Lookup<A>,
-    rib: &Rib<A>,
-    random: usize,
-    what: &str,
-) {
-    let report = verify(engine, rib, random, 0x5eed);
-    assert!(
-        report.ok(),
-        "{what}: {} failed, first: {}",
-        report.failed,
-        report.mismatches[0]
-    );
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]

@@ -9,22 +9,7 @@ use common::*;
 use fibkit::load::{load_updates, LoadOptions};
 use fibkit::model::TraceSummary;
 use fibkit::trace::{generate, generate_changes, TraceKind};
-use fibkit::{build, verify, EngineFamily, Label, LocalFib, Lookup, Rib};
-
-fn assert_verified<A: EngineFamily>(
-    engine: &impl Lookup<A>,
-    rib: &Rib<A>,
-    random: usize,
-    what: &str,
-) {
-    let report = verify(engine, rib, random, 0x5eed);
-    assert!(
-        report.ok(),
-        "{what}: {} failed, first: {}",
-        report.failed,
-        report.mismatches[0]
-    );
-}
+use fibkit::{build, EngineFamily, Label, LocalFib, Rib};
 
 /// A summary of a seeded `kind` trace against `rib`, written to a
 /// temporary file whose path is returned.

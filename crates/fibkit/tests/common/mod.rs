@@ -491,3 +491,20 @@ pub fn replay_batches<A: EngineFamily>(rib: &Rib<A>, batches: &[Vec<Change<A>>],
         }
     }
 }
+
+/// Verifies `engine` against `rib` (every range boundary plus `random`
+/// addresses, seed 0x5eed), failing with `what` and the first mismatch.
+pub fn assert_verified<A: EngineFamily>(
+    engine: &impl Lookup<A>,
+    rib: &Rib<A>,
+    random: usize,
+    what: &str,
+) {
+    let report = verify(engine, rib, random, 0x5eed);
+    assert!(
+        report.ok(),
+        "{what}: {} failed, first: {}",
+        report.failed,
+        report.mismatches[0]
+    );
+}
