@@ -60,6 +60,20 @@ pub(crate) fn prefetch<T>(ptr: *const T) {
     let _ = ptr;
 }
 
+/// Nested prefixes of eight lengths (`BITS/8` to `BITS`) around `addr`,
+/// labels 1 to 8, and the same lengths around `!addr` with label 7: chunks
+/// and nodes of one label, of several, and below them, for every engine.
+#[cfg(test)]
+pub(crate) fn nested_table<A: crate::Addr>(addr: A) -> crate::Rib<A> {
+    let mut rib = crate::Rib::new();
+    for step in 1..=8u8 {
+        let plen = A::BITS / 8 * step;
+        rib.insert(crate::Prefix::new_masked(addr, plen), step as u32);
+        rib.insert(crate::Prefix::new_masked(!addr, plen), 7);
+    }
+    rib
+}
+
 /// Checks that the default route is one results slot for the engine `U`:
 /// on `rib` with and without a `/0`, announcing, relabelling and
 /// withdrawing it through [`crate::engine::Updater::update`] leaves
