@@ -73,7 +73,11 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(16))]
+    #![proptest_config(ProptestConfig {
+        cases: 16,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(16),
+        ..ProptestConfig::default()
+    })]
 
     /// Announcing, relabelling and withdrawing the default route, mixed
     /// with other changes, on tables with and without one: every engine
