@@ -207,7 +207,11 @@ mod tests {
         assert_eq!(results[0].get(), Some(7));
         assert!(index.set_default(Some(9)));
         assert_eq!(index.len(), 2, "9 is only in slot 0");
-        assert_eq!(index.index(Some(9)).unwrap(), 2, "9 gets an index of its own");
+        assert_eq!(
+            index.index(Some(9)).unwrap(),
+            2,
+            "9 gets an index of its own"
+        );
         assert_eq!(index.len(), 2);
         assert!(index.set_default(None));
         index.sync(&mut results);

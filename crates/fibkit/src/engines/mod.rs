@@ -34,9 +34,7 @@ pub(crate) fn touched_blocks(changed: &[crate::Prefix<u32>], shift: u32) -> Vec<
 /// engines keep the `/0` in their results table's slot 0
 /// ([`crate::labels::LabelIndex::set_default`]), so only the other prefixes
 /// touch their entries.
-pub(crate) fn without_default<A: crate::Addr>(
-    changed: &[crate::Prefix<A>],
-) -> &[crate::Prefix<A>] {
+pub(crate) fn without_default<A: crate::Addr>(changed: &[crate::Prefix<A>]) -> &[crate::Prefix<A>] {
     debug_assert!(changed.iter().skip(1).all(|prefix| prefix.plen() > 0));
     match changed.split_first() {
         Some((first, rest)) if first.plen() == 0 => rest,
@@ -116,7 +114,11 @@ pub(crate) fn assert_default_route_is_one_slot<A, U, T>(
                 "{config}: {change:?} rewrote the tables"
             );
             let report = crate::verify::verify(&snapshot, &rib, 200, 1);
-            assert!(report.ok(), "{config} after {change:?}: {}", report.mismatches[0]);
+            assert!(
+                report.ok(),
+                "{config} after {change:?}: {}",
+                report.mismatches[0]
+            );
         }
     }
 }

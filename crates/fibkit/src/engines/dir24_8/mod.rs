@@ -222,8 +222,7 @@ impl Updater<u32> for Dir24_8Updater {
         changed: &[Prefix<u32>],
     ) -> Result<(), BuildError> {
         let mut ranges = Vec::new();
-        for (first_block, last_block) in super::touched_blocks(super::without_default(changed), 8)
-        {
+        for (first_block, last_block) in super::touched_blocks(super::without_default(changed), 8) {
             ranges.clear();
             rib.ranges_in_without_default(
                 first_block << 8,
