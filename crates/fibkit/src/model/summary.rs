@@ -258,13 +258,16 @@ pub fn weighted_ranges_without_default<A: Addr>(
     weighted_view(rib, lo, hi, densities, Rib::ranges_in_without_default)
 }
 
+/// A range view of a window: [`Rib::ranges_in`] or one of its variants.
+type RangeView<A> = fn(&Rib<A>, A, A, bool, &mut Vec<Range<A>>);
+
 /// The weighted ranges of the range view `view` gives.
 fn weighted_view<A: Addr>(
     rib: &Rib<A>,
     lo: A,
     hi: A,
     densities: Option<&HashMap<Prefix<A>, f64>>,
-    view: fn(&Rib<A>, A, A, bool, &mut Vec<Range<A>>),
+    view: RangeView<A>,
 ) -> WeightedRanges<A> {
     let mut out = WeightedRanges::default();
     let Some(densities) = densities else {
