@@ -3,8 +3,11 @@
 //! entries hold narrow indices instead of full 32-bit labels; builds and
 //! updates assign those indices with a [`LabelIndex`].
 //!
-//! Index 0 is always "no route", so a zero entry means no match in every
-//! engine.
+//! Index 0 is what a miss of the engine's own entries returns: the default
+//! route's label, or "no route". Engines build their entries from the table
+//! without its `/0` ([`crate::Rib::ranges_without_default`]), so a zero
+//! entry means "nothing longer than the default route matches" and a change
+//! to the default route is one write to slot 0 ([`LabelIndex::set_default`]).
 
 use std::collections::HashMap;
 
@@ -87,7 +90,19 @@ impl LabelIndex {
         Ok(index)
     }
 
-    /// The index of `label` (0 for `None`), adding it if new; a
+    /// Sets slot 0 to the default route's label (or no route); returns
+    /// whether it changed. [`LabelIndex::sync`] carries it to a snapshot.
+    pub fn set_default(&mut self, label: Option<Label>) -> bool {
+        let slot = LabelSlot::new(label);
+        let changed = self.slots[0] != slot;
+        self.slots[0] = slot;
+        changed
+    }
+
+    /// The index of `label` (0 for `None`, which entries built without the
+    /// default route use for "only the default route matches"), adding it
+    /// if new; the default route's label gets an index of its own, as slot 0
+    /// changes with the default route; a
     /// [`BuildError::Limit`] past the engine's limit.
     #[inline]
     pub fn index(&mut self, label: Option<Label>) -> Result<u32, BuildError> {
@@ -120,20 +135,29 @@ impl LabelIndex {
         &self.slots
     }
 
-    /// Appends to `results` the slots added since it was last synced (a
-    /// snapshot's copy of the table only ever grows).
+    /// Writes slot 0 (the default route) into `results` and appends the
+    /// slots added since it was last synced (past slot 0, a snapshot's copy
+    /// of the table only ever grows).
     pub fn sync(&self, results: &mut Vec<LabelSlot>) {
         debug_assert!(results.len() <= self.slots.len());
-        debug_assert!(results.iter().zip(&self.slots).all(|(a, b)| a == b));
+        debug_assert!(results.iter().zip(&self.slots).skip(1).all(|(a, b)| a == b));
+        match results.first_mut() {
+            Some(first) => *first = self.slots[0],
+            None => results.push(self.slots[0]),
+        }
         results.extend_from_slice(&self.slots[results.len()..]);
     }
 
-    /// Distinct labels (the "no route" slot not counted).
+    /// Distinct labels in the results table: the indexed ones, and the
+    /// default route's if no entry uses it.
     pub fn len(&self) -> usize {
-        self.slots.len() - 1
+        let default_alone = self.slots[0]
+            .get()
+            .is_some_and(|label| !self.index.contains_key(&label));
+        self.slots.len() - 1 + default_alone as usize
     }
 
-    /// Whether no label was indexed.
+    /// Whether the results table holds no label.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -167,6 +191,32 @@ mod tests {
         index.index(Some(9)).unwrap();
         index.sync(&mut copy);
         assert_eq!(copy, index.slots());
+    }
+
+    #[test]
+    fn the_default_route_is_slot_0_and_syncs_in_place() {
+        let mut index = LabelIndex::new("test", 10);
+        assert_eq!(index.index(Some(7)).unwrap(), 1);
+        let mut results = Vec::new();
+        index.sync(&mut results);
+        assert_eq!(results, [LabelSlot::NONE, LabelSlot::new(Some(7))]);
+        assert!(index.set_default(Some(7)));
+        assert!(!index.set_default(Some(7)));
+        assert_eq!(index.len(), 1, "7 is counted once");
+        index.sync(&mut results);
+        assert_eq!(results[0].get(), Some(7));
+        assert!(index.set_default(Some(9)));
+        assert_eq!(index.len(), 2, "9 is only in slot 0");
+        assert_eq!(
+            index.index(Some(9)).unwrap(),
+            2,
+            "9 gets an index of its own"
+        );
+        assert_eq!(index.len(), 2);
+        assert!(index.set_default(None));
+        index.sync(&mut results);
+        assert_eq!(results, index.slots());
+        assert_eq!(results[0], LabelSlot::NONE);
     }
 
     #[test]

@@ -64,6 +64,14 @@ pub struct Range<A> {
     pub label: Option<Label>,
 }
 
+/// Whether a range view shows the default route's label where only it
+/// matches.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum DefaultRoute {
+    Included,
+    Excluded,
+}
+
 /// Where a node index is stored: the root slot or a child slot of a node.
 #[derive(Clone, Copy)]
 enum Slot {
@@ -398,6 +406,39 @@ impl<A: Addr> Rib<A> {
     /// with equal labels are joined; without, each range is the stretch of one
     /// longest-matching prefix (or of no route).
     pub fn ranges_in(&self, lo: A, hi: A, merge: bool, out: &mut Vec<Range<A>>) {
+        self.range_view(lo, hi, merge, DefaultRoute::Included, out);
+    }
+
+    /// The label of the default route (`/0`), if the table has one.
+    pub fn default_route(&self) -> Option<Label> {
+        self.get(Prefix::default_route())
+    }
+
+    /// The merged range view of the whole address space as if the table had
+    /// no default route: where only the `/0` matches, the label is `None`.
+    /// Engines build from it and keep the default route's label in their
+    /// results table's slot 0 (what a miss returns), so that announcing,
+    /// relabelling or withdrawing the `/0` writes one slot.
+    pub fn ranges_without_default(&self) -> Vec<Range<A>> {
+        let mut out = Vec::with_capacity(self.len * 2 + 1);
+        self.ranges_in_without_default(A::ZERO, A::MAX, true, &mut out);
+        out
+    }
+
+    /// [`Rib::ranges_in`] as if the table had no default route (see
+    /// [`Rib::ranges_without_default`]).
+    pub fn ranges_in_without_default(&self, lo: A, hi: A, merge: bool, out: &mut Vec<Range<A>>) {
+        self.range_view(lo, hi, merge, DefaultRoute::Excluded, out);
+    }
+
+    fn range_view(
+        &self,
+        lo: A,
+        hi: A,
+        merge: bool,
+        default: DefaultRoute,
+        out: &mut Vec<Range<A>>,
+    ) {
         debug_assert!(lo <= hi);
         let start_len = out.len();
         let mut emit = |first: A, last: A, label: Option<Label>| {
@@ -415,6 +456,9 @@ impl<A: Addr> Rib<A> {
         let mut cursor = lo;
         for node in self.nodes_in(lo, hi) {
             let Some(label) = node.label else { continue };
+            if default == DefaultRoute::Excluded && node.prefix.plen() == 0 {
+                continue;
+            }
             let start = node.prefix.first().max(lo);
             while let Some(&(last, top_label)) = open.last() {
                 if last >= start {
@@ -566,6 +610,27 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn the_range_view_without_default_leaves_only_the_default_route_out() {
+        let mut rib = Rib::from_pairs([
+            (p("10.0.0.0/8"), 1),
+            (p("10.2.0.0/16"), 2),
+            (p("11.0.0.0/8"), 7),
+        ]);
+        let without = rib.ranges();
+        assert_eq!(rib.ranges_without_default(), without);
+        rib.insert(Prefix::default_route(), 7);
+        assert_eq!(rib.default_route(), Some(7));
+        assert_ne!(rib.ranges(), without);
+        assert_eq!(rib.ranges_without_default(), without);
+        let (lo, hi) = (addr("10.1.0.0"), addr("10.3.0.0"));
+        let (mut windowed, mut expected) = (Vec::new(), Vec::new());
+        rib.ranges_in_without_default(lo, hi, false, &mut windowed);
+        rib.remove(Prefix::default_route());
+        rib.ranges_in(lo, hi, false, &mut expected);
+        assert_eq!(windowed, expected);
     }
 
     #[test]

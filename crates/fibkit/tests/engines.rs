@@ -72,6 +72,39 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 16,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(16),
+        ..ProptestConfig::default()
+    })]
+
+    /// Announcing, relabelling and withdrawing the default route, mixed
+    /// with other changes, on tables with and without one: every engine
+    /// answers as the reference table after every batch.
+    #[test]
+    fn default_route_changes_v4(
+        entries in random_table_v4(),
+        default_route in prop::option::of(0u32..6),
+        batches in with_default_route_changes(random_batches_v4(32)),
+    ) {
+        let rib = rib_with_or_without_default(&entries, default_route);
+        let specs: Vec<&str> = ENGINES.iter().filter(|e| e.1).map(|e| e.0).collect();
+        replay_batches(&rib, &batches, &specs);
+    }
+
+    #[test]
+    fn default_route_changes_v6(
+        entries in random_table_v6(),
+        default_route in prop::option::of(0u32..6),
+        batches in with_default_route_changes(random_batches_v6(128)),
+    ) {
+        let rib = rib_with_or_without_default(&entries, default_route);
+        let specs: Vec<&str> = ENGINES.iter().filter(|e| e.2).map(|e| e.0).collect();
+        replay_batches(&rib, &batches, &specs);
+    }
+}
+
 /// The failed-update property (all or nothing, through `LocalFib` and
 /// `Fib`) for every engine in the registry. The engines' real limits are
 /// out of reach of a small table for most of them: label indices of 30-31

@@ -30,6 +30,18 @@ pub(crate) fn touched_blocks(changed: &[crate::Prefix<u32>], shift: u32) -> Vec<
     merged
 }
 
+/// `changed` (sorted, so a `/0` comes first) without the default route:
+/// engines keep the `/0` in their results table's slot 0
+/// ([`crate::labels::LabelIndex::set_default`]), so only the other prefixes
+/// touch their entries.
+pub(crate) fn without_default<A: crate::Addr>(changed: &[crate::Prefix<A>]) -> &[crate::Prefix<A>] {
+    debug_assert!(changed.iter().skip(1).all(|prefix| prefix.plen() > 0));
+    match changed.split_first() {
+        Some((first, rest)) if first.plen() == 0 => rest,
+        _ => changed,
+    }
+}
+
 /// Asks the CPU to start loading the cache line holding `ptr`: the batch
 /// lookups of several engines keep lookups in flight with it.
 #[inline(always)]
@@ -44,6 +56,71 @@ pub(crate) fn prefetch<T>(ptr: *const T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = ptr;
+}
+
+/// Nested prefixes of eight lengths (`BITS/8` to `BITS`) around `addr`,
+/// labels 1 to 8, and the same lengths around `!addr` with label 7: chunks
+/// and nodes of one label, of several, and below them, for every engine.
+#[cfg(test)]
+pub(crate) fn nested_table<A: crate::Addr>(addr: A) -> crate::Rib<A> {
+    let mut rib = crate::Rib::new();
+    for step in 1..=8u8 {
+        let plen = A::BITS / 8 * step;
+        rib.insert(crate::Prefix::new_masked(addr, plen), step as u32);
+        rib.insert(crate::Prefix::new_masked(!addr, plen), 7);
+    }
+    rib
+}
+
+/// Checks that the default route is one results slot for the engine `U`:
+/// on `rib` with and without a `/0`, announcing, relabelling and
+/// withdrawing it through [`crate::engine::Updater::update`] leaves
+/// `tables(snapshot)` (the snapshot's arrays but the results) unchanged,
+/// and the snapshot answers as the reference after each change.
+#[cfg(test)]
+pub(crate) fn assert_default_route_is_one_slot<A, U, T>(
+    config: &U::Config,
+    rib: &crate::Rib<A>,
+    tables: impl Fn(&U::Snapshot) -> T,
+) where
+    A: crate::Addr,
+    U: crate::engine::Updater<A>,
+    T: PartialEq,
+{
+    use crate::Change;
+    let default = crate::Prefix::default_route();
+    for start in [None, Some(3)] {
+        let mut rib = rib.clone();
+        match start {
+            Some(label) => rib.insert(default, label),
+            None => rib.remove(default),
+        };
+        let (mut updater, mut snapshot) = U::build(config, &rib).expect("the table builds");
+        let before = tables(&snapshot);
+        for change in [
+            Change::Announce(default, 9),
+            Change::Announce(default, 4),
+            Change::Announce(default, 4),
+            Change::Withdraw(default),
+            Change::Withdraw(default),
+            Change::Announce(default, 3),
+        ] {
+            rib.apply(change);
+            updater
+                .update(&mut snapshot, &rib, &[default])
+                .unwrap_or_else(|e| panic!("{config} after {change:?}: {e}"));
+            assert!(
+                tables(&snapshot) == before,
+                "{config}: {change:?} rewrote the tables"
+            );
+            let report = crate::verify::verify(&snapshot, &rib, 200, 1);
+            assert!(
+                report.ok(),
+                "{config} after {change:?}: {}",
+                report.mismatches[0]
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -243,22 +243,47 @@ pub fn weighted_ranges<A: Addr>(
     hi: A,
     densities: Option<&HashMap<Prefix<A>, f64>>,
 ) -> WeightedRanges<A> {
+    weighted_view(rib, lo, hi, densities, Rib::ranges_in)
+}
+
+/// [`weighted_ranges`] over the range view without the default route
+/// ([`Rib::ranges_in_without_default`]): where only the `/0` matches the
+/// label is `None`, weighed by the `/0`'s lookups.
+pub fn weighted_ranges_without_default<A: Addr>(
+    rib: &Rib<A>,
+    lo: A,
+    hi: A,
+    densities: Option<&HashMap<Prefix<A>, f64>>,
+) -> WeightedRanges<A> {
+    weighted_view(rib, lo, hi, densities, Rib::ranges_in_without_default)
+}
+
+/// A range view of a window: [`Rib::ranges_in`] or one of its variants.
+type RangeView<A> = fn(&Rib<A>, A, A, bool, &mut Vec<Range<A>>);
+
+/// The weighted ranges of the range view `view` gives.
+fn weighted_view<A: Addr>(
+    rib: &Rib<A>,
+    lo: A,
+    hi: A,
+    densities: Option<&HashMap<Prefix<A>, f64>>,
+    view: RangeView<A>,
+) -> WeightedRanges<A> {
     let mut out = WeightedRanges::default();
     let Some(densities) = densities else {
-        rib.ranges_in(lo, hi, true, &mut out.ranges);
+        view(rib, lo, hi, true, &mut out.ranges);
         out.weights = vec![1.0; out.ranges.len()];
         return out;
     };
     let mut stretches = Vec::new();
-    rib.ranges_in(lo, hi, false, &mut stretches);
+    view(rib, lo, hi, false, &mut stretches);
     for stretch in stretches {
-        let weight = match stretch.label {
-            Some(_) => rib
-                .longest_match(stretch.first)
-                .and_then(|(prefix, _)| densities.get(&prefix))
-                .map_or(0.0, |density| density * range_size(&stretch)),
-            None => 0.0,
-        };
+        // The longest match, not the stretch's label: a view without the
+        // default route shows `None` where the `/0` matches.
+        let weight = rib
+            .longest_match(stretch.first)
+            .and_then(|(prefix, _)| densities.get(&prefix))
+            .map_or(0.0, |density| density * range_size(&stretch));
         match out.ranges.last_mut() {
             Some(last) if last.label == stretch.label => {
                 last.last = stretch.last;

@@ -479,6 +479,42 @@ fn random_batches<A: Addr + Arbitrary>(
     })
 }
 
+/// `batches` with a change to the default route at a random place in each
+/// batch: an announcement (a new label, or the label it has: a relabel or
+/// nothing) or a withdrawal, mixed with the batch's other changes.
+pub fn with_default_route_changes<A: Addr>(
+    batches: impl Strategy<Value = Vec<Vec<Change<A>>>>,
+) -> impl Strategy<Value = Vec<Vec<Change<A>>>> {
+    let flap = (
+        prop::option::weighted(0.6, 0u32..6),
+        any::<prop::sample::Index>(),
+    );
+    (batches, prop::collection::vec(flap, 8)).prop_map(|(mut batches, flaps)| {
+        for (batch, (label, at)) in batches.iter_mut().zip(flaps) {
+            let change = match label {
+                Some(label) => Change::Announce(Prefix::default_route(), label),
+                None => Change::Withdraw(Prefix::default_route()),
+            };
+            batch.insert(at.index(batch.len() + 1), change);
+        }
+        batches
+    })
+}
+
+/// [`rib_from_triples`], with its default route if `default_route` and
+/// without one otherwise.
+pub fn rib_with_or_without_default<A: Addr>(
+    entries: &[(A, u8, u32)],
+    default_route: Option<u32>,
+) -> Rib<A> {
+    let mut rib = rib_from_triples(entries);
+    match default_route {
+        Some(label) => rib.insert(Prefix::default_route(), label),
+        None => rib.remove(Prefix::default_route()),
+    };
+    rib
+}
+
 /// Applies `batches` to a `LocalFib` of every one of `specs` built from
 /// `rib`, checking it against the reference after each batch.
 pub fn replay_batches<A: EngineFamily>(rib: &Rib<A>, batches: &[Vec<Change<A>>], specs: &[&str]) {

@@ -781,9 +781,39 @@ impl EngineStats for BloomStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::{assert_default_route_is_one_slot, nested_table};
 
     fn parse(text: &str) -> Result<BloomConfig, BuildError> {
         BloomConfig::parse(text)
+    }
+
+    /// Every array but the results.
+    #[allow(clippy::type_complexity)]
+    fn tables<A: Addr + Plain>(
+        snapshot: &Bloom<A>,
+    ) -> (
+        Vec<FilterBlock>,
+        Vec<u8>,
+        Vec<TreeNode>,
+        Vec<exact::ExactSlot<A>>,
+    ) {
+        (
+            snapshot.filter.clone(),
+            snapshot.lengths.clone(),
+            snapshot.tree.clone(),
+            snapshot.table.clone(),
+        )
+    }
+
+    #[test]
+    fn the_default_route_is_one_results_slot() {
+        for spec in ["bloom", "bloom:search=linear"] {
+            let config = parse(spec).unwrap();
+            let rib = nested_table(0x0a01_0203u32);
+            assert_default_route_is_one_slot::<u32, BloomUpdater<u32>, _>(&config, &rib, tables);
+            let rib = nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
+            assert_default_route_is_one_slot::<u128, BloomUpdater<u128>, _>(&config, &rib, tables);
+        }
     }
 
     #[test]

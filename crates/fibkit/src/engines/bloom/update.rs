@@ -14,7 +14,7 @@ use super::{
 };
 use crate::addr::Addr;
 use crate::engine::{BuildError, Updater};
-use crate::labels::{LabelIndex, LabelSlot};
+use crate::labels::LabelIndex;
 use crate::prefix::Prefix;
 use crate::rib::Rib;
 use crate::storage::Plain;
@@ -169,17 +169,6 @@ impl<A: Addr + Plain> BloomUpdater<A> {
                 self.set_bits -= 1;
             }
         }
-    }
-
-    /// Writes the default route into `results[0]` and appends the labels
-    /// indexed since the last call.
-    fn sync_results(&self, results: &mut Vec<LabelSlot>, rib: &Rib<A>) {
-        let default = LabelSlot::new(rib.get(Prefix::default_route()));
-        match results.first_mut() {
-            Some(first) => *first = default,
-            None => results.push(default),
-        }
-        results.extend_from_slice(&self.labels.slots()[results.len()..]);
     }
 
     /// The BMP code and label index of the marker `key` (not a prefix): its
@@ -411,7 +400,8 @@ impl<A: Addr + Plain> Updater<A> for BloomUpdater<A> {
         }
         updater.keys = keys.len();
         updater.built_set_bits = updater.set_bits;
-        updater.sync_results(&mut snapshot.results, rib);
+        updater.labels.set_default(rib.default_route());
+        updater.labels.sync(&mut snapshot.results);
         Ok((updater, snapshot))
     }
 
@@ -502,7 +492,8 @@ impl<A: Addr + Plain> Updater<A> for BloomUpdater<A> {
         for key in dirty {
             self.sync_key(snapshot, rib, key)?;
         }
-        self.sync_results(&mut snapshot.results, rib);
+        self.labels.set_default(rib.default_route());
+        self.labels.sync(&mut snapshot.results);
         Ok(())
     }
 

@@ -399,8 +399,9 @@ pub(crate) fn block_addrs<A: Addr>((first, last): (usize, usize), first_bits: u8
 
 /// Rewrites the BMPs of first-level entries `window` (block numbers,
 /// inclusive) from `prefixes`, every prefix intersecting the window in
-/// sorted order (covering ones first): a prefix of length `<= first_bits`
-/// paints the blocks it covers, a later (longer, nested) one over it.
+/// sorted order (covering ones first): a prefix of length `1..=first_bits`
+/// paints the blocks it covers, a later (longer, nested) one over it. The
+/// default route paints nothing: it is results slot 0, what index 0 names.
 /// `flag` is ORed into every label index (the hybrid's leaf flag).
 pub(crate) fn paint<A: Addr>(
     first: &mut [u64],
@@ -413,7 +414,7 @@ pub(crate) fn paint<A: Addr>(
     for entry in &mut first[window.0..=window.1] {
         *entry = with_value(*entry, flag);
     }
-    for (prefix, label) in prefixes.filter(|(p, _)| p.plen() <= first_bits) {
+    for (prefix, label) in prefixes.filter(|(p, _)| (1..=first_bits).contains(&p.plen())) {
         let index = flag | labels.index(Some(label))?;
         let lo = block_of(prefix.first(), first_bits).max(window.0);
         let hi = block_of(prefix.last(), first_bits).min(window.1);
@@ -546,6 +547,7 @@ pub(crate) fn build<A: Addr>(
         blocks.insert(block, placed.iter().map(|e| (e.level, e.key)).collect());
     }
     drop(inner);
+    labels.set_default(rib.default_route());
 
     assemble(Assembly {
         config,
@@ -839,7 +841,8 @@ impl<A: Addr> BsplUpdater<A> {
         let first_bits = snapshot.first_bits;
         let mut windows = Vec::new();
         let mut blocks = Vec::new();
-        for prefix in changed {
+        // The default route is results slot 0: it paints no block.
+        for prefix in crate::engines::without_default(changed) {
             if prefix.plen() <= first_bits {
                 windows.push((
                     block_of(prefix.first(), first_bits),
@@ -866,6 +869,7 @@ impl<A: Addr> BsplUpdater<A> {
         for block in blocks {
             self.rebuild_block(snapshot, rib, block)?;
         }
+        self.labels.set_default(rib.default_route());
         self.labels.sync(&mut snapshot.results);
         Ok(())
     }

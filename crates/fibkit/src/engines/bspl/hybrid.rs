@@ -17,7 +17,7 @@
 //! Values (first level, table entries and trie entries alike):
 //! ```text
 //! bit 31 set:   trie pointer: bits 26..31 stride, bits 0..26 node base
-//! bit 30 set:   leaf: bits 0..30 label index (0 = no route)
+//! bit 30 set:   leaf: bits 0..30 label index (0 = the default route)
 //! 0:            no entry (tables only)
 //! ```
 //! Memory accesses per lookup: the first-level entry, at most
@@ -447,7 +447,7 @@ fn block_bmp<A: Addr>(
     first_bits: u8,
 ) -> Option<Label> {
     covering
-        .filter(|(p, _)| p.plen() <= first_bits)
+        .filter(|(p, _)| (1..=first_bits).contains(&p.plen()))
         .last()
         .map(|(_, label)| label)
 }
@@ -498,7 +498,12 @@ pub(crate) fn build<A: Addr>(
     };
     for (block, range) in group_blocks(&inner, first_bits) {
         let painted = entry_value(first[block as usize]) & LABEL_MASK;
-        let bmp = builder.labels.slots()[painted as usize].get();
+        // Index 0 is the default route (slot 0, set after the tries are
+        // built): the tries' leaves keep it as index 0.
+        let bmp = match painted {
+            0 => None,
+            index => builder.labels.slots()[index as usize].get(),
+        };
         let built = hybrid_block(
             &mut builder,
             first_bits,
@@ -521,6 +526,7 @@ pub(crate) fn build<A: Addr>(
             built.entries.iter().map(|e| (e.level, e.key)).collect(),
         );
     }
+    labels.set_default(rib.default_route());
     assemble(Assembly {
         config,
         engine,
@@ -552,7 +558,8 @@ impl<A: Addr> BsplUpdater<A> {
         let first_bits = snapshot.first_bits;
         let mut windows = Vec::new();
         let mut blocks = Vec::new();
-        for prefix in changed {
+        // The default route is results slot 0: no leaf holds it.
+        for prefix in crate::engines::without_default(changed) {
             if prefix.plen() <= first_bits {
                 windows.push((
                     prefix.first().bits(0, first_bits as u32) as usize,
@@ -595,6 +602,7 @@ impl<A: Addr> BsplUpdater<A> {
         for block in blocks {
             self.rebuild_hybrid_block(snapshot, rib, block)?;
         }
+        self.labels.set_default(rib.default_route());
         self.labels.sync(&mut snapshot.results);
         Ok(())
     }

@@ -28,8 +28,10 @@
 //!   bits 0..31   BMP label index (0: no prefix longer than F covers it,
 //!                the block's BMP stands)
 //! roots[lo][hi]  which table of lo..=hi a search probes first
-//! results[index] label slot, index 0 = no route
+//! results[index] label slot, index 0 = the default route (or none)
 //! ```
+//! The default route is in no entry: blocks and leaves that only it covers
+//! hold index 0, so a change to it writes results slot 0 and nothing else.
 //! Memory accesses per lookup: the first-level entry, then per probe one
 //! seed byte (from an array 1/64 of the table, mostly cached) and one
 //! 64-byte bucket, at most `ceil(log2(k + 1))` probes (the search tree has
@@ -359,7 +361,7 @@ impl<A: Addr, S: Storage> Bspl<A, S> {
 
     /// Pass one of the pipelined batch lookup over the group at `start`:
     /// stores the result of every key whose block has no table entries
-    /// (the others get the "no route" slot for now: a select, not a
+    /// (the others get slot 0's result for now: a select, not a
     /// branch) and, with `AHEAD`, prefetches the first-level entries
     /// [`AHEAD_KEYS`] keys ahead; then notes, for each key that searches
     /// the tables, its first-level entry and its first probe's home, and
@@ -1004,4 +1006,50 @@ fn count_entries<B: Bucket>(buckets: &[B], hybrid: bool) -> (usize, usize) {
         markers += (value & flag != 0) as usize;
     }
     (entries, markers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::{assert_default_route_is_one_slot, nested_table};
+
+    /// Every array but the results.
+    #[allow(clippy::type_complexity)]
+    fn tables<A>(
+        snapshot: &Bspl<A>,
+    ) -> (
+        Vec<u64>,
+        Vec<Bucket32>,
+        Vec<Bucket64>,
+        Vec<Bucket128>,
+        [Vec<u8>; 3],
+        Vec<u32>,
+    ) {
+        (
+            snapshot.first.clone(),
+            snapshot.b32.clone(),
+            snapshot.b64.clone(),
+            snapshot.b128.clone(),
+            [
+                snapshot.s32.clone(),
+                snapshot.s64.clone(),
+                snapshot.s128.clone(),
+            ],
+            snapshot.trie.clone(),
+        )
+    }
+
+    #[test]
+    fn the_default_route_is_one_results_slot() {
+        let rib = nested_table(0x0a01_0203u32);
+        for spec in ["bspl", "bspl:levels=3", "bspl:hybrid"] {
+            let config = BsplConfig::parse(spec).unwrap();
+            assert_default_route_is_one_slot::<u32, BsplUpdater<u32>, _>(&config, &rib, tables);
+        }
+        let rib = nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
+        for spec in ["bspl", "bspl:hybrid"] {
+            let config = BsplConfig::parse(spec).unwrap();
+            assert_default_route_is_one_slot::<u128, BsplUpdater<u128>, _>(&config, &rib, tables);
+        }
+    }
 }

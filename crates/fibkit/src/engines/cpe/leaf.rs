@@ -325,7 +325,8 @@ impl<A: Addr> LeafUpdater<A> {
             });
         }
         let (entries, nodes, height) = (trie.entries.len(), self.nodes, self.height);
-        let result = changed
+        // The default route is results slot 0, in no entry.
+        let result = super::super::without_default(changed)
             .iter()
             .try_for_each(|&prefix| self.rebuild_for(trie, rib, prefix));
         if result.is_err() {
@@ -339,6 +340,7 @@ impl<A: Addr> LeafUpdater<A> {
         }
         self.undo.clear();
         self.free.commit();
+        self.labels.set_default(rib.default_route());
         self.labels.sync(&mut trie.results);
         Ok(())
     }
@@ -401,7 +403,7 @@ impl<A: Addr> LeafUpdater<A> {
         };
         let mut ranges = std::mem::take(&mut self.ranges);
         ranges.clear();
-        rib.ranges_in(lo, hi, true, &mut ranges);
+        rib.ranges_in_without_default(lo, hi, true, &mut ranges);
         let node = Node {
             depth,
             stride: child_stride(ptr),
@@ -666,5 +668,32 @@ impl<A: Addr> LeafBuilder<'_, A> {
             words[8 + at] = value;
         }
         Ok(child_ptr(0, line as u32))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{CpeConfig, CpeTrie, CpeUpdater};
+    use crate::engine::EngineConfig;
+    use crate::engines::{assert_default_route_is_one_slot, nested_table};
+
+    /// The entries and packed lines: all but the results.
+    fn tables<A>(snapshot: &CpeTrie<A>) -> (u32, Vec<u32>, usize) {
+        let CpeTrie::Leaf(trie) = snapshot else {
+            unreachable!("a leaf-pushed spec builds a leaf-pushed trie")
+        };
+        (trie.root, trie.entries.clone(), trie.packed.len())
+    }
+
+    #[test]
+    fn the_default_route_is_one_results_slot() {
+        for spec in ["cpe:levels=3", "cpe:strides=16+8+8"] {
+            let config = CpeConfig::parse(spec).unwrap();
+            let rib = nested_table(0x0a01_0203u32);
+            assert_default_route_is_one_slot::<u32, CpeUpdater<u32>, _>(&config, &rib, tables);
+        }
+        let config = CpeConfig::parse("cpe:levels=12").unwrap();
+        let rib = nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
+        assert_default_route_is_one_slot::<u128, CpeUpdater<u128>, _>(&config, &rib, tables);
     }
 }

@@ -21,7 +21,7 @@
 //! [`Storage`]) and an updater (the build state), one module each:
 //! ```text
 //! leaf-pushed (default)  entries: [u32], one word per entry       leaf.rs
-//!   bit 31 clear: label index (0 = no route)  -> results[index]
+//!   bit 31 clear: label index (0 = default route) -> results[index]
 //!   bit 31 set:   child pointer: bits 26..30 stride (0 = packed node),
 //!                 bits 0..25 node base in entries (or packed line number)
 //! packed (leaf-pushed)   sparse nodes as one 64-byte line: stride, 6 run
@@ -33,7 +33,8 @@
 //! The pointer word is read by [`is_child`], [`child_stride`] and
 //! [`child_base`] and written by [`child_ptr`]. Node bases are indices into
 //! flat arrays, not pointers; the results table holds a [`LabelSlot`] per
-//! label index (index 0 = no route), assigned by a
+//! label index (index 0 = the default route or none: the tries hold every
+//! prefix but the `/0`, so a change to it writes that slot only), assigned by a
 //! [`crate::labels::LabelIndex`].
 //!
 //! Memory accesses per lookup: one entry read (4 or 8 bytes, aligned: one
@@ -551,16 +552,19 @@ impl FreeNodes {
     }
 }
 
-/// The table sorted by address then length, with label indices from `labels`.
+/// The table but its default route, sorted by address then length, with
+/// label indices from `labels`; the default route goes to `labels`' slot 0,
+/// what entries of no prefix (index 0) name.
 fn labelled_prefixes<A: Addr>(
     rib: &Rib<A>,
     labels: &mut LabelIndex,
 ) -> Result<Vec<(A, u8, u32)>, BuildError> {
     let mut prefixes = Vec::with_capacity(rib.len());
-    for (prefix, label) in rib.iter() {
+    for (prefix, label) in rib.iter().filter(|(prefix, _)| prefix.plen() > 0) {
         prefixes.push((prefix.addr(), prefix.plen(), labels.index(Some(label))?));
     }
     prefixes.sort_unstable_by_key(|&(addr, plen, _)| (addr, plen));
+    labels.set_default(rib.default_route());
     Ok(prefixes)
 }
 

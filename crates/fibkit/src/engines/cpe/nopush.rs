@@ -159,6 +159,8 @@ impl<A: Addr> NopushUpdater<A> {
         changed: &[Prefix<A>],
     ) -> Result<(), BuildError> {
         let (entries, height) = (trie.entries.len(), self.height);
+        // The default route is results slot 0, in no entry.
+        let changed = super::super::without_default(changed);
         let result = changed.iter().try_for_each(|&prefix| {
             let label = match rib.get(prefix) {
                 Some(label) => Some(self.labels.index(Some(label))?),
@@ -186,6 +188,7 @@ impl<A: Addr> NopushUpdater<A> {
         self.undo_entries.clear();
         self.undo_nodes.clear();
         self.free.commit();
+        self.labels.set_default(rib.default_route());
         self.labels.sync(&mut trie.results);
         Ok(())
     }
@@ -303,8 +306,9 @@ impl<A: Addr> NopushUpdater<A> {
         let (new_label, new_plen, replace_if): (u32, u8, fn(u8, u8) -> bool) = match label {
             Some(label) => (label, own, |old, own| old <= own),
             None => {
-                // The next shorter prefix expanded into this node, if any.
-                let shorter = (min_len..plen).rev().find_map(|len| {
+                // The next shorter prefix expanded into this node, if any
+                // (not the default route: it is in no entry).
+                let shorter = (min_len.max(1)..plen).rev().find_map(|len| {
                     rib.get(Prefix::new_masked(addr, len as u8))
                         .map(|l| (l, len as u8 + 1))
                 });
@@ -390,5 +394,30 @@ impl<A: Addr> NopushBuilder<'_, A> {
             .count() as u32;
         self.nodes.insert(base as u32, (stride as u8, used));
         Ok(child_ptr(stride, base as u32))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{CpeConfig, CpeTrie, CpeUpdater};
+    use crate::engine::EngineConfig;
+    use crate::engines::{assert_default_route_is_one_slot, nested_table};
+
+    /// The entries: all but the results.
+    fn tables<A>(snapshot: &CpeTrie<A>) -> (u32, Vec<[u32; 2]>) {
+        let CpeTrie::Nopush(trie) = snapshot else {
+            unreachable!("a nopush spec builds a nopush trie")
+        };
+        (trie.root, trie.entries.clone())
+    }
+
+    #[test]
+    fn the_default_route_is_one_results_slot() {
+        let config = CpeConfig::parse("cpe:levels=4,nopush").unwrap();
+        let rib = nested_table(0x0a01_0203u32);
+        assert_default_route_is_one_slot::<u32, CpeUpdater<u32>, _>(&config, &rib, tables);
+        let config = CpeConfig::parse("cpe:levels=12,nopush").unwrap();
+        let rib = nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
+        assert_default_route_is_one_slot::<u128, CpeUpdater<u128>, _>(&config, &rib, tables);
     }
 }

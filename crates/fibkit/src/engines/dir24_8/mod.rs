@@ -6,7 +6,7 @@
 //! tbl24[addr >> 8]            2^24 x u32 = 64 MiB, one entry per /24
 //!   bit 31 clear: result index      -> results[index]
 //!   bit 31 set:   group number g    -> tbl8[g * 256 + (addr & 0xff)] = result index
-//! results[index]                    label slot, index 0 = no route
+//! results[index]                    label slot; index 0 = the default route (or none)
 //! ```
 //! A lookup makes two dependent reads for addresses under a /24 or shorter
 //! prefix (tbl24, results) and three where a longer prefix forces a group.
@@ -21,8 +21,12 @@
 //! prefixes is refused with the memory it would take, not found out by an
 //! allocation failure.
 //!
-//! Updates rebuild the /24 blocks a changed prefix spans from the reference
-//! table's range view; groups that become unnecessary go to a free list.
+//! The tables are built from the range view without the default route:
+//! where only the `/0` matches they hold index 0, and results slot 0 holds
+//! the `/0`'s label, so announcing, relabelling or withdrawing the default
+//! route writes one slot instead of 2^24 entries. Updates rebuild the /24
+//! blocks another changed prefix spans from that range view; groups that
+//! become unnecessary go to a free list.
 //! The snapshot ([`Dir24_8`]) holds the three arrays; the updater
 //! ([`Dir24_8Updater`]) the label index and the free groups.
 
@@ -182,7 +186,7 @@ impl Updater<u32> for Dir24_8Updater {
     /// Builds the tables from `rib`'s range view, after checking that the
     /// groups it needs are within the configured limit.
     fn build(config: &Dir24_8Config, rib: &Rib<u32>) -> Result<(Self, Dir24_8), BuildError> {
-        let ranges = rib.ranges();
+        let ranges = rib.ranges_without_default();
         let groups = groups_needed(&ranges);
         if groups > config.max_groups as usize {
             return Err(too_many_groups(config, groups));
@@ -198,6 +202,7 @@ impl Updater<u32> for Dir24_8Updater {
             results: Vec::new(),
         };
         updater.fill_blocks(&mut snapshot, 0, (BLOCKS - 1) as u32, &ranges)?;
+        updater.labels.set_default(rib.default_route());
         updater.labels.sync(&mut snapshot.results);
         Ok((updater, snapshot))
     }
@@ -217,9 +222,9 @@ impl Updater<u32> for Dir24_8Updater {
         changed: &[Prefix<u32>],
     ) -> Result<(), BuildError> {
         let mut ranges = Vec::new();
-        for (first_block, last_block) in super::touched_blocks(changed, 8) {
+        for (first_block, last_block) in super::touched_blocks(super::without_default(changed), 8) {
             ranges.clear();
-            rib.ranges_in(
+            rib.ranges_in_without_default(
                 first_block << 8,
                 (last_block << 8) | 0xff,
                 true,
@@ -227,6 +232,7 @@ impl Updater<u32> for Dir24_8Updater {
             );
             self.fill_blocks(snapshot, first_block, last_block, &ranges)?;
         }
+        self.labels.set_default(rib.default_route());
         self.labels.sync(&mut snapshot.results);
         Ok(())
     }
@@ -415,6 +421,17 @@ mod tests {
         grown.insert(extra, 2);
         let error = updater.update(&mut snapshot, &grown, &[extra]).unwrap_err();
         assert!(matches!(error, BuildError::Limit { .. }), "{error}");
+    }
+
+    #[test]
+    fn the_default_route_is_one_results_slot() {
+        let mut rib = scattered_host_routes(3);
+        rib.insert(Prefix::new_masked(0x0a00_0000, 8), 2);
+        super::super::assert_default_route_is_one_slot::<u32, Dir24_8Updater, _>(
+            &Dir24_8Config::default(),
+            &rib,
+            |snapshot| (snapshot.tbl24.clone(), snapshot.tbl8.clone()),
+        );
     }
 
     #[test]

@@ -33,7 +33,7 @@ const REBUILD_SHARE: usize = 2;
 /// larger one the next update compacts (rebuilds) instead of patching, so
 /// no single update pays for a large patch and a rebuild.
 const COMPACT_NOW_SHARE: usize = 16;
-/// Label entries hold 30-bit indices; index 0 is "no route".
+/// Label entries hold 30-bit indices; index 0 is the default route (or none).
 const MAX_LABELS: usize = LABEL_MASK as usize;
 
 /// Free runs of range-table words.
@@ -123,7 +123,12 @@ impl Updater<u32> for DxrUpdater {
         rib: &Rib<u32>,
         changed: &[Prefix<u32>],
     ) -> Result<(), BuildError> {
-        let windows = crate::engines::touched_blocks(changed, self.geometry.chunk_shift);
+        // The default route is results slot 0: a change to it touches no
+        // chunk (`patch` writes the slot even with no window to rebuild).
+        let windows = crate::engines::touched_blocks(
+            crate::engines::without_default(changed),
+            self.geometry.chunk_shift,
+        );
         let touched: usize = windows.iter().map(|&(lo, hi)| (hi - lo) as usize + 1).sum();
         let chunks = 1usize << self.config.k_bits;
         let result = if touched > chunks / REBUILD_SHARE {
@@ -222,7 +227,7 @@ impl DxrUpdater {
     /// rebuilt (it is memory-safe, not meaningful).
     fn rebuild(&mut self, snapshot: &mut Dxr, rib: &Rib<u32>) -> Result<(), ChunkError> {
         let started = Instant::now();
-        let ranges = rib.ranges();
+        let ranges = rib.ranges_without_default();
         snapshot.direct.clear();
         snapshot.ext.clear();
         snapshot.ranges.clear();
@@ -230,6 +235,7 @@ impl DxrUpdater {
         let result = self
             .reset(&ranges)
             .and_then(|()| self.fill_all(snapshot, &ranges));
+        self.labels.set_default(rib.default_route());
         self.labels.sync(&mut snapshot.results);
         if result.is_err() {
             snapshot.fill_unbuilt();
@@ -574,7 +580,7 @@ impl DxrUpdater {
         let mut result = Ok(());
         for &(lo, hi) in windows {
             ranges.clear();
-            rib.ranges_in(
+            rib.ranges_in_without_default(
                 lo << g.chunk_shift,
                 (hi << g.chunk_shift) | g.offset_mask,
                 true,
@@ -618,6 +624,7 @@ impl DxrUpdater {
             }
         }
         // Even after an error: entries may name labels added on the way.
+        self.labels.set_default(rib.default_route());
         self.labels.sync(&mut snapshot.results);
         self.prefixes = rib.len();
         result
@@ -739,7 +746,7 @@ fn range_table_limit(config: DxrConfig, rib: Option<&Rib<u32>>) -> BuildError {
 /// table is the same for every layout of one `K`), and abandoned as soon as
 /// it overflows: at most 8 MiB of words per candidate, no 2^K array.
 fn fitting_k(rib: &Rib<u32>, failed_k: u32) -> Vec<u32> {
-    let ranges = rib.ranges();
+    let ranges = rib.ranges_without_default();
     (MIN_K..=MAX_K)
         .filter(|&k| k != failed_k)
         .filter(|&k| {

@@ -20,7 +20,7 @@
 //!   short (fmt 1): n words  start8 << 8 | label8       (2 bytes per range)
 //!   long  (fmt 2): n words start16, then n words label16  (4 bytes per range)
 //!   wide  (fmt 3): n words start16, then n x (label lo16, label hi16)  (6 bytes)
-//! results[label index] = LabelSlot   (index 0 = no route)
+//! results[label index] = LabelSlot   (index 0 = the default route, or none)
 //! ```
 //! `start` is a range's offset inside its chunk (the low `32-K` bits, at most
 //! 16 since `K >= 16`). A chunk is **short** when every label index fits 8
@@ -72,7 +72,10 @@
 //!   (a chunk holds at most `2^(32-K) <= 65,536` ranges, so `n-1` fits it);
 //! - `D <= 16`, so block numbers fit the u16 direct table.
 //!
-//! Updates ([`Updater::update`]) rebuild only the chunks a changed prefix
+//! Chunks are built from the range view without the default route, whose
+//! label lives in results slot 0 (what entries of index 0 name): a change to
+//! the `/0` rewrites that slot and no chunk. Updates
+//! ([`Updater::update`]) rebuild only the chunks another changed prefix
 //! covers, from the reference table (thesis 3.5), unless that is most of
 //! the table: then the updater rebuilds the whole snapshot in place, so a
 //! change costs at most about one full build (see `build.rs`).
@@ -307,7 +310,7 @@ pub struct Dxr<S: Storage = Owned> {
     ext: S::Array<u32>,
     /// The range table: chunks of u16 words, see the module docs.
     ranges: S::Array<u16>,
-    /// Label index → result; index 0 is "no route".
+    /// Label index → result; index 0 is the default route (or none).
     results: S::Array<LabelSlot>,
 }
 
@@ -478,7 +481,7 @@ impl<S: Storage> Dxr<S> {
     /// Pass one is branch-free and does the same few steps for every key:
     /// read the chunk entry (in long slices prefetched [`PREFETCH_DISTANCE`]
     /// keys ahead, its direct-table entry twice as far), store the result of
-    /// a label entry, or the "no route" result as a placeholder, and set the
+    /// a label entry, or slot 0's result as a placeholder, and set the
     /// key's bit in a mask when the entry points to ranges instead. Pass two
     /// runs one group later, when those entries have long arrived, and
     /// resolves only the marked keys (5-8% on dfz-v4-nh) with
@@ -592,7 +595,7 @@ impl<S: Storage> Dxr<S> {
     }
 
     /// One key of pass one: reads its chunk entry and stores the result if
-    /// the entry holds a label, else "no route" as a placeholder; returns
+    /// the entry holds a label, else slot 0's result as a placeholder; returns
     /// whether the key needs a search.
     #[inline(always)]
     fn mark<const EXTENDED: bool, const UNCHECKED: bool>(
@@ -619,7 +622,7 @@ impl<S: Storage> Dxr<S> {
             debug_assert!(label < self.results.len());
             // SAFETY: label entries hold indices into `results` (the
             // updater adds a label to `results` before any entry names it,
-            // and never shrinks it), and index 0 ("no route") always
+            // and never shrinks it), and index 0 (the default route) always
             // exists. The debug_assert checks it in tests.
             unsafe { *self.results.get_unchecked(label) }
         } else {

@@ -12,7 +12,8 @@ pub struct DxrStats {
     pub spec: String,
     /// Prefixes in the table it was built or last updated from.
     pub prefixes: usize,
-    /// Distinct labels in the results table (the "no route" slot excluded).
+    /// Distinct labels in the results table (slot 0 counted if it holds a
+    /// default route whose label no other slot has).
     pub labels: usize,
     /// Bytes of all lookup structures ([`Lookup::memory_bytes`]).
     pub footprint_bytes: usize,

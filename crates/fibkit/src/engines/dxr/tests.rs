@@ -219,7 +219,8 @@ fn failed_rebuilds_leave_readable_snapshots() {
 }
 
 /// Updates patch small changes, rebuild in place for changes spanning more
-/// than half of the chunks, and agree with the reference either way.
+/// than half of the chunks, and agree with the reference either way; the
+/// default route spans no chunk (it is results slot 0).
 #[test]
 fn large_changes_rebuild_small_ones_patch() {
     use crate::fib::LocalFib;
@@ -228,9 +229,9 @@ fn large_changes_rebuild_small_ones_patch() {
     let p = |text: &str| text.parse::<Prefix<u32>>().unwrap();
     // (batch, whether it spans more than half of the chunks)
     let steps = [
-        (vec![Change::Announce(p("0.0.0.0/0"), 77)], true),
+        (vec![Change::Announce(p("0.0.0.0/0"), 77)], false),
         (vec![Change::Announce(p("10.0.0.0/8"), 78)], false),
-        (vec![Change::Withdraw(p("0.0.0.0/0"))], true),
+        (vec![Change::Withdraw(p("0.0.0.0/0"))], false),
         (vec![Change::Announce(p("128.0.0.0/1"), 79)], false),
         (vec![Change::Announce(p("64.0.0.0/3"), 80)], false),
         (
@@ -323,5 +324,24 @@ fn compaction_follows_small_patches_at_once_and_large_ones_later() {
             "{config}"
         );
         check(&fib, "after the immediate compaction");
+    }
+}
+
+#[test]
+fn the_default_route_is_one_results_slot() {
+    let rib = crate::engines::nested_table(0x0a01_0203u32);
+    for spec in ["dxr:k=16", "dxr:k=20", "dxr:d=12,x=8", "dxr:d=16,x=5"] {
+        let config = DxrConfig::parse(spec).unwrap();
+        crate::engines::assert_default_route_is_one_slot::<u32, DxrUpdater, _>(
+            &config,
+            &rib,
+            |snapshot| {
+                (
+                    snapshot.direct.clone(),
+                    snapshot.ext.clone(),
+                    snapshot.ranges.clone(),
+                )
+            },
+        );
     }
 }

@@ -101,7 +101,7 @@ impl Updater<u128> for Dxr6Updater {
 
     fn build(config: &Dxr6Config, rib: &Rib<u128>) -> Result<(Self, Dxr6), BuildError> {
         let started = Instant::now();
-        let ranges = rib.ranges();
+        let ranges = rib.ranges_without_default();
         let mut updater = Dxr6Updater {
             config: *config,
             labels: LabelIndex::with_order("dxr6", MAX_LABELS, labels_by_frequency(&ranges))?,
@@ -118,6 +118,7 @@ impl Updater<u128> for Dxr6Updater {
             results: Vec::new(),
         };
         updater.fill_table(&mut snapshot, 0, 0, config.root_bits, 0, &ranges)?;
+        updater.labels.set_default(rib.default_route());
         updater.labels.sync(&mut snapshot.results);
         if snapshot.leaves.is_empty() {
             // INVARIANT: line 0 exists: a label entry's branch-free
@@ -145,6 +146,13 @@ impl Updater<u128> for Dxr6Updater {
         rib: &Rib<u128>,
         changed: &[Prefix<u128>],
     ) -> Result<(), BuildError> {
+        // The default route is results slot 0: it touches no chunk.
+        let changed = crate::engines::without_default(changed);
+        // Decided before any slot is collected, so that a short prefix
+        // costs one rebuild, not a walk of its root entries and a rebuild.
+        if root_entries_spanned(snapshot, changed) << 2 > 1 << snapshot.root_bits {
+            return self.rebuild(snapshot, rib);
+        }
         let mut slots = Vec::new();
         for &prefix in changed {
             touched_slots(snapshot, prefix, &mut slots);
@@ -171,7 +179,7 @@ impl Updater<u128> for Dxr6Updater {
             let old = snapshot.entries[slot.at];
             self.release(snapshot, old);
             ranges.clear();
-            rib.ranges_in(
+            rib.ranges_in_without_default(
                 slot.first,
                 slot.first | span_mask(slot.depth),
                 true,
@@ -180,6 +188,7 @@ impl Updater<u128> for Dxr6Updater {
             snapshot.entries[slot.at] =
                 self.chunk_entry(snapshot, slot.depth, slot.first, &ranges)?;
         }
+        self.labels.set_default(rib.default_route());
         self.labels.sync(&mut snapshot.results);
         let freed_words = self
             .space
@@ -245,6 +254,32 @@ fn leaf_words(entry: u32) -> usize {
 /// Appends the chunks `prefix` touches: the smallest chunk holding it, or
 /// the children of the node it covers part of (for a prefix shorter than
 /// `K`, its root chunks).
+/// Root entries the prefixes of `changed` shorter than the root span, the
+/// overlapping spans counted once: what [`touched_slots`] would list of the
+/// root, counted from the prefixes alone.
+fn root_entries_spanned(snapshot: &Dxr6, changed: &[Prefix<u128>]) -> usize {
+    let mut spans: Vec<(usize, usize)> = changed
+        .iter()
+        .filter(|prefix| u32::from(prefix.plen()) < snapshot.root_bits)
+        .map(|prefix| {
+            (
+                snapshot.root_index(prefix.first()),
+                snapshot.root_index(prefix.last()),
+            )
+        })
+        .collect();
+    spans.sort_unstable();
+    let (mut total, mut end) = (0, None);
+    for (first, last) in spans {
+        let first = end.map_or(first, |end: usize| first.max(end + 1));
+        if first <= last {
+            total += last - first + 1;
+            end = Some(last);
+        }
+    }
+    total
+}
+
 fn touched_slots(snapshot: &Dxr6, prefix: Prefix<u128>, out: &mut Vec<Slot>) {
     let root_bits = snapshot.root_bits;
     let plen = prefix.plen() as u32;
@@ -511,6 +546,41 @@ impl Dxr6Updater {
         BuildError::Limit {
             engine: self.config.to_string(),
             why,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_spans_are_counted_once() {
+        let rib = crate::engines::nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
+        let config = Dxr6Config::parse("dxr6:k=8").unwrap();
+        let (_, snapshot) = Dxr6Updater::build(&config, &rib).unwrap();
+        let p = |text: &str| text.parse::<Prefix<u128>>().unwrap();
+        let spanned = |changed: &[&str]| {
+            let changed: Vec<Prefix<u128>> = changed.iter().map(|text| p(text)).collect();
+            root_entries_spanned(&snapshot, &changed)
+        };
+        assert_eq!(spanned(&[]), 0);
+        assert_eq!(spanned(&["::/1"]), 128);
+        assert_eq!(spanned(&["::/1", "::/2", "4000::/3"]), 128);
+        assert_eq!(spanned(&["::/2", "8000::/2"]), 128);
+        assert_eq!(spanned(&["2001:db8::/32", "2000::/8", "2000::/4"]), 16);
+    }
+
+    #[test]
+    fn the_default_route_is_one_results_slot() {
+        let rib = crate::engines::nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
+        for spec in ["dxr6", "dxr6:k=8,stride=3"] {
+            let config = Dxr6Config::parse(spec).unwrap();
+            crate::engines::assert_default_route_is_one_slot::<u128, Dxr6Updater, _>(
+                &config,
+                &rib,
+                |snapshot| (snapshot.entries.clone(), snapshot.leaves.clone()),
+            );
         }
     }
 }

@@ -34,7 +34,7 @@
 //!             bits d..d+width of every range start but the first (the
 //!             chunk's own start)
 //!   then n label indices
-//! results[label index]                          label slot, index 0 = no route
+//! results[label index]                          label slot, index 0 = the default route (or none)
 //! ```
 //!
 //! A leaf lookup compares every lane of the leaf's line with the address's
@@ -54,8 +54,10 @@
 //! strides are 1 to 16 bits and never pass bit 128.
 //!
 //! The snapshot ([`Dxr6`]) holds the three arrays; the updater
-//! ([`Dxr6Updater`]) the label index and the free space. Updates rebuild
-//! the smallest chunks the changed prefixes touch (see `build.rs`).
+//! ([`Dxr6Updater`]) the label index and the free space. The arrays are
+//! built from the range view without the default route, whose label is
+//! results slot 0: a `/0` change writes that slot only. Updates rebuild
+//! the smallest chunks the other changed prefixes touch (see `build.rs`).
 
 mod build;
 mod image;

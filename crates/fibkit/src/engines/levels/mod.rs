@@ -14,7 +14,7 @@
 //!               = 2: root of a tree in `tree`          -> interval search
 //! tree: [TreeNode]  first, last, left, right, label (24 bytes for IPv4,
 //!                   48 for IPv6), each leaf's tree contiguous, root first
-//! results: [LabelSlot]
+//! results: [LabelSlot]   index 0 = the default route (or none)
 //! ```
 //! The paper's leaves are splay trees. A lookup through a shared snapshot
 //! is `&self` and `Sync`, so it cannot splay; the trees here are static and
@@ -35,7 +35,9 @@
 //! entries (1 GiB), counted from the range view before anything is
 //! allocated; at most 2^30 labels and tree nodes (the entry payload).
 //!
-//! Updates rebuild the level-1 entries a changed prefix spans (their child
+//! The entries and trees are built from the range view without the default
+//! route, whose label is results slot 0: a `/0` change writes that slot.
+//! Updates rebuild the level-1 entries another changed prefix spans (their child
 //! tables and trees are appended; the old ones become garbage). Once the
 //! arrays hold more than twice what the last full build made, the update
 //! asks for a rebuild, which compacts them.
@@ -47,7 +49,9 @@ use std::path::PathBuf;
 use crate::addr::Addr;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::labels::{LabelIndex, LabelSlot};
-use crate::model::summary::{prefix_densities, range_size, weighted_ranges, TraceSummary};
+use crate::model::summary::{
+    prefix_densities, range_size, weighted_ranges_without_default, TraceSummary,
+};
 use crate::prefix::{Label, Prefix};
 use crate::rib::{Range, Rib};
 use crate::spec::EngineSpec;
@@ -418,7 +422,7 @@ where
         densities: Option<HashMap<Prefix<A>, f64>>,
     ) -> Result<(Self, Levels<A>), BuildError> {
         config.check::<A>()?;
-        let view = weighted_ranges(rib, A::ZERO, A::MAX, densities.as_ref());
+        let view = weighted_ranges_without_default(rib, A::ZERO, A::MAX, densities.as_ref());
         let needed = entries_needed::<A>(&config.strides, &view.ranges);
         if needed > MAX_ENTRIES as u128 {
             return Err(BuildError::Limit {
@@ -455,6 +459,7 @@ where
             engine: config,
         };
         filler.fill_table(0, 0, A::ZERO, &view.ranges, &view.weights)?;
+        updater.labels.set_default(rib.default_route());
         updater.labels.sync(&mut snapshot.results);
         updater.built_entries = snapshot.entries.len();
         updater.built_nodes = snapshot.tree.len();
@@ -477,7 +482,8 @@ where
         }
         let first_stride = self.config.strides[0] as u32;
         let shift = A::BITS as u32 - first_stride;
-        let mut windows: Vec<(usize, usize)> = changed
+        // The default route is results slot 0: it spans no entry.
+        let mut windows: Vec<(usize, usize)> = crate::engines::without_default(changed)
             .iter()
             .map(|p| {
                 (
@@ -503,9 +509,11 @@ where
         for (lo, hi) in merged {
             let lo_addr = A::from_u128((lo as u128) << shift);
             let hi_addr = A::from_u128((((hi as u128 + 1) << shift) - 1) & A::MAX.to_u128());
-            let view = weighted_ranges(rib, lo_addr, hi_addr, self.densities.as_ref());
+            let view =
+                weighted_ranges_without_default(rib, lo_addr, hi_addr, self.densities.as_ref());
             filler.fill_entries(0, 0, lo..=hi, lo_addr, &view.ranges, &view.weights)?;
         }
+        self.labels.set_default(rib.default_route());
         self.labels.sync(&mut snapshot.results);
         Ok(())
     }
@@ -832,6 +840,27 @@ fn place<A: Addr>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::{assert_default_route_is_one_slot, nested_table};
+
+    /// The entries and trees: all but the results.
+    fn tables<A: Addr>(snapshot: &Levels<A>) -> (Vec<u32>, Vec<TreeNode<A>>)
+    where
+        TreeNode<A>: Plain,
+    {
+        (snapshot.entries.clone(), snapshot.tree.clone())
+    }
+
+    #[test]
+    fn the_default_route_is_one_results_slot() {
+        for spec in ["levels", "levels:strides=20+4+8"] {
+            let config = LevelsConfig::parse(spec).unwrap();
+            let rib = nested_table(0x0a01_0203u32);
+            assert_default_route_is_one_slot::<u32, LevelsUpdater<u32>, _>(&config, &rib, tables);
+        }
+        let config = LevelsConfig::parse("levels:strides=16+8+8").unwrap();
+        let rib = nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
+        assert_default_route_is_one_slot::<u128, LevelsUpdater<u128>, _>(&config, &rib, tables);
+    }
 
     fn p(text: &str) -> Prefix<u32> {
         text.parse().unwrap()
