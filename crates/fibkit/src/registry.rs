@@ -526,7 +526,7 @@ pub trait ImageFamily: EngineFamily {
 }
 
 /// Engines whose snapshots can be saved as images, for error messages.
-const IMAGE_ENGINES: &str = "dir24-8, dxr, dxr6, cpe, lctrie";
+const IMAGE_ENGINES: &str = "dir24-8, dxr, dxr6, cpe, lctrie, levels";
 
 fn image_unsupported(spec: &str) -> ImageError {
     ImageError::Unsupported {
@@ -595,6 +595,8 @@ mapped_set! {
         Cpe(engines::cpe::CpeTrie<u32, Mapped>),
         /// `lctrie`.
         LcTrie(engines::lctrie::LcTrie<u32, Mapped>),
+        /// `levels`.
+        Levels(engines::levels::Levels<u32, Mapped>),
     }
 }
 
@@ -607,6 +609,7 @@ impl ImageFamily for u32 {
             SnapshotV4::Dxr(snapshot) => Some(snapshot.image_sections()),
             SnapshotV4::Cpe(snapshot) => Some(snapshot.image_sections()),
             SnapshotV4::LcTrie(snapshot) => Some(snapshot.image_sections()),
+            SnapshotV4::Levels(snapshot) => Some(snapshot.image_sections()),
             _ => None,
         }
     }
@@ -619,6 +622,9 @@ impl ImageFamily for u32 {
             "dxr" => Ok(MappedV4::Dxr(engines::dxr::Dxr::from_image(image)?)),
             "cpe" => Ok(MappedV4::Cpe(engines::cpe::CpeTrie::from_image(image)?)),
             "lctrie" => Ok(MappedV4::LcTrie(engines::lctrie::LcTrie::from_image(
+                image,
+            )?)),
+            "levels" => Ok(MappedV4::Levels(engines::levels::Levels::from_image(
                 image,
             )?)),
             _ => Err(image_unsupported(image.spec())),
@@ -635,6 +641,8 @@ mapped_set! {
         Cpe(engines::cpe::CpeTrie<u128, Mapped>),
         /// `lctrie`.
         LcTrie(engines::lctrie::LcTrie<u128, Mapped>),
+        /// `levels`.
+        Levels(engines::levels::Levels<u128, Mapped>),
     }
 }
 
@@ -646,6 +654,7 @@ impl ImageFamily for u128 {
             SnapshotV6::Dxr6(snapshot) => Some(snapshot.image_sections()),
             SnapshotV6::Cpe(snapshot) => Some(snapshot.image_sections()),
             SnapshotV6::LcTrie(snapshot) => Some(snapshot.image_sections()),
+            SnapshotV6::Levels(snapshot) => Some(snapshot.image_sections()),
             _ => None,
         }
     }
@@ -655,6 +664,9 @@ impl ImageFamily for u128 {
             "dxr6" => Ok(MappedV6::Dxr6(engines::dxr6::Dxr6::from_image(image)?)),
             "cpe" => Ok(MappedV6::Cpe(engines::cpe::CpeTrie::from_image(image)?)),
             "lctrie" => Ok(MappedV6::LcTrie(engines::lctrie::LcTrie::from_image(
+                image,
+            )?)),
+            "levels" => Ok(MappedV6::Levels(engines::levels::Levels::from_image(
                 image,
             )?)),
             _ => Err(image_unsupported(image.spec())),

@@ -85,6 +85,8 @@ const IMAGE_SPECS_V4: &[&str] = &[
     "cpe:strides=16+8+8",
     "lctrie",
     "lctrie:lookup=classic",
+    "levels",
+    "levels:strides=20+4+8",
 ];
 const IMAGE_SPECS_V6: &[&str] = &[
     "dxr6",
@@ -96,8 +98,10 @@ const IMAGE_SPECS_V6: &[&str] = &[
     "cpe:levels=12,packed",
     "lctrie",
     "lctrie:lookup=classic",
+    "levels",
+    "levels:strides=16+8+8",
 ];
-const IMAGE_ENGINES: &[&str] = &["dir24-8", "dxr", "dxr6", "cpe", "lctrie"];
+const IMAGE_ENGINES: &[&str] = &["dir24-8", "dxr", "dxr6", "cpe", "lctrie", "levels"];
 
 #[test]
 fn every_image_engine_answers_from_its_image_on_the_shared_tables() {
