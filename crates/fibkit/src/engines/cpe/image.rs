@@ -111,7 +111,6 @@ impl<A: Addr> LeafTrie<A, Mapped> {
 
 impl<A: Addr> NopushTrie<A, Mapped> {
     fn check(&self) -> Result<(), String> {
-        // Lookups start from label index 0 ("no route") before any entry.
         let mut walk = Walk::<A>::new(self.root, self.entries.len(), &[]);
         while let Some((node, depth)) = walk.next_node()? {
             let Node::Entries(range) = node else {
