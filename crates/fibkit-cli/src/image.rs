@@ -22,7 +22,8 @@ use crate::TableArgs;
 pub struct BuildArgs {
     #[command(flatten)]
     table: TableArgs,
-    /// The engine to build and save.
+    /// The engine to build and save: dir24-8, dxr, dxr6, cpe (any variant),
+    /// lctrie or levels.
     #[arg(long = "engine", value_name = "SPEC", default_value = "dir24-8")]
     engine: String,
     /// The image file to write.

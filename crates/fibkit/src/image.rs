@@ -34,6 +34,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::addr::Family;
+use crate::engine::EngineConfig;
+use crate::labels::LabelSlot;
 use crate::storage::{Plain, Storage};
 
 /// The first bytes of every image.
@@ -78,6 +80,9 @@ pub enum ImageError {
     },
 }
 
+/// The name of the results table's section, which every engine saves.
+const RESULTS_SECTION: &str = "results";
+
 /// A section to write: its name and its elements' bytes.
 pub struct SectionData<'a> {
     name: &'static str,
@@ -104,6 +109,11 @@ impl<'a> SectionData<'a> {
             elements: elements.len(),
             element_bytes: std::mem::size_of::<T>(),
         }
+    }
+
+    /// The engine's results table (read back by [`Image::results`]).
+    pub fn results(results: &'a [LabelSlot]) -> Self {
+        SectionData::new(RESULTS_SECTION, results)
     }
 }
 
@@ -367,6 +377,11 @@ impl Image {
         self.bytes.as_slice().len()
     }
 
+    /// The names of the image's sections, in file order.
+    pub fn section_names(&self) -> impl Iterator<Item = &str> {
+        self.sections.iter().map(|section| section.name.as_str())
+    }
+
     /// Where the section `name`'s data lies in the file, in bytes (for
     /// tools that inspect or patch images).
     pub fn section_bytes(&self, name: &str) -> Option<std::ops::Range<usize>> {
@@ -379,6 +394,36 @@ impl Image {
         ImageError::Invalid {
             path: self.path.clone(),
             why: why.into(),
+        }
+    }
+
+    /// The image's engine spec read as the parameters `C` of the engine
+    /// opening it (the layout its arrays were built with).
+    pub fn config<C: EngineConfig>(&self) -> Result<C, ImageError> {
+        C::parse(&self.spec).map_err(|e| self.invalid(format!("{}: {e}", C::NAMES[0])))
+    }
+
+    /// The `results` section every engine saves: label slots, index 0 = no
+    /// route. Lookups read slot 0 for addresses without a route, so it may
+    /// not be empty; each engine checks its label indices against its length.
+    pub fn results(&self) -> Result<MappedArray<LabelSlot>, ImageError> {
+        let results = self.array::<LabelSlot>(RESULTS_SECTION)?;
+        if results.is_empty() {
+            return Err(self.invalid(format!("{}: no results table", self.spec)));
+        }
+        Ok(results)
+    }
+
+    /// `snapshot` if `check` (the engine's invariants, in its own words)
+    /// accepts it, else an error naming the image's spec and what is wrong.
+    pub fn checked<T>(
+        &self,
+        snapshot: T,
+        check: impl FnOnce(&T) -> Result<(), String>,
+    ) -> Result<T, ImageError> {
+        match check(&snapshot) {
+            Ok(()) => Ok(snapshot),
+            Err(why) => Err(self.invalid(format!("{}: {why}", self.spec))),
         }
     }
 

@@ -579,7 +579,7 @@ pub trait ImageFamily: EngineFamily {
 }
 
 /// Engines whose snapshots can be saved as images, for error messages.
-const IMAGE_ENGINES: &str = "dir24-8, dxr, dxr6";
+const IMAGE_ENGINES: &str = "dir24-8, dxr, dxr6, cpe, lctrie, levels";
 
 fn image_unsupported(spec: &str) -> ImageError {
     ImageError::Unsupported {
@@ -588,8 +588,16 @@ fn image_unsupported(spec: &str) -> ImageError {
     }
 }
 
-/// The engine name of an image's spec.
-fn image_engine(image: &Image) -> Result<String, ImageError> {
+/// The engine name of an image's spec, for an image of family `family`
+/// (engines such as `cpe` have the same sections in both families, so the
+/// header's family is what tells an IPv4 image from an IPv6 one).
+fn image_engine(image: &Image, family: Family) -> Result<String, ImageError> {
+    if image.family() != family {
+        return Err(image.invalid(format!(
+            "an {} image cannot be opened as an {family} table",
+            image.family()
+        )));
+    }
     let spec = EngineSpec::parse(image.spec()).map_err(|e| image.invalid(e.to_string()))?;
     Ok(spec.name)
 }
@@ -636,6 +644,12 @@ mapped_set! {
         Dir24_8(engines::dir24_8::Dir24_8<Mapped>),
         /// `dxr`.
         Dxr(engines::dxr::Dxr<Mapped>),
+        /// `cpe`.
+        Cpe(engines::cpe::CpeTrie<u32, Mapped>),
+        /// `lctrie`.
+        LcTrie(engines::lctrie::LcTrie<u32, Mapped>),
+        /// `levels`.
+        Levels(engines::levels::Levels<u32, Mapped>),
     }
 }
 
@@ -646,16 +660,26 @@ impl ImageFamily for u32 {
         match snapshot {
             SnapshotV4::Dir24_8(snapshot) => Some(snapshot.image_sections()),
             SnapshotV4::Dxr(snapshot) => Some(snapshot.image_sections()),
+            SnapshotV4::Cpe(snapshot) => Some(snapshot.image_sections()),
+            SnapshotV4::LcTrie(snapshot) => Some(snapshot.image_sections()),
+            SnapshotV4::Levels(snapshot) => Some(snapshot.image_sections()),
             _ => None,
         }
     }
 
     fn open_image(image: &Image) -> Result<MappedV4, ImageError> {
-        match image_engine(image)?.as_str() {
+        match image_engine(image, Family::V4)?.as_str() {
             "dir24-8" => Ok(MappedV4::Dir24_8(engines::dir24_8::Dir24_8::from_image(
                 image,
             )?)),
             "dxr" => Ok(MappedV4::Dxr(engines::dxr::Dxr::from_image(image)?)),
+            "cpe" => Ok(MappedV4::Cpe(engines::cpe::CpeTrie::from_image(image)?)),
+            "lctrie" => Ok(MappedV4::LcTrie(engines::lctrie::LcTrie::from_image(
+                image,
+            )?)),
+            "levels" => Ok(MappedV4::Levels(engines::levels::Levels::from_image(
+                image,
+            )?)),
             _ => Err(image_unsupported(image.spec())),
         }
     }
@@ -666,6 +690,12 @@ mapped_set! {
     MappedV6: u128 {
         /// `dxr6`.
         Dxr6(engines::dxr6::Dxr6<Mapped>),
+        /// `cpe`.
+        Cpe(engines::cpe::CpeTrie<u128, Mapped>),
+        /// `lctrie`.
+        LcTrie(engines::lctrie::LcTrie<u128, Mapped>),
+        /// `levels`.
+        Levels(engines::levels::Levels<u128, Mapped>),
     }
 }
 
@@ -675,13 +705,23 @@ impl ImageFamily for u128 {
     fn image_sections(snapshot: &SnapshotV6) -> Option<Vec<SectionData<'_>>> {
         match snapshot {
             SnapshotV6::Dxr6(snapshot) => Some(snapshot.image_sections()),
+            SnapshotV6::Cpe(snapshot) => Some(snapshot.image_sections()),
+            SnapshotV6::LcTrie(snapshot) => Some(snapshot.image_sections()),
+            SnapshotV6::Levels(snapshot) => Some(snapshot.image_sections()),
             _ => None,
         }
     }
 
     fn open_image(image: &Image) -> Result<MappedV6, ImageError> {
-        match image_engine(image)?.as_str() {
+        match image_engine(image, Family::V6)?.as_str() {
             "dxr6" => Ok(MappedV6::Dxr6(engines::dxr6::Dxr6::from_image(image)?)),
+            "cpe" => Ok(MappedV6::Cpe(engines::cpe::CpeTrie::from_image(image)?)),
+            "lctrie" => Ok(MappedV6::LcTrie(engines::lctrie::LcTrie::from_image(
+                image,
+            )?)),
+            "levels" => Ok(MappedV6::Levels(engines::levels::Levels::from_image(
+                image,
+            )?)),
             _ => Err(image_unsupported(image.spec())),
         }
     }

@@ -21,7 +21,7 @@ use crate::storage::{Owned, Plain, Storage};
 /// (unused: `u32::MAX`; run 0 starts at 0), words 8..=14 the runs' entries.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
-pub struct PackedLine([u32; 16]);
+pub struct PackedLine(pub(super) [u32; 16]);
 
 // SAFETY: sixteen u32 words and nothing else: 64 bytes, no padding, every
 // bit pattern a value (lookups read any word as an index into arrays they
@@ -41,7 +41,7 @@ impl PackedLine {
 
     /// The entry covering `index`: branch-free count of run starts `<= index`.
     #[inline]
-    fn find(&self, index: u32) -> u32 {
+    pub(super) fn find(&self, index: u32) -> u32 {
         let w = &self.0;
         let pos = (w[1] <= index) as usize
             + (w[2] <= index) as usize
@@ -68,11 +68,11 @@ const WINDOW: usize = 64;
 /// node entries, the packed lines and the results, in storage `S`.
 pub struct LeafTrie<A, S: Storage = Owned> {
     /// Pointer word of the root (its stride; base 0).
-    root: u32,
-    entries: S::Array<u32>,
-    packed: S::Array<PackedLine>,
-    results: S::Array<LabelSlot>,
-    _family: PhantomData<fn() -> A>,
+    pub(super) root: u32,
+    pub(super) entries: S::Array<u32>,
+    pub(super) packed: S::Array<PackedLine>,
+    pub(super) results: S::Array<LabelSlot>,
+    pub(super) _family: PhantomData<fn() -> A>,
 }
 
 impl<A, S: Storage> Clone for LeafTrie<A, S> {

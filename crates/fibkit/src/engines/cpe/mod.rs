@@ -67,6 +67,7 @@
 //! of the trie); with packed nodes it is rebuilt whole.
 
 pub mod expand;
+mod image;
 mod leaf;
 mod nopush;
 pub mod strides;

@@ -21,10 +21,10 @@ use crate::storage::{Owned, Storage};
 /// `[child pointer, label index]` per entry (one 8-byte read per node
 /// visited) and the results, in storage `S`.
 pub struct NopushTrie<A, S: Storage = Owned> {
-    root: u32,
-    entries: S::Array<[u32; 2]>,
-    results: S::Array<LabelSlot>,
-    _family: PhantomData<fn() -> A>,
+    pub(super) root: u32,
+    pub(super) entries: S::Array<[u32; 2]>,
+    pub(super) results: S::Array<LabelSlot>,
+    pub(super) _family: PhantomData<fn() -> A>,
 }
 
 impl<A, S: Storage> Clone for NopushTrie<A, S> {

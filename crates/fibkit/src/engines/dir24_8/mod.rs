@@ -309,7 +309,7 @@ impl Dir24_8 {
         vec![
             SectionData::new("tbl24", &self.tbl24),
             SectionData::new("tbl8", &self.tbl8),
-            SectionData::new("results", &self.results),
+            SectionData::results(&self.results),
         ]
     }
 }
@@ -322,28 +322,27 @@ impl Dir24_8<crate::image::Mapped> {
         let snapshot = Self {
             tbl24: image.array::<u32>("tbl24")?,
             tbl8: image.array::<u32>("tbl8")?,
-            results: image.array::<LabelSlot>("results")?,
+            results: image.results()?,
         };
-        if snapshot.tbl24.len() != BLOCKS || !snapshot.tbl8.len().is_multiple_of(GROUP_SIZE) {
-            return Err(image.invalid("dir24-8: the tables have the wrong sizes"));
-        }
-        let (groups, results) = (snapshot.tbl8.len() / GROUP_SIZE, snapshot.results.len());
-        if results == 0 {
-            return Err(image.invalid("dir24-8: no results table"));
-        }
-        let bad_entry = |&entry: &u32| {
-            if is_group(entry) {
-                group_of(entry) >= groups
-            } else {
-                entry as usize >= results
+        image.checked(snapshot, |snapshot| {
+            if snapshot.tbl24.len() != BLOCKS || !snapshot.tbl8.len().is_multiple_of(GROUP_SIZE) {
+                return Err("the tables have the wrong sizes".into());
             }
-        };
-        if snapshot.tbl24.iter().any(bad_entry)
-            || snapshot.tbl8.iter().any(|&index| index as usize >= results)
-        {
-            return Err(image.invalid("dir24-8: an entry points outside its table"));
-        }
-        Ok(snapshot)
+            let (groups, results) = (snapshot.tbl8.len() / GROUP_SIZE, snapshot.results.len());
+            let bad_entry = |&entry: &u32| {
+                if is_group(entry) {
+                    group_of(entry) >= groups
+                } else {
+                    entry as usize >= results
+                }
+            };
+            if snapshot.tbl24.iter().any(bad_entry)
+                || snapshot.tbl8.iter().any(|&index| index as usize >= results)
+            {
+                return Err("an entry points outside its table".into());
+            }
+            Ok(())
+        })
     }
 }
 

@@ -27,9 +27,7 @@ use super::{
     base_of, format_of, is_label, label_of, size_of, Dxr, DxrConfig, Geometry, FORMAT_LONG,
     FORMAT_SHORT, SIZE_ESCAPE,
 };
-use crate::engine::EngineConfig;
 use crate::image::{Image, ImageError, Mapped, SectionData};
-use crate::labels::LabelSlot;
 
 impl Dxr {
     /// The arrays to save in an image.
@@ -38,7 +36,7 @@ impl Dxr {
             SectionData::new("direct", &self.direct),
             SectionData::new("ext", &self.ext),
             SectionData::new("ranges", &self.ranges),
-            SectionData::new("results", &self.results),
+            SectionData::results(&self.results),
         ]
     }
 }
@@ -47,27 +45,20 @@ impl Dxr<Mapped> {
     /// The snapshot saved in `image`, read in place, after checking every
     /// invariant the lookups rely on (see the module docs).
     pub fn from_image(image: &Image) -> Result<Self, ImageError> {
-        let config =
-            DxrConfig::parse(image.spec()).map_err(|e| image.invalid(format!("dxr: {e}")))?;
+        let config: DxrConfig = image.config()?;
         let snapshot = Dxr {
             config,
             geometry: Geometry::new(config),
             direct: image.array::<u16>("direct")?,
             ext: image.array::<u32>("ext")?,
             ranges: image.array::<u16>("ranges")?,
-            results: image.array::<LabelSlot>("results")?,
+            results: image.results()?,
         };
-        snapshot
-            .check()
-            .map_err(|why| image.invalid(format!("{config}: {why}")))?;
-        Ok(snapshot)
+        image.checked(snapshot, Self::check)
     }
 
     fn check(&self) -> Result<(), String> {
         let (k, d) = (self.config.k_bits, self.config.d_bits);
-        if self.results.is_empty() {
-            return Err("no results table".into());
-        }
         if self.config.is_extended() {
             let block_len = 1usize << (k - d);
             if self.direct.len() != 1 << d || !self.ext.len().is_multiple_of(block_len) {

@@ -24,9 +24,7 @@ use super::{
     has_wide_labels, is_label, is_node, label_of, line_of, node_base, offset_of, starts_of,
     stride_of, width_code, Dxr6, Dxr6Config, LeafLine,
 };
-use crate::engine::EngineConfig;
 use crate::image::{Image, ImageError, Mapped, SectionData};
-use crate::labels::LabelSlot;
 
 impl Dxr6 {
     /// The arrays to save in an image.
@@ -34,7 +32,7 @@ impl Dxr6 {
         vec![
             SectionData::new("entries", &self.entries),
             SectionData::new("leaves", &self.leaves),
-            SectionData::new("results", &self.results),
+            SectionData::results(&self.results),
         ]
     }
 }
@@ -43,24 +41,20 @@ impl Dxr6<Mapped> {
     /// The snapshot saved in `image`, read in place, after checking every
     /// invariant the lookups rely on (see the module docs).
     pub fn from_image(image: &Image) -> Result<Self, ImageError> {
-        let config =
-            Dxr6Config::parse(image.spec()).map_err(|e| image.invalid(format!("dxr6: {e}")))?;
+        let config: Dxr6Config = image.config()?;
         let snapshot = Dxr6 {
             root_bits: config.root_bits,
             entries: image.array::<u32>("entries")?,
             leaves: image.array::<LeafLine>("leaves")?,
-            results: image.array::<LabelSlot>("results")?,
+            results: image.results()?,
         };
-        snapshot
-            .check()
-            .map_err(|why| image.invalid(format!("{config}: {why}")))?;
-        Ok(snapshot)
+        image.checked(snapshot, Self::check)
     }
 
     fn check(&self) -> Result<(), String> {
         let root_len = 1usize << self.root_bits;
-        if self.results.is_empty() || self.leaves.is_empty() || self.entries.len() < root_len {
-            return Err("the root, leaf or results table is missing or short".into());
+        if self.leaves.is_empty() || self.entries.len() < root_len {
+            return Err("the root or leaf table is missing or short".into());
         }
         // Entries some walk reaches; the first entries of node tables to
         // visit, and their lengths.

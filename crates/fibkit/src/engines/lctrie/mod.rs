@@ -84,6 +84,7 @@
 
 #[cfg(feature = "bench")]
 mod adversarial;
+mod image;
 mod lookup;
 mod update;
 

@@ -57,6 +57,8 @@ use crate::rib::{Range, Rib};
 use crate::spec::EngineSpec;
 use crate::storage::{Owned, Plain, Storage};
 
+mod image;
+
 /// Most trie levels (the paper's T1, T2, T3).
 pub const MAX_LEVELS: usize = 3;
 /// Widest stride: a 2^24-entry table is 64 MiB.
