@@ -293,12 +293,15 @@ impl Choice {
     }
 }
 
+/// A built `cpe` candidate: its updater and snapshot.
+type CpeBuild<A> = (CpeUpdater<A>, CpeTrie<A>);
+
 /// Predicts every candidate of `config` for uniform lookups on `rib`;
 /// returns the ranking and, when a `cpe` candidate wins, its build.
 fn choose<A: AutoFamily>(
     config: &AutoConfig,
     rib: &Rib<A>,
-) -> Result<(Choice, Option<(CpeUpdater<A>, CpeTrie<A>)>), BuildError> {
+) -> Result<(Choice, Option<CpeBuild<A>>), BuildError> {
     let spec_error = |why: String| BuildError::BadSpec {
         spec: config.to_string(),
         why,
@@ -374,6 +377,8 @@ fn choose<A: AutoFamily>(
 
 /// The picked engine's build state.
 #[derive(Clone)]
+// One per handle, built once (as the registry's updater enums).
+#[allow(clippy::large_enum_variant)]
 pub enum AutoEngine<A: AutoFamily> {
     /// DXR.
     Direct(A::Direct),
