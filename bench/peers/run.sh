@@ -15,6 +15,9 @@
 #   PEERS_PATTERNS     key patterns [rnd for IPv4, announced for IPv6]
 #   PEERS_ENGINES      fibkit engine specs, comma-separated [every registered
 #                      engine of the family but radix, the reference]
+#   PEERS_C_ENGINE     engine of fibkit's C library, linked into the DPDK
+#                      harness and run in its process beside DPDK (`c:SPEC/...`
+#                      rows) [default: the family's default engine; none: skip]
 #   PEERS_MODES        fibkit's modes [plain,key,reader,batch,burst]
 #   PEERS_BURSTS       keys per call of fibkit's burst mode [8,32]
 #   PEERS_BASELINES    the configurations fibkit's ratios are taken to
@@ -46,6 +49,8 @@ baselines="${PEERS_BASELINES:-rte_lpm/key,rte_lpm/burst8,rte_lpm/burst32,rte_fib
 seed="${PEERS_SEED:-1}"
 core="${PEERS_CORE:-0}"
 eal_mem="${PEERS_EAL_MEM:-4096}"
+c_engine="${PEERS_C_ENGINE:-default}"
+[ "$c_engine" = none ] && c_engine=""
 out="${PEERS_OUT:-$here/target}"
 export CARGO_TERM_COLOR=never
 
@@ -79,8 +84,13 @@ echo "== building the harnesses into $out"
 mkdir -p "$out/dpdk" "$out/bart"
 # Debian's libdpdk flags include its own -march baseline (corei7); nothing
 # more is added, as fibkit is built for the default target too.
-cc -O2 -Wall -o "$out/dpdk/peers-dpdk" "$here/dpdk/peers-dpdk.c" \
-    $(pkg-config --cflags --libs libdpdk) || fail "the DPDK harness did not build"
+# fibkit's C library, linked statically into the DPDK harness.
+repo="$(cd "$here/../.." && pwd)"
+(cd "$repo" && CARGO_TARGET_DIR="$out/rust" cargo build --release --quiet -p fibkit-c) \
+    || fail "fibkit's C library did not build"
+cc -O2 -Wall -o "$out/dpdk/peers-dpdk" "$here/dpdk/peers-dpdk.c" -I "$repo/crates/fibkit-c/include" \
+    "$out/rust/release/libfibkit.a" $(pkg-config --cflags --libs libdpdk) -lpthread -ldl -lm \
+    || fail "the DPDK harness did not build"
 (cd "$here/bart" && go build -o "$out/bart/peers-bart" .) || fail "the bart harness did not build"
 peers="$out/rust/release/fibkit-peers"
 
@@ -118,7 +128,7 @@ for fam in $families; do
                 --burst "$bursts" --min-seconds "$min_seconds" :: \
             "$out/dpdk/peers-dpdk" --no-huge --no-pci --no-shconf --no-telemetry -l "$core" \
                 -m "$eal_mem" --log-level=lib.eal:error --force-max-simd-bitwidth=512 \
-                -- "$fam" "$dir" "$min_seconds" :: \
+                -- "$fam" "$dir" "$min_seconds" ${c_engine:+"$c_engine"} :: \
             "${pin[@]}" "$out/bart/peers-bart" "$fam" "$dir" "$min_seconds"
         dirs+=("$dir")
     done

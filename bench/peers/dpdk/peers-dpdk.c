@@ -4,7 +4,7 @@
  * fibkit's benchmark: keys precomputed (converted to DPDK's key types before
  * timing), every result stored, runs of at least MIN_SECONDS.
  *
- *   peers-dpdk [EAL args] -- FAMILY DIR MIN_SECONDS
+ *   peers-dpdk [EAL args] -- FAMILY DIR MIN_SECONDS [FIBKIT_SPEC]
  *
  * FAMILY is 4 or 6. Reads DIR/table.txt (`prefix/len label` lines) and
  * DIR/keys.bin (a fibkit binary trace: 8-byte header, then big-endian
@@ -25,7 +25,13 @@
  * - rte_fib (IPv4) and rte_fib6 (IPv6): the bulk lookup in bursts of 8 and
  *   32 and on the whole key array in one call (`/burst8`, `/burst32`,
  *   `/batch`), scalar, and with the AVX-512 lookup (`/avx512/...`) where the
- *   CPU and the DPDK build have it.
+ *   CPU and the DPDK build have it;
+ * - with FIBKIT_SPEC, fibkit's C library (libfibkit.a, include/fibkit.h)
+ *   in the same process: the engine FIBKIT_SPEC (`default`: the family's
+ *   default engine) built from DIR/table.txt, one key per call
+ *   (`c:SPEC/key`, fibkit_lookup_v4/_v6) and fibkit_lookup_v4_bulk/_v6_bulk
+ *   in bursts of 8 and 32 and on the whole key array; reported with kind
+ *   `fibkit`, so the driver gives their ratios to DPDK's calls.
  *
  * Next hops: rte_lpm stores 24 bits and rte_fib/rte_fib6 with 4-byte entries
  * 31 bits (minus the value used for "no route"). When a table's labels do
@@ -45,6 +51,8 @@
 #include <rte_fib.h>
 #include <rte_fib6.h>
 #include <rte_lpm.h>
+
+#include "fibkit.h"
 
 #define BURST 64
 #define NO_MATCH UINT32_MAX
@@ -350,10 +358,11 @@ static struct rte_fib6 *build_fib6(const struct route *routes, size_t n, const s
 	} while (0)
 
 /* How a configuration calls DPDK. */
-enum call { LPM_KEY, LPM_X4, LPM_BULK, FIB_BULK, FIB6_BULK };
+enum call { LPM_KEY, LPM_X4, LPM_BULK, FIB_BULK, FIB6_BULK, FIBKIT_KEY, FIBKIT_BULK };
 
 struct config {
 	char name[48];
+	char kind[8]; /* "peer", or "fibkit" for fibkit's C library */
 	char shape[16];
 	enum call call;
 	size_t burst; /* keys per call; 0: the whole key array in one call */
@@ -361,7 +370,7 @@ struct config {
 	double build_s;
 };
 
-#define MAX_CONFIGS 16
+#define MAX_CONFIGS 24
 
 /* Everything the runs need: keys, structures, result buffers. */
 struct bench {
@@ -377,6 +386,8 @@ struct bench {
 	uint32_t *hops; /* rte_lpm's results */
 	uint64_t *nh;   /* rte_fib's and rte_fib6's results */
 	uint32_t *labels;
+	fibkit_fib *fibkit; /* fibkit's C library, NULL unless asked for */
+	int family;
 	struct config configs[MAX_CONFIGS];
 	int nconfigs;
 };
@@ -395,6 +406,7 @@ static void offer(struct bench *b, const char *structure, const char *variant, c
 		die("too many configurations");
 	struct config *c = &b->configs[b->nconfigs++];
 	snprintf(c->name, sizeof c->name, "%s%s/%s", structure, variant, shape);
+	snprintf(c->kind, sizeof c->kind, "%s", call >= FIBKIT_KEY ? "fibkit" : "peer");
 	snprintf(c->shape, sizeof c->shape, "%s", shape);
 	c->call = call;
 	c->burst = burst;
@@ -457,6 +469,32 @@ static void prepare_v6(struct bench *b, const struct route *routes, size_t n)
 				"EAL --force-max-simd-bitwidth=512)\n", "rte_fib6/avx512");
 }
 
+/* fibkit's C library in this process, beside DPDK: the engine `spec`
+ * built from the same table file, offered one key per call
+ * (`fibkit_lookup_v4` / `_v6`) and in bulk calls of 8, 32 and all keys
+ * (`fibkit_lookup_v4_bulk` / `_v6_bulk`), so its runs alternate with
+ * DPDK's in the same process and every ratio pairs neighbours in time. */
+static void prepare_fibkit(struct bench *b, const char *table_path, int family, const char *spec)
+{
+	double start = now();
+	fibkit_table *table;
+	if (fibkit_table_load(table_path, &table) != FIBKIT_OK ||
+	    fibkit_fib_build(table, family, spec, &b->fibkit) != FIBKIT_OK) {
+		fprintf(stderr, "peers-dpdk: fibkit `%s`: %s\n", spec, fibkit_last_error());
+		exit(2);
+	}
+	fibkit_table_free(table);
+	double build_s = now() - start;
+	char canonical[32], structure[48];
+	if (fibkit_fib_spec(b->fibkit, canonical, sizeof canonical) < 0)
+		die(fibkit_last_error());
+	snprintf(structure, sizeof structure, "c:%s", canonical);
+	offer(b, structure, "", "key", FIBKIT_KEY, 1, 0, build_s);
+	offer(b, structure, "", "burst8", FIBKIT_BULK, 8, 0, build_s);
+	offer(b, structure, "", "burst32", FIBKIT_BULK, 32, 0, build_s);
+	offer(b, structure, "", "batch", FIBKIT_BULK, 0, 0, build_s);
+}
+
 /* One run of `c`; Mlps. */
 static double run_config(struct bench *b, const struct config *c)
 {
@@ -513,6 +551,28 @@ static double run_config(struct bench *b, const struct config *c)
 						     nkeys - i_ < step ? nkeys - i_ : step);
 		});
 		break;
+	case FIBKIT_KEY:
+		TIME_RUN(nkeys, b->min_s, mlps, {
+			for (size_t i_ = 0; i_ < nkeys; i_++) {
+				uint32_t label_;
+				int found_ = b->family == 4
+						     ? fibkit_lookup_v4(b->fibkit, b->keys4[i_], &label_)
+						     : fibkit_lookup_v6(b->fibkit, &b->keys6[i_], &label_);
+				b->nh[i_] = found_ == FIBKIT_OK ? label_ : FIBKIT_NO_ROUTE;
+			}
+		});
+		break;
+	case FIBKIT_BULK:
+		TIME_RUN(nkeys, b->min_s, mlps, {
+			for (size_t i_ = 0; i_ < nkeys; i_ += step) {
+				size_t n_ = nkeys - i_ < step ? nkeys - i_ : step;
+				if (b->family == 4)
+					fibkit_lookup_v4_bulk(b->fibkit, b->keys4 + i_, b->nh + i_, n_);
+				else
+					fibkit_lookup_v6_bulk(b->fibkit, b->keys6 + i_, b->nh + i_, n_);
+			}
+		});
+		break;
 	}
 	return mlps;
 }
@@ -536,6 +596,10 @@ static void labels_of(struct bench *b, const struct config *c)
 		case FIB6_BULK:
 			b->labels[i] = b->nh[i] == FIB_MISS ? NO_MATCH : loaded(&b->fib_labels, b->nh[i]);
 			break;
+		case FIBKIT_KEY:
+		case FIBKIT_BULK:
+			b->labels[i] = b->nh[i] == FIBKIT_NO_ROUTE ? NO_MATCH : (uint32_t)b->nh[i];
+			break;
 		}
 	}
 }
@@ -553,8 +617,8 @@ static void write_labels(const char *path, const uint32_t *labels, size_t nkeys)
 static void serve(struct bench *b)
 {
 	for (int i = 0; i < b->nconfigs; i++)
-		printf("config\t%s\tpeer\t%s\t%.4f\n", b->configs[i].name, b->configs[i].shape,
-		       b->configs[i].build_s);
+		printf("config\t%s\t%s\t%s\t%.4f\n", b->configs[i].name, b->configs[i].kind,
+		       b->configs[i].shape, b->configs[i].build_s);
 	printf("ready\n");
 	fflush(stdout);
 	char line[8192];
@@ -597,13 +661,13 @@ int main(int argc, char **argv)
 	}
 	argc -= eal_args;
 	argv += eal_args;
-	if (argc != 4)
-		die("usage: peers-dpdk [EAL args] -- FAMILY DIR MIN_SECONDS");
+	if (argc != 4 && argc != 5)
+		die("usage: peers-dpdk [EAL args] -- FAMILY DIR MIN_SECONDS [FIBKIT_SPEC]");
 	int family = atoi(argv[1]);
 	const char *dir = argv[2];
 	if (family != 4 && family != 6)
 		die("FAMILY must be 4 or 6");
-	struct bench b = {.min_s = atof(argv[3])};
+	struct bench b = {.min_s = atof(argv[3]), .family = family};
 	char path[4096];
 	snprintf(path, sizeof path, "%s/table.txt", dir);
 	size_t n;
@@ -617,12 +681,18 @@ int main(int argc, char **argv)
 		prepare_v6(&b, routes, n);
 	}
 	free(routes);
+	if (argc == 5) {
+		snprintf(path, sizeof path, "%s/table.txt", dir);
+		const char *spec = strcmp(argv[4], "default") == 0 ? NULL : argv[4];
+		prepare_fibkit(&b, path, family == 4 ? FIBKIT_IPV4 : FIBKIT_IPV6, spec);
+	}
 	b.nh = xmalloc(b.nkeys * sizeof *b.nh);
 	b.labels = xmalloc(b.nkeys * sizeof *b.labels);
 	serve(&b);
 	rte_lpm_free(b.lpm);
 	rte_fib_free(b.fib);
 	rte_fib6_free(b.fib6);
+	fibkit_fib_free(b.fibkit);
 	rte_eal_cleanup();
 	return 0;
 }

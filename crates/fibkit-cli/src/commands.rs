@@ -208,8 +208,25 @@ pub(crate) fn build_timed<A: EngineFamily>(
     })
 }
 
-pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool, json: bool) -> Result<bool> {
+pub fn stats(
+    args: &TableArgs,
+    engines: &[String],
+    nexthops: bool,
+    trace: Option<&Path>,
+    json: bool,
+) -> Result<bool> {
     let (table, seconds) = load_table(args)?;
+    let (trace_v4, trace_v6) = match trace {
+        Some(path) => {
+            let v4 = fibkit::trace::read_trace::<u32>(path)?;
+            let v6 = fibkit::trace::read_trace::<u128>(path)?;
+            if v4.is_empty() && v6.is_empty() {
+                bail!("{}: no addresses in the trace", path.display());
+            }
+            (Some(v4), Some(v6))
+        }
+        None => (None, None),
+    };
     let specs = if engines.is_empty() {
         FamilySpecs::default()
     } else {
@@ -228,8 +245,8 @@ pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool, json: bool) -
             "host_bits_cleared": table.stats.masked,
             "nexthops": table.nexthops.len(),
         }))?;
-        family_stats_json(&table.v4, &specs.v4)?;
-        family_stats_json(&table.v6, &specs.v6)?;
+        family_stats_json(&table.v4, &specs.v4, trace_v4.as_deref())?;
+        family_stats_json(&table.v6, &specs.v6, trace_v6.as_deref())?;
         if nexthops {
             for (label, addr) in table.nexthops.iter() {
                 json_line(
@@ -253,8 +270,8 @@ pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool, json: bool) -
         table.stats.skipped,
         table.stats.masked
     );
-    family_stats(&table.v4, &specs.v4)?;
-    family_stats(&table.v6, &specs.v6)?;
+    family_stats(&table.v4, &specs.v4, trace_v4.as_deref())?;
+    family_stats(&table.v6, &specs.v6, trace_v6.as_deref())?;
     if nexthops {
         say!("\nnext hops ({}):", table.nexthops.len());
         for (label, addr) in table.nexthops.iter() {
@@ -271,7 +288,11 @@ pub fn stats(args: &TableArgs, engines: &[String], nexthops: bool, json: bool) -
 
 /// `stats --json` for one family: a `family` line, then an `engine` line
 /// per spec.
-fn family_stats_json<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()> {
+fn family_stats_json<A: EngineFamily>(
+    rib: &Rib<A>,
+    engines: &[String],
+    trace: Option<&[A]>,
+) -> Result<()> {
     if rib.is_empty() {
         return Ok(());
     }
@@ -305,12 +326,24 @@ fn family_stats_json<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Resul
             "memory_bytes": bytes,
             "bytes_per_prefix": bytes as f64 / rib.len() as f64,
             "stats": serde_json::to_value(built.updater.stats(&built.snapshot))?,
+            "lookup_work": trace
+                .filter(|addrs| !addrs.is_empty())
+                .and_then(|addrs| A::lookup_work(&built.snapshot, addrs))
+                .map(|rows| {
+                    rows.into_iter()
+                        .map(|(name, value)| (name, serde_json::Value::String(value)))
+                        .collect::<serde_json::Map<_, _>>()
+                }),
         }))?;
     }
     Ok(())
 }
 
-fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()> {
+fn family_stats<A: EngineFamily>(
+    rib: &Rib<A>,
+    engines: &[String],
+    trace: Option<&[A]>,
+) -> Result<()> {
     if rib.is_empty() {
         say!("\n{}: no prefixes", A::FAMILY);
         return Ok(());
@@ -356,6 +389,22 @@ fn family_stats<A: EngineFamily>(rib: &Rib<A>, engines: &[String]) -> Result<()>
         );
         for (name, value) in built.updater.stats(&built.snapshot).rows() {
             say!("    {name:<20} {value}");
+        }
+        match trace {
+            None => {}
+            Some([]) => say!(
+                "    work per lookup      the trace has no {} address",
+                A::FAMILY
+            ),
+            Some(addrs) => match A::lookup_work(&built.snapshot, addrs) {
+                Some(rows) => {
+                    say!("    work per lookup over the trace:");
+                    for (name, value) in rows {
+                        say!("      {name:<20} {value}");
+                    }
+                }
+                None => say!("    work per lookup      not counted by this engine"),
+            },
         }
     }
     Ok(())

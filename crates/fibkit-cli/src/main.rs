@@ -57,12 +57,21 @@ enum Command {
         /// Also print the next-hop address behind each label.
         #[arg(long)]
         nexthops: bool,
+        /// Count each engine's work per lookup over the addresses of this
+        /// trace (text, one address per line, or `fibkit trace gen
+        /// --binary`): filter bits, hashes, exact-table lookups and
+        /// fallbacks for `bloom` (seed 002's counters), key vectors,
+        /// backtracking steps and cache lines for `lctrie`, tables probed
+        /// for `bspl`. Engines without a counting path say so.
+        #[arg(long, value_name = "TRACE")]
+        trace: Option<PathBuf>,
         /// JSON lines instead of text: one object per line, told apart by
         /// `kind`: `table` (file, format, load_seconds, records, routes,
         /// duplicates, skipped, host_bits_cleared, nexthops), `family`
         /// (family, prefixes, distinct_labels, ranges_unmerged, ranges,
         /// reference_bytes, prefixes_per_length), `engine` (family, engine,
-        /// build_ms, memory_bytes, bytes_per_prefix, stats) and with
+        /// build_ms, memory_bytes, bytes_per_prefix, stats, and with
+        /// --trace lookup_work: name to average per lookup) and with
         /// --nexthops `nexthop` (label, nexthop).
         #[arg(long)]
         json: bool,
@@ -364,8 +373,9 @@ fn main() {
             table,
             engines,
             nexthops,
+            trace,
             json,
-        } => commands::stats(&table, &engines, nexthops, json),
+        } => commands::stats(&table, &engines, nexthops, trace.as_deref(), json),
         Command::Lookup {
             table,
             addrs,

@@ -1199,3 +1199,72 @@ fn completions_and_man_page_are_generated() {
         assert!(subcommands.contains(name), "man page lacks {name}: {page}");
     }
 }
+
+#[test]
+fn stats_counts_lookup_work_over_a_trace() {
+    let trace = scratch("stats-trace").join("v6.trace");
+    let table = data("dfz-v6-nh.txt.gz");
+    let out = fibkit(&[
+        "trace",
+        "gen",
+        &table,
+        "--kind",
+        "zipf:1.0",
+        "--count",
+        "20000",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let args = [
+        "stats",
+        &table,
+        "--engine",
+        "bloom",
+        "--engine",
+        "lctrie",
+        "--engine",
+        "dxr6",
+        "--trace",
+        trace.to_str().unwrap(),
+    ];
+    let out = fibkit(&args);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    // Every counting engine counted every address; the guided search's
+    // counters are the paper's; dxr6 has no counting path and says so.
+    assert_eq!(
+        stdout.matches("lookups counted      20000").count(),
+        2,
+        "{stdout}"
+    );
+    for needle in [
+        "bit lookups",
+        "hash computations",
+        "exact-table lookups",
+        "fallbacks (default)",
+        "key vectors",
+        "work per lookup      not counted by this engine",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle}: {stdout}");
+    }
+    // JSON lines carry the same rows; an empty trace is an error.
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let out = fibkit(&json_args);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("\"lookup_work\":{"),
+        "{stdout}"
+    );
+    let empty = trace.with_file_name("empty.trace");
+    std::fs::write(&empty, "").unwrap();
+    let out = fibkit(&["stats", &table, "--trace", empty.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("no addresses in the trace"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_dir_all(trace.parent().unwrap()).unwrap();
+}

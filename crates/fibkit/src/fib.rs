@@ -26,6 +26,15 @@
 //! Keeping the spare's updater costs a second copy of the engine's build
 //! state (a clone once when catching up starts, none per batch after).
 //!
+//! A reader that is slow to let go (descheduled mid-burst on a busy
+//! machine) may still hold the spare when the next batch comes. Older
+//! snapshots that readers still hold stay in a small pool of spares (up to
+//! [`MAX_SPARES`]), each with the prefixes changed since it, and the writer
+//! takes the newest one no reader holds: a held spare costs a fresh copy
+//! only when every pooled one is held too. Free older snapshots are let
+//! go at each publication, so the pool never keeps memory that readers do
+//! not already pin, beyond the one spare.
+//!
 //! Lookups through the handle do not go through a dynamic call per key:
 //! the snapshot is an enum over the engines ([`crate::SnapshotV4`]) or one
 //! engine's own type (`Fib<u32, DxrUpdater>`), so each engine's lookup is
@@ -128,20 +137,31 @@ struct Writer<A: EngineFamily, U: Updater<A>> {
     rib: Rib<A>,
     /// The updater of the current snapshot.
     updater: U,
-    /// The snapshot published before the current one, to be brought up to
-    /// date and published by the next batch instead of allocating anew.
-    spare: Option<Spare<A, U>>,
+    /// Snapshots published before the current one, newest first: the one
+    /// it replaced, then older ones that readers still held at the last
+    /// publication. The next batch brings the newest free one up to date
+    /// and publishes it instead of allocating anew.
+    spares: Vec<Spare<A, U>>,
     version: u64,
     costs: Costs,
 }
 
-/// The snapshot published before the current one.
+/// Spares kept at most: the newest, and older ones readers still hold.
+pub const MAX_SPARES: usize = 4;
+
+/// Changed prefixes an older spare may fall behind by before it gives up
+/// catching up (its updater is dropped and it is reused by copying).
+const MAX_BEHIND: usize = 1 << 16;
+
+/// A snapshot published before the current one.
 struct Spare<A: EngineFamily, U: Updater<A>> {
     published: Arc<Published<U::Snapshot>>,
     /// The updater that produced it (`None`: none was kept, so the next
     /// batch copies the current snapshot into it).
     updater: Option<U>,
-    /// The prefixes the current snapshot changed since it (sorted, distinct).
+    /// The prefixes the current snapshot changed since it (sorted and
+    /// distinct for the newest spare; older ones gather every batch's
+    /// since, deduplicated when they catch up).
     behind: Vec<Prefix<A>>,
 }
 
@@ -155,6 +175,9 @@ struct Costs {
     /// Catch up always (`true`) or never, whatever the costs: for tests,
     /// which must take each way on purpose.
     forced: Option<bool>,
+    /// Batches that found every spare held by a reader and copied the
+    /// current snapshot into new memory.
+    fresh_copies: u64,
 }
 
 impl Costs {
@@ -294,8 +317,8 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
         Ok(summary)
     }
 
-    /// Brings the spare snapshot (or a fresh copy, when a reader still
-    /// holds the spare) up to date after the batch that changed `changed`,
+    /// Brings the newest spare no reader holds (or a fresh copy, when
+    /// readers hold them all) up to date after the batch that changed `changed`,
     /// leaving its updater in `writer.updater`. Returns it with the updater
     /// of the current snapshot, if one was kept for the next batch to
     /// catch up with. On an error, `writer.updater` may describe a failed
@@ -307,13 +330,21 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
         changed: &[Prefix<A>],
     ) -> Result<(U::Snapshot, Option<U>), String> {
         let mut recycled = None;
-        if let Some(spare) = writer.spare.take() {
-            let catch_up =
-                spare.updater.is_some() && writer.costs.catch_up_pays(spare.behind.len());
-            match (Arc::try_unwrap(spare.published), spare.updater) {
+        // A spare only readers can release, and none can take a new
+        // reference to (it is no longer published): a count of one stays one.
+        let free =
+            (writer.spares.iter()).position(|spare| Arc::strong_count(&spare.published) == 1);
+        if let Some(at) = free {
+            let Spare {
+                published,
+                updater,
+                behind,
+            } = writer.spares.remove(at);
+            let catch_up = updater.is_some() && writer.costs.catch_up_pays(behind.len());
+            match (Arc::try_unwrap(published), updater) {
                 (Ok(published), Some(mut updater)) if catch_up => {
                     let mut snapshot = published.snapshot;
-                    let mut replay = spare.behind;
+                    let mut replay = behind;
                     replay.extend_from_slice(changed);
                     replay.sort_unstable();
                     replay.dedup();
@@ -328,8 +359,15 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
                 // Its vectors keep their memory: copying into them
                 // allocates nothing.
                 (Ok(published), _) => recycled = Some(published.snapshot),
-                // A reader still holds it.
-                (Err(_), _) => {}
+                // Not reached (see above); kept as it was if it were.
+                (Err(published), updater) => writer.spares.insert(
+                    at,
+                    Spare {
+                        published,
+                        updater,
+                        behind: Vec::new(),
+                    },
+                ),
             }
         }
         let started = Instant::now();
@@ -339,7 +377,10 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
                 snapshot.clone_from(&current.snapshot);
                 snapshot
             }
-            None => current.snapshot.clone(),
+            None => {
+                writer.costs.fresh_copies += 1;
+                current.snapshot.clone()
+            }
         };
         drop(current);
         writer.costs.copy_ns = Some(started.elapsed().as_nanos() as f64);
@@ -359,8 +400,9 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
     }
 
     /// Publishes `snapshot` as the next version, keeping the one it
-    /// replaces as the spare with `behind`, its updater if one was kept,
-    /// and the prefixes `changed` since it; returns the version.
+    /// replaces as the newest spare with `behind`, its updater if one was
+    /// kept, and the prefixes `changed` since it, and the older spares
+    /// readers still hold; returns the version.
     fn publish(
         &self,
         writer: &mut Writer<A, U>,
@@ -373,11 +415,27 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
             version: writer.version,
             snapshot,
         }));
-        writer.spare = Some(Spare {
-            published: old,
-            updater: behind,
-            behind: changed,
-        });
+        // Free older spares go (their memory would otherwise stay beside
+        // the newest spare's); held ones fall one more batch behind.
+        writer
+            .spares
+            .retain(|spare| Arc::strong_count(&spare.published) > 1);
+        for spare in &mut writer.spares {
+            spare.behind.extend_from_slice(&changed);
+            if spare.behind.len() > MAX_BEHIND {
+                spare.updater = None;
+                spare.behind = Vec::new();
+            }
+        }
+        writer.spares.insert(
+            0,
+            Spare {
+                published: old,
+                updater: behind,
+                behind: changed,
+            },
+        );
+        writer.spares.truncate(MAX_SPARES);
         writer.version
     }
 
@@ -584,7 +642,7 @@ impl<A: EngineFamily, U: Updater<A>> LocalFib<A, U> {
             writer: Arc::new(Mutex::new(Writer {
                 rib: self.rib,
                 updater: self.updater,
-                spare: None,
+                spares: Vec::new(),
                 version: 0,
                 costs: Costs::default(),
             })),
@@ -710,6 +768,49 @@ mod tests {
                     held.clear();
                 }
                 (start, batch) = (end, batch + 1);
+            }
+        }
+    }
+
+    /// Readers hold the two newest spares and let go of the older one:
+    /// the next batch takes the older one from the pool (catching it up by
+    /// two batches, or copying into it) instead of fresh memory, and every
+    /// published snapshot answers as the reference table.
+    #[test]
+    fn pooled_spares_are_reused_when_the_newest_is_held() {
+        let mut rib = Rib::<u32>::new();
+        for change in generate_changes(&Rib::<u32>::new(), 2000, 5) {
+            rib.apply(change);
+        }
+        let stream = generate_changes(&rib, 500, 6);
+        for catch_up in [true, false] {
+            for spec in ["dxr", "dir24-8", "cpe"] {
+                let fib = Fib::<u32>::new(spec, rib.clone()).unwrap();
+                fib.lock().costs.forced = Some(catch_up);
+                let mut batches = stream.chunks(50);
+                let mut apply = |fib: &Fib<u32>| {
+                    fib.apply(batches.next().unwrap()).unwrap();
+                    let report = fib.with_rib(|rib| verify(&*fib.snapshot(), rib, 64, 1));
+                    assert!(report.ok(), "{spec}: {:?}", report.mismatches);
+                };
+                apply(&fib); // v1; spares: v0 (free)
+                let v1 = fib.snapshot();
+                apply(&fib); // reuses v0; v2; spares: v1 (held)
+                let v2 = fib.snapshot();
+                apply(&fib); // v1 and v2 held: a fresh copy; v3; spares: v2, v1
+                assert_eq!(
+                    fib.lock().costs.fresh_copies,
+                    2,
+                    "{spec}: the first batch and this one"
+                );
+                assert_eq!(fib.lock().spares.len(), 2);
+                drop(v1);
+                apply(&fib); // v2 held, v1 free in the pool: reused
+                assert_eq!(fib.lock().costs.fresh_copies, 2, "{spec}: v1 was reused");
+                drop(v2);
+                apply(&fib);
+                // Free older spares are let go at publication.
+                assert_eq!(fib.lock().spares.len(), 1, "{spec}");
             }
         }
     }

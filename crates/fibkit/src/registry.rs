@@ -500,18 +500,71 @@ pub trait EngineFamily: Addr {
     type Config: EngineConfig + std::str::FromStr<Err = BuildError>;
     /// Any engine's snapshot.
     type Snapshot: Lookup<Self> + Clone + 'static;
+
+    /// The work `snapshot` does per lookup over `addrs`, counted by the
+    /// engine's counting path (`bloom`: filter bits, hashes, exact-table
+    /// lookups and fallbacks, as seed 002 counts them; `lctrie`: key
+    /// vectors, backtracking steps and cache lines; `bspl`: tables
+    /// probed), as `(name, average)` rows; `None` for engines without one.
+    fn lookup_work(snapshot: &Self::Snapshot, addrs: &[Self]) -> Option<Vec<(String, String)>>;
+}
+
+/// [`EngineFamily::lookup_work`] of the engines that count, in either family.
+macro_rules! lookup_work {
+    ($Snapshot:ident, $snapshot:expr, $addrs:expr) => {
+        match $snapshot {
+            $Snapshot::Bloom(bloom) => Some(bloom.count_lookups($addrs).rows()),
+            $Snapshot::LcTrie(trie) => {
+                let counts = trie.count_lookups($addrs, trie.algo());
+                Some(vec![
+                    ("lookups counted".into(), $addrs.len().to_string()),
+                    (
+                        "key vectors".into(),
+                        format!("{:.2}", counts.nodes_per_lookup()),
+                    ),
+                    (
+                        "backtracking steps".into(),
+                        format!("{:.2}", counts.backtracks_per_lookup()),
+                    ),
+                    (
+                        "cache lines".into(),
+                        format!("{:.2}", counts.cache_lines_per_lookup()),
+                    ),
+                ])
+            }
+            $Snapshot::Bspl(bspl) => {
+                let probes: usize = $addrs.iter().map(|&addr| bspl.probes(addr)).sum();
+                Some(vec![
+                    ("lookups counted".into(), $addrs.len().to_string()),
+                    (
+                        "tables probed".into(),
+                        format!("{:.2}", probes as f64 / $addrs.len().max(1) as f64),
+                    ),
+                ])
+            }
+            _ => None,
+        }
+    };
 }
 
 impl EngineFamily for u32 {
     type Engine = EngineV4;
     type Config = ConfigV4;
     type Snapshot = SnapshotV4;
+
+    fn lookup_work(snapshot: &SnapshotV4, addrs: &[u32]) -> Option<Vec<(String, String)>> {
+        lookup_work!(SnapshotV4, snapshot, addrs)
+    }
 }
 
 impl EngineFamily for u128 {
     type Engine = EngineV6;
     type Config = ConfigV6;
     type Snapshot = SnapshotV6;
+
+    fn lookup_work(snapshot: &SnapshotV6, addrs: &[u128]) -> Option<Vec<(String, String)>> {
+        lookup_work!(SnapshotV6, snapshot, addrs)
+    }
 }
 
 /// Builds the engine described by `spec` (`"dxr:k=20"`) from `rib` and
