@@ -738,11 +738,7 @@ fn engine_report(args: &PredictArgs, path: &Path, load: &str, rows: &[EngineRow]
             r.predicted_ns.map_or("-".into(), |p| format!("{p:.1}")),
             row.measured_ns.map_or("-".into(), |m| format!("{m:.1}")),
             error,
-            if r.error.is_some() {
-                r.error.clone().unwrap_or_default()
-            } else {
-                misses.join(" ")
-            },
+            r.error.clone().unwrap_or_else(|| misses.join(" ")),
             r.memory_bytes as f64 / (1 << 20) as f64
         );
     }
