@@ -7,13 +7,19 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
+use fibkit::engine::{EngineConfig, Updater};
+use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
 use fibkit::engines::levels::TreeNode;
+use fibkit::model::auto::{AutoFamily, Ranked};
+use fibkit::model::cpe::predict_cpe;
 use fibkit::model::machine::{chase_latency_ns, cpu_model, describe, fit_costs, os_caches};
+use fibkit::model::summary::{prefix_densities, weighted_ranges};
 use fibkit::model::{
-    build_levels, error_percent, seq_ns, trie_model, Machine, Prediction, TraceSummary, TrieModel,
+    build_levels, error_percent, median, seq_ns, trie_model, Machine, Prediction, TraceSummary,
+    TrieModel,
 };
 use fibkit::storage::Plain;
-use fibkit::{Addr, Rib};
+use fibkit::{Addr, EngineFamily, Rib};
 
 use crate::commands::load_table;
 use crate::TableArgs;
@@ -98,6 +104,12 @@ pub struct PredictArgs {
     /// JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Instead of the `levels` structures: predicted against measured
+    /// dependent lookups of other engines' layouts, `dxr` (dxr:k=16..22,
+    /// IPv4) and `cpe` (cpe:levels=2..4; IPv6: cpe, cpe:levels=12), and the
+    /// model's pick beside the measured best, per trace.
+    #[arg(long, value_delimiter = ',', value_parser = ["dxr", "cpe"])]
+    engines: Vec<String>,
 }
 
 fn parse_size(text: &str) -> Result<u64, String> {
@@ -321,17 +333,8 @@ fn read_machine(args: &PredictArgs) -> Result<Machine> {
     let mut machine = if args.paper {
         Machine::paper_pentium_iii()
     } else {
-        let text = std::fs::read_to_string(&args.machine).with_context(|| {
-            format!(
-                "reading the machine file {} (make one with `fibkit model calibrate`, or use \
-                 --paper)",
-                args.machine.display()
-            )
-        })?;
-        let machine: Machine = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a fibkit machine file", args.machine.display()))?;
-        machine.check_matches(&cpu_model(), &os_caches()?)?;
-        machine
+        fibkit::model::auto::read_machine(&args.machine)
+            .context("the machine file (make one with `fibkit model calibrate`, or use --paper)")?
     };
     for (level, size) in [(2, args.l2), (3, args.l3)] {
         if let Some(size) = size {
@@ -403,6 +406,9 @@ struct TraceResult {
 fn predict(args: &PredictArgs) -> Result<bool> {
     let machine = read_machine(args)?;
     let (table, _) = load_table(&args.table)?;
+    if !args.engines.is_empty() {
+        return predict_engines(args, &machine, &table.v4, &table.v6);
+    }
     let mut results = Vec::new();
     for path in &args.traces {
         let (v4, v6) = traces_of(path)?;
@@ -588,4 +594,169 @@ fn report(args: &PredictArgs, machine: &Machine, results: &[TraceResult]) -> Res
         }
     }
     Ok(true)
+}
+
+/// `--engines`: every candidate layout of the named engines on every trace,
+/// predicted (the trace's summary weighting the range view) and measured.
+fn predict_engines(
+    args: &PredictArgs,
+    machine: &Machine,
+    v4: &Rib<u32>,
+    v6: &Rib<u128>,
+) -> Result<bool> {
+    let load = load_average();
+    if !args.json {
+        println!(
+            "machine: {} ({}); miss penalties {:.1?} ns; t_trie {:.2} t_const {:.2} ns; \
+             load average {load}",
+            machine.cpu_model,
+            describe(&machine.caches),
+            machine.miss_penalties_ns(),
+            machine.trie_ns,
+            machine.const_ns
+        );
+    }
+    for path in &args.traces {
+        let (t4, t6) = traces_of(path)?;
+        let rows = if !t4.is_empty() {
+            engine_rows(args, machine, v4, &t4)?
+        } else {
+            engine_rows(args, machine, v6, &t6)?
+        };
+        engine_report(args, path, &load, &rows)?;
+    }
+    Ok(true)
+}
+
+/// One candidate layout's prediction and measurement on one trace.
+#[derive(Clone, Debug, serde::Serialize)]
+struct EngineRow {
+    #[serde(flatten)]
+    ranked: Ranked,
+    measured_ns: Option<f64>,
+}
+
+fn engine_rows<A: AutoFamily + EngineFamily>(
+    args: &PredictArgs,
+    machine: &Machine,
+    rib: &Rib<A>,
+    trace: &[A],
+) -> Result<Vec<EngineRow>> {
+    let summary = checked_summary(rib, trace)?;
+    let densities = prefix_densities(rib, &summary);
+    let view = weighted_ranges(rib, A::ZERO, A::MAX, Some(&densities));
+    let measure = |engine: &dyn Fn(&[A], Duration) -> f64| {
+        let mut rounds: Vec<f64> = (0..args.rounds.max(1))
+            .map(|_| engine(trace, Duration::from_millis(args.millis)))
+            .collect();
+        median(&mut rounds)
+    };
+    let mut rows = Vec::new();
+    if args.engines.iter().any(|e| e == "dxr") {
+        for ranked in A::direct_candidates(&view, machine) {
+            let snapshot = fibkit::build::<A>(&ranked.spec, rib)?;
+            let measured = measure(&|t, d| seq_ns(&snapshot, t, d));
+            rows.push(EngineRow {
+                ranked,
+                measured_ns: Some(measured),
+            });
+        }
+    }
+    if args.engines.iter().any(|e| e == "cpe") {
+        for spec in A::cpe_candidates() {
+            let config = CpeConfig::parse(&spec)?;
+            let (_, trie) = CpeUpdater::build(&config, rib)?;
+            let ranked = Ranked::new(spec, predict_cpe(&view, &trie, &machine.caches), machine);
+            let measured = measure(&|t, d| seq_ns(&trie, t, d));
+            rows.push(EngineRow {
+                ranked,
+                measured_ns: Some(measured),
+            });
+        }
+    }
+    if rows.is_empty() {
+        bail!(
+            "no {} layout of {} to model (dxr has no IPv6 model; try --engines cpe)",
+            A::FAMILY,
+            args.engines.join(",")
+        );
+    }
+    Ok(rows)
+}
+
+fn engine_report(args: &PredictArgs, path: &Path, load: &str, rows: &[EngineRow]) -> Result<()> {
+    let key = |ns: Option<f64>| ns.unwrap_or(f64::INFINITY);
+    let pick = rows
+        .iter()
+        .min_by(|a, b| key(a.ranked.predicted_ns).total_cmp(&key(b.ranked.predicted_ns)));
+    let best = rows
+        .iter()
+        .min_by(|a, b| key(a.measured_ns).total_cmp(&key(b.measured_ns)));
+    let errors: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| Some(error_percent(r.ranked.predicted_ns?, r.measured_ns?)))
+        .collect();
+    let average = errors.iter().sum::<f64>() / errors.len().max(1) as f64;
+    let maximum = errors.iter().copied().fold(0.0, f64::max);
+    // How much slower the pick measured than the measured best.
+    let pick_penalty = match (
+        pick.and_then(|p| p.measured_ns),
+        best.and_then(|b| b.measured_ns),
+    ) {
+        (Some(p), Some(b)) => Some((p / b - 1.0) * 100.0),
+        _ => None,
+    };
+    if args.json {
+        let json = serde_json::json!({
+            "trace": path.display().to_string(),
+            "load_average": load,
+            "rows": rows,
+            "pick": pick.map(|p| &p.ranked.spec),
+            "measured_best": best.map(|b| &b.ranked.spec),
+            "pick_slower_than_best_percent": pick_penalty,
+            "average_error_percent": average,
+            "max_error_percent": maximum,
+        });
+        println!("{json}");
+        return Ok(());
+    }
+    println!("\ntrace {}", path.display());
+    println!(
+        "  {:<16} {:>10} {:>10} {:>7} {:>24} {:>9}",
+        "engine", "pred ns", "meas ns", "err %", "misses/lookup", "MiB"
+    );
+    for row in rows {
+        let r = &row.ranked;
+        let misses: Vec<String> = r.misses.iter().map(|m| format!("{m:.2}")).collect();
+        let error = match (r.predicted_ns, row.measured_ns) {
+            (Some(p), Some(m)) => format!("{:.1}", error_percent(p, m)),
+            _ => "-".into(),
+        };
+        println!(
+            "  {:<16} {:>10} {:>10} {:>7} {:>24} {:>9.1}",
+            r.spec,
+            r.predicted_ns.map_or("-".into(), |p| format!("{p:.1}")),
+            row.measured_ns.map_or("-".into(), |m| format!("{m:.1}")),
+            error,
+            r.error.clone().unwrap_or_else(|| misses.join(" ")),
+            r.memory_bytes as f64 / (1 << 20) as f64
+        );
+    }
+    println!(
+        "  error: average {average:.1}%, maximum {maximum:.1}% over {} layouts",
+        errors.len()
+    );
+    if let (Some(pick), Some(best)) = (pick, best) {
+        println!(
+            "  model's pick {} (measured {}), measured best {} at {}; the pick is {} slower",
+            pick.ranked.spec,
+            pick.measured_ns
+                .map_or("-".into(), |m| format!("{m:.1} ns")),
+            best.ranked.spec,
+            best.measured_ns
+                .map_or("-".into(), |m| format!("{m:.1} ns")),
+            pick_penalty.map_or("-".into(), |p| format!("{p:.1}%"))
+        );
+    }
+    Ok(())
 }

@@ -138,6 +138,14 @@ pub const ENGINES: &[EngineInfo] = &[
                 default) or linear (Dharmapurikar); fill=PERCENT or bits=N, k=K, \
                 tree=balanced|trace:FILE",
     },
+    EngineInfo {
+        name: "auto",
+        ipv4: true,
+        ipv6: true,
+        about: "the engine the performance model predicts fastest for uniform lookups on this \
+                table: dxr:k=16..22 or cpe:levels=2..4 (IPv6: cpe); machine=FILE (fibkit model \
+                calibrate), candidates=dxr|cpe",
+    },
 ];
 
 /// The engine spec to use for `family` when none is given: the fastest
@@ -443,6 +451,8 @@ engine_set! {
         Bspl(engines::bspl::BsplUpdater<u32>),
         /// `bloom`.
         Bloom(engines::bloom::BloomUpdater<u32>),
+        /// `auto`.
+        Auto(crate::model::auto::AutoUpdater<u32>),
     }
 }
 
@@ -476,6 +486,8 @@ engine_set! {
         Bspl(engines::bspl::BsplUpdater<u128>),
         /// `bloom`.
         Bloom(engines::bloom::BloomUpdater<u128>),
+        /// `auto`.
+        Auto(crate::model::auto::AutoUpdater<u128>),
     }
 }
 

@@ -39,6 +39,7 @@ const ENGINES: &[(&str, bool, bool)] = &[
     ("bspl:levels=3", true, false),
     ("bspl:first=8,levels=6", true, false),
     ("bspl:hybrid", true, true),
+    ("auto", true, true),
 ];
 
 #[test]

@@ -35,13 +35,13 @@ const BINS_PER_OCTAVE: f64 = 16.0;
 
 /// Blocks with their access counts, binned by `log2(count)`.
 #[derive(Clone, Debug, Default)]
-struct Blocks {
+pub(crate) struct Blocks {
     /// (bin, blocks, total accesses), sorted by bin.
     bins: Vec<(i32, f64, f64)>,
 }
 
 impl Blocks {
-    fn from_counts(counts: &mut Vec<f64>) -> Self {
+    pub(crate) fn from_counts(counts: &mut Vec<f64>) -> Self {
         let mut bins: Vec<(i32, f64, f64)> = Vec::new();
         counts.retain(|&c| c > 0.0);
         let mut keyed: Vec<(i32, f64)> = counts
@@ -64,7 +64,7 @@ impl Blocks {
 
     /// Equation 2 summed over the blocks, each split into `2^halvings`
     /// blocks of a `2^halvings`-th of its accesses.
-    fn misses(&self, halvings: u32, cache: &EqTwo) -> f64 {
+    pub(crate) fn misses(&self, halvings: u32, cache: &EqTwo) -> f64 {
         let copies = (halvings as f64).exp2();
         self.bins
             .iter()
@@ -78,10 +78,13 @@ impl Blocks {
 
 /// Equation 2 for one cache: `m = b (1 - C b / (a B))^a`, zero once a
 /// block is hot enough to stay cached.
-struct EqTwo {
-    blocks: f64,
-    ways: f64,
-    total_accesses: f64,
+pub(crate) struct EqTwo {
+    /// Blocks (lines) the cache holds.
+    pub(crate) blocks: f64,
+    /// Its associativity.
+    pub(crate) ways: f64,
+    /// Accesses to all blocks, over the whole trace.
+    pub(crate) total_accesses: f64,
 }
 
 impl EqTwo {
@@ -137,9 +140,10 @@ fn tree_accesses(
 /// One structure's predicted costs per lookup.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Prediction {
-    /// Strides, root first.
+    /// Strides, root first (`levels`; empty for the other engines).
     pub strides: Vec<u8>,
-    /// Trie entries visited per lookup (the paper's H).
+    /// Trie entries visited per lookup (the paper's H); for `dxr` and
+    /// `cpe`, every dependent array read of a lookup.
     pub trie_visits: f64,
     /// Tree nodes visited per lookup (the paper's S).
     pub tree_visits: f64,

@@ -298,6 +298,18 @@ fn weighted_view<A: Addr>(
     out
 }
 
+/// The merged ranges of `rib` over the whole address space, each with
+/// lookups in proportion to its size: the summary of a uniformly random
+/// trace (the RND pattern), computed without one. The weights are shares of
+/// the address space (they sum to one).
+pub fn uniform_ranges<A: Addr>(rib: &Rib<A>) -> WeightedRanges<A> {
+    let mut out = WeightedRanges::default();
+    rib.ranges_in(A::ZERO, A::MAX, true, &mut out.ranges);
+    let space = (A::BITS as f64).exp2();
+    out.weights = out.ranges.iter().map(|r| range_size(r) / space).collect();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,5 +369,9 @@ mod tests {
         assert!((half.weights[0] - 5.0).abs() < 1e-9);
         let plain = weighted_ranges(&rib, 0, u32::MAX, None);
         assert!(plain.weights.iter().all(|&w| w == 1.0));
+        let uniform = uniform_ranges(&rib);
+        assert_eq!(uniform.ranges.len(), 4);
+        assert!((uniform.weights[1] - 1.0 / 512.0).abs() < 1e-12);
+        assert!((uniform.weights.iter().sum::<f64>() - 1.0).abs() < 1e-12);
     }
 }

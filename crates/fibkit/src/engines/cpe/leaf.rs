@@ -135,6 +135,14 @@ impl<A: Addr, S: Storage> Lookup<A> for LeafTrie<A, S> {
 }
 
 impl<A: Addr, S: Storage> LeafTrie<A, S> {
+    /// The root's pointer word and the node entries, for the performance
+    /// model's walk (`model::cpe`); `None` when sparse nodes are packed.
+    pub(crate) fn unpacked_nodes(&self) -> Option<(u32, &[u32])> {
+        self.packed
+            .is_empty()
+            .then_some((self.root, &self.entries[..]))
+    }
+
     /// Lookup in a trie without packed nodes: follow pointers to the first
     /// leaf.
     // PERF: rnd keys, 2026-11-22, each against dir24-8 in the same run:

@@ -1,0 +1,194 @@
+//! The `auto` engine and the DXR/CPE models: picks, statistics, updates
+//! and bad input (machine files from elsewhere, empty tables, traces that
+//! match nothing).
+
+mod common;
+
+use common::*;
+use fibkit::engine::{EngineConfig, EngineStats, Updater};
+use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
+use fibkit::model::auto::{
+    default_machine, fallback_caches, read_machine, AutoConfig, AutoUpdater,
+};
+use fibkit::model::cpe::predict_cpe;
+use fibkit::model::dxr::predict_dxr;
+use fibkit::model::summary::{prefix_densities, uniform_ranges, weighted_ranges};
+use fibkit::model::{Machine, TraceSummary};
+use fibkit::{Change, LocalFib, Prefix, Rib, StatsV4};
+
+fn small_v4() -> Rib<u32> {
+    // 256 /32s of distinct labels in 10.0.0.0/24: big chunks, long formats.
+    small_tables_v4().into_iter().nth(7).unwrap()
+}
+
+#[test]
+fn auto_builds_its_pick_and_names_it() {
+    let rib = small_v4();
+    let (updater, snapshot) = AutoUpdater::<u32>::build(&AutoConfig::default(), &rib).unwrap();
+    assert_verified(&snapshot, &rib, 5000, "auto");
+    let choice = updater.choice();
+    assert_eq!(choice.ranking.len(), 7 + 3);
+    // Fastest predicted first, and every candidate predicted.
+    let times: Vec<f64> = choice
+        .ranking
+        .iter()
+        .map(|r| r.predicted_ns.unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    let rows = updater.stats(&snapshot).rows();
+    assert_eq!(rows[0], ("pick".to_string(), choice.pick().spec.clone()));
+    // The registry path: `fibkit stats --engine auto` prints these rows.
+    let fib = LocalFib::<u32>::new("auto", rib.clone()).unwrap();
+    let StatsV4::Auto(stats) = fib.stats() else {
+        panic!("auto's stats are auto's");
+    };
+    assert_eq!(stats.pick, choice.pick().spec);
+    for (candidates, prefix) in [("dxr", "dxr:"), ("cpe", "cpe:")] {
+        let spec = format!("auto:candidates={candidates}");
+        let config = AutoConfig::parse(&spec).unwrap();
+        assert_eq!(config.to_string(), spec);
+        let (updater, snapshot) = AutoUpdater::<u32>::build(&config, &rib).unwrap();
+        assert!(updater.choice().pick().spec.starts_with(prefix));
+        assert_verified(&snapshot, &rib, 2000, &spec);
+    }
+}
+
+#[test]
+fn auto_builds_ipv6_and_empty_tables() {
+    for rib in small_tables_v6() {
+        assert_engine_matches::<u128>("auto", &rib, 2000);
+    }
+    // An empty table is one range without a route: every candidate models it.
+    assert_engine_matches::<u32>("auto", &Rib::new(), 100);
+    assert_engine_matches::<u128>("auto", &Rib::new(), 100);
+}
+
+#[test]
+fn auto_applies_updates() {
+    let rib = small_v4();
+    let mut fib = LocalFib::<u32>::new("auto", rib).unwrap();
+    for i in 0..50u32 {
+        let prefix = Prefix::new_masked(0x0a00_0000 | (i << 12), 20 + (i % 8) as u8);
+        fib.apply(&[Change::Announce(prefix, i % 5)]).unwrap();
+        if i % 3 == 0 {
+            fib.apply(&[Change::Withdraw(prefix)]).unwrap();
+        }
+        assert_verified(&fib, fib.rib(), 300, "auto after updates");
+    }
+}
+
+#[test]
+fn auto_verifies_on_a_shared_table() {
+    let table = shared_table("dfz-v4-nh.txt.gz");
+    let (updater, snapshot) = AutoUpdater::<u32>::build(&AutoConfig::default(), &table.v4).unwrap();
+    assert_verified(&snapshot, &table.v4, 200_000, "auto on dfz-v4-nh");
+    assert!(updater.choice().pick().predicted_ns.unwrap() > 0.0);
+}
+
+#[test]
+fn bad_specs_are_named() {
+    for (spec, needle) in [
+        ("auto:candidates=bloom", "not dxr, cpe"),
+        ("auto:k=3", "unknown parameter `k`"),
+        ("auto:machine", "needs a value"),
+    ] {
+        let err = fibkit::build::<u32>(spec, &small_v4())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains(needle), "{spec}: {err}");
+    }
+}
+
+/// Writes `machine` as a machine file in the temporary directory.
+fn machine_file(name: &str, text: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("fibkit-auto-{}-{name}.json", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn machine_files_from_elsewhere_are_refused() {
+    let here = default_machine();
+    let good = machine_file("good", &serde_json::to_string(&here).unwrap());
+    assert_eq!(read_machine(&good).unwrap(), here);
+    let spec = format!("auto:machine={}", good.display());
+    assert_engine_matches::<u32>(&spec, &small_v4(), 1000);
+
+    let other = Machine {
+        cpu_model: "a CPU of another machine".into(),
+        ..here.clone()
+    };
+    let other = machine_file("other", &serde_json::to_string(&other).unwrap());
+    let err = read_machine(&other).unwrap_err().to_string();
+    assert!(
+        err.contains("made on") && err.contains("calibrate"),
+        "{err}"
+    );
+    let spec = format!("auto:machine={}", other.display());
+    let err = fibkit::build::<u32>(&spec, &small_v4())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("calibrate"), "{err}");
+
+    let old = Machine {
+        version: 0,
+        ..here.clone()
+    };
+    let old = machine_file("old", &serde_json::to_string(&old).unwrap());
+    let err = read_machine(&old).unwrap_err().to_string();
+    assert!(err.contains("version 0"), "{err}");
+
+    let garbage = machine_file("garbage", "# fibkit trace summary v1\n");
+    let err = read_machine(&garbage).unwrap_err().to_string();
+    assert!(err.contains("not a fibkit machine file"), "{err}");
+    let missing = std::env::temp_dir().join("fibkit-auto-no-such-machine.json");
+    let err = read_machine(&missing).unwrap_err().to_string();
+    assert!(err.contains("calibrate"), "{err}");
+    for path in [good, other, old, garbage] {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+#[test]
+fn a_trace_matching_nothing_or_an_empty_table_is_an_error() {
+    let rib = small_v4();
+    let caches = default_machine().caches;
+    // Addresses of 192.0.2.0/24 only, which no prefix of the table covers.
+    let trace: Vec<u32> = (0..100).map(|i| 0xc000_0200 | i).collect();
+    assert!(rib.longest_match(trace[0]).is_none());
+    let summary = TraceSummary::from_trace(&rib, &trace);
+    assert_eq!(summary.matched(), 0);
+    let view = weighted_ranges(&rib, 0, u32::MAX, Some(&prefix_densities(&rib, &summary)));
+    let err = predict_dxr(&view, 16, &caches).unwrap_err().to_string();
+    assert!(err.contains("no lookup"), "{err}");
+    let (_, trie) = CpeUpdater::build(&CpeConfig::parse("cpe:levels=3").unwrap(), &rib).unwrap();
+    assert!(predict_cpe(&view, &trie, &caches).is_err());
+    let err = fibkit::model::trie_model(&rib, &summary)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("matches no prefix"), "{err}");
+    let empty = Rib::<u32>::new();
+    let err = fibkit::model::trie_model(&empty, &summary)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("empty"), "{err}");
+}
+
+#[test]
+fn uniform_predictions_grow_with_the_direct_table_past_the_caches() {
+    // With only a default route every lookup reads one direct entry and
+    // the direct table's lines are read evenly: with a 1 MiB L2, k=16
+    // (256 KiB) fits and misses almost never, k=22 (16 MiB) almost always.
+    let rib = Rib::from_pairs([("0.0.0.0/0".parse::<Prefix<u32>>().unwrap(), 1)]);
+    let view = uniform_ranges(&rib);
+    let caches = &fallback_caches()[..2];
+    let small = predict_dxr(&view, 16, caches).unwrap();
+    let large = predict_dxr(&view, 22, caches).unwrap();
+    assert_eq!(small.trie_visits, 1.0);
+    assert!(
+        small.misses[1] < 0.1 && large.misses[1] > 0.9,
+        "{small:?} {large:?}"
+    );
+}
