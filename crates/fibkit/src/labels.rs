@@ -54,7 +54,7 @@ impl std::fmt::Debug for LabelSlot {
     }
 }
 
-/// Assigns dense indices to labels (index 0 = no route), up to an engine's
+/// Assigns dense indices to labels (index 0: the default route, or no route), up to an engine's
 /// limit: the build and update side of a results table.
 #[derive(Clone, Debug)]
 pub struct LabelIndex {

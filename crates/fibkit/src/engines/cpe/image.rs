@@ -7,7 +7,7 @@
 //! entries   u32          leaf-pushed: label index or child pointer
 //!           [u32; 2]     nopush: [child pointer, label index]
 //! packed    PackedLine   leaf-pushed only: 64-byte packed nodes
-//! results   LabelSlot    label slots, index 0 = no route
+//! results   LabelSlot    label slots, index 0 = the default route (or none)
 //! ```
 //! The spec's `nopush` says which trie the image holds; the element size
 //! of `entries` must agree.

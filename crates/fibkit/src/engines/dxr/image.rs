@@ -6,7 +6,7 @@
 //! direct    u16          extended layout's block numbers (empty for D{K}R)
 //! ext       u32          chunk entries
 //! ranges    u16          the range table
-//! results   LabelSlot    label slots, index 0 = no route
+//! results   LabelSlot    label slots, index 0 = the default route (or none)
 //! ```
 //! The layout (`K`, `D`) comes from the image's engine spec.
 //!

@@ -5,7 +5,7 @@
 //! section   element      holds
 //! entries   u32          the root (2^K entries), then every node table
 //! leaves    LeafLine     64-byte lines of leaves
-//! results   LabelSlot    label slots, index 0 = no route
+//! results   LabelSlot    label slots, index 0 = the default route (or none)
 //! ```
 //! `K` comes from the image's engine spec.
 //!

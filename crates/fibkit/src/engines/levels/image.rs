@@ -6,7 +6,7 @@
 //! section   element       holds
 //! entries   u32           level 1, then the child tables
 //! tree      TreeNode<A>   the leaves' search trees
-//! results   LabelSlot     label slots, index 0 = no route
+//! results   LabelSlot     label slots, index 0 = the default route (or none)
 //! ```
 //! The strides come from the image's engine spec (checked as a build
 //! checks them: 1 to 3 strides of 1 to 24 bits within the address width).
