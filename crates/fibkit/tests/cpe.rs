@@ -265,8 +265,10 @@ proptest! {
         };
         let got = variable_strides(&rib, levels, cap, MemoryModel::LEAF_PUSHED).ok();
         prop_assert_eq!(got.as_ref().map(|p| p.bytes), want);
-        // The engines are exactly as big as the programs say (plus labels).
-        let labels = if rib.is_empty() { 8 } else { 16 };
+        // The engines are exactly as big as the programs say (plus labels:
+        // the results slot 0, which holds the default route, and one slot
+        // for the label of the longer prefixes, if any).
+        let labels = if has_below { 16 } else { 8 };
         if let Some(plan) = got {
             let spec = format!("cpe:levels={levels},cap={cap}");
             let engine = build(&spec, &rib).unwrap();
