@@ -359,15 +359,9 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
                 // Its vectors keep their memory: copying into them
                 // allocates nothing.
                 (Ok(published), _) => recycled = Some(published.snapshot),
-                // Not reached (see above); kept as it was if it were.
-                (Err(published), updater) => writer.spares.insert(
-                    at,
-                    Spare {
-                        published,
-                        updater,
-                        behind: Vec::new(),
-                    },
-                ),
+                // Not reached (see above); were it, the reader keeps it and
+                // the pool lets it go.
+                (Err(_), _) => {}
             }
         }
         let started = Instant::now();

@@ -208,16 +208,8 @@ fn label_indices(view: &WeightedRanges<u32>) -> impl Fn(Option<Label>) -> u32 {
 mod tests {
     use super::*;
     use crate::model::summary::weighted_ranges;
+    use crate::model::tests::l1;
     use crate::{Prefix, Rib};
-
-    fn l1() -> Vec<CacheLevel> {
-        vec![CacheLevel {
-            level: 1,
-            size_bytes: 32 << 10,
-            ways: 8,
-            line_bytes: 64,
-        }]
-    }
 
     fn rib_of(prefixes: &[(&str, u32)]) -> Rib<u32> {
         Rib::from_pairs(

@@ -145,3 +145,19 @@ pub enum ModelError {
     #[error("{0}")]
     Input(String),
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::CacheLevel;
+
+    /// One level of cache, 32 KiB 8-way with 64-byte lines: the machine of
+    /// the models' hand-worked tests.
+    pub(crate) fn l1() -> Vec<CacheLevel> {
+        vec![CacheLevel {
+            level: 1,
+            size_bytes: 32 << 10,
+            ways: 8,
+            line_bytes: 64,
+        }]
+    }
+}

@@ -395,16 +395,8 @@ impl TrieModel {
 mod tests {
     use super::*;
     use crate::model::summary::weighted_ranges;
+    use crate::model::tests::l1;
     use crate::{Prefix, Rib};
-
-    fn l1() -> Vec<CacheLevel> {
-        vec![CacheLevel {
-            level: 1,
-            size_bytes: 32 << 10,
-            ways: 8,
-            line_bytes: 64,
-        }]
-    }
 
     #[test]
     fn counts_match_a_hand_worked_table() {
