@@ -14,7 +14,8 @@
 #   PEERS_KEYS         keys per pattern [16777216 = 2^24]
 #   PEERS_PATTERNS     key patterns [rnd for IPv4, announced for IPv6]; `seq`
 #                      chains each key through the previous lookup's label
-#                      (dependent lookups: one key per call only)
+#                      (dependent lookups: one key per call only), and
+#                      `seq-announced` keys inside announced prefixes (IPv6)
 #   PEERS_ENGINES      fibkit engine specs, comma-separated [every registered
 #                      engine of the family but radix, the reference]
 #   PEERS_C_ENGINE     engine of fibkit's C library, linked into the DPDK

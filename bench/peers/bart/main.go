@@ -14,7 +14,7 @@
 // writes the results there (uint32 label per key, little-endian, MaxUint32
 // for no match). Formats: bench/peers/README.md.
 //
-// On `seq` keys (DIR/info.txt says `pattern seq`) each lookup's key is the
+// On `seq` and `seq-announced` keys (DIR/info.txt says which) each lookup's key is the
 // stored key XORed with the label found for the one before (0 for none and
 // at the start of each pass; into the low 32 bits of the address), as
 // fibkit's `Lookup::lookup_chained`; the XOR is made on the address bytes
@@ -183,14 +183,15 @@ func serve(configs []config, out []uint32) {
 	}
 }
 
-// isChained reports whether the info.txt at path names the `seq` pattern.
+// isChained reports whether the info.txt at path names a chained pattern
+// (`seq`, `seq-announced`).
 func isChained(path string) bool {
 	text, err := os.ReadFile(path)
 	if err != nil {
 		fail("%v", err)
 	}
 	for _, line := range strings.Split(string(text), "\n") {
-		if line == "pattern seq" {
+		if line == "pattern seq" || line == "pattern seq-announced" {
 			return true
 		}
 	}

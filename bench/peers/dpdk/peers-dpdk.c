@@ -33,7 +33,7 @@
  *   in bursts of 8 and 32 and on the whole key array; reported with kind
  *   `fibkit`, so the driver gives their ratios to DPDK's calls.
  *
- * On `seq` keys (DIR/info.txt says `pattern seq`) every lookup depends on
+ * On `seq` and `seq-announced` keys (DIR/info.txt says which) every lookup depends on
  * the one before, as in fibkit's `Lookup::lookup_chained`: the key is the
  * stored key XORed with the label found for the previous one (0 for none
  * and at the start of each pass; IPv6: into the address's low 32 bits).
@@ -233,7 +233,7 @@ static uint32_t loaded(const struct labels *l, uint64_t value)
 }
 
 /* Whether the `info.txt` at `path` (written by `fibkit-peers prep`) names
- * the `seq` pattern. */
+ * a chained pattern (`seq`, `seq-announced`). */
 static int is_chained(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -244,7 +244,7 @@ static int is_chained(const char *path)
 	char line[512];
 	int chained = 0;
 	while (fgets(line, sizeof line, f) != NULL)
-		if (strcmp(line, "pattern seq\n") == 0)
+		if (strcmp(line, "pattern seq\n") == 0 || strcmp(line, "pattern seq-announced\n") == 0)
 			chained = 1;
 	fclose(f);
 	return chained;

@@ -188,24 +188,33 @@ fn prep(args: &Args) -> Result<bool> {
     };
     let out = PathBuf::from(args.get("out").ok_or("prep needs --out DIR")?);
     let family = args.get("family").unwrap_or("4");
-    let pattern: Pattern = args.get("pattern").unwrap_or("rnd").parse()?;
+    // `seq-announced`: keys inside announced prefixes (`announced`),
+    // chained as `seq` keys are; the pattern for dependent IPv6 lookups,
+    // where uniform keys almost never match.
+    let name = args.get("pattern").unwrap_or("rnd");
+    let (pattern, chained): (Pattern, bool) = match name {
+        "seq-announced" => (Pattern::Announced, true),
+        other => {
+            let pattern: Pattern = other.parse()?;
+            let chained = pattern == Pattern::Seq;
+            (pattern, chained)
+        }
+    };
     let count: usize = args.number("keys", 1 << 24)?;
     let seed: u64 = args.number("seed", 1)?;
     let loaded = load(Path::new(table))?;
     std::fs::create_dir_all(out.join("results")).map_err(|e| format!("{}: {e}", out.display()))?;
     let (prefixes, hits) = match family {
-        "4" => prep_family(&loaded.v4, &pattern, count, seed, &out)?,
-        "6" => prep_family(&loaded.v6, &pattern, count, seed, &out)?,
+        "4" => prep_family(&loaded.v4, &pattern, chained, count, seed, &out)?,
+        "6" => prep_family(&loaded.v6, &pattern, chained, count, seed, &out)?,
         other => return Err(format!("--family `{other}` is neither 4 nor 6")),
     };
     let info = format!(
-        "family {family}\npattern {}\nkeys {count}\nseed {seed}\nprefixes {prefixes}\nmatched {hits}\ntable {table}\n",
-        pattern.name()
+        "family {family}\npattern {name}\nkeys {count}\nseed {seed}\nprefixes {prefixes}\nmatched {hits}\ntable {table}\n"
     );
     write_file(&out.join("info.txt"), info.as_bytes())?;
     println!(
-        "prep: IPv{family} {prefixes} prefixes, {count} {} keys ({:.1}% match a prefix) in {}",
-        pattern.name(),
+        "prep: IPv{family} {prefixes} prefixes, {count} {name} keys ({:.1}% match a prefix) in {}",
         100.0 * hits as f64 / count.max(1) as f64,
         out.display()
     );
@@ -216,6 +225,7 @@ fn prep(args: &Args) -> Result<bool> {
 fn prep_family<A: EngineFamily>(
     rib: &Rib<A>,
     pattern: &Pattern,
+    chained: bool,
     count: usize,
     seed: u64,
     out: &Path,
@@ -239,7 +249,7 @@ fn prep_family<A: EngineFamily>(
     // `seq` keys every harness chains each pass from 0, as the reference.
     let reference = build("radix", rib).map_err(|e| e.to_string())?;
     let mut expected = vec![None; keys.len()];
-    if matches!(pattern, Pattern::Seq) {
+    if chained {
         reference.lookup_chained(&keys, &mut expected, 0);
     } else {
         reference.lookup_each(&keys, &mut expected);
@@ -314,7 +324,9 @@ fn serve(args: &Args) -> Result<bool> {
                 .map_err(|_| format!("--burst `{n}` is not a number"))
         })
         .collect::<Result<Vec<usize>>>()?;
-    let chained = info.get("pattern").map(String::as_str) == Some("seq");
+    let chained = info
+        .get("pattern")
+        .is_some_and(|pattern| pattern == "seq" || pattern == "seq-announced");
     let mut modes = parse_modes(&args.list("modes", "plain,batch"), &bursts)
         .map_err(|e| format!("--modes: {e}"))?;
     if chained {
