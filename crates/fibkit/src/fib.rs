@@ -458,12 +458,21 @@ impl<A: crate::Addr> Batch<A> {
     /// Applies `changes` to `rib`; `None` when none changed it.
     fn record(rib: &mut Rib<A>, changes: &[Change<A>]) -> Option<Self> {
         let mut before = Vec::with_capacity(changes.len());
-        for change in changes {
-            let prefix = change.prefix();
-            let old = rib.get(prefix);
-            if rib.apply(*change) {
-                before.push((prefix, old));
-            }
+        for &change in changes {
+            // One walk down the trie per change: `insert` and `remove`
+            // return what the prefix held (a `get` first would walk twice,
+            // and the walks are cache misses on a full table).
+            let (prefix, old) = match change {
+                Change::Announce(prefix, label) => match rib.insert(prefix, label) {
+                    Some(old) if old == label => continue,
+                    old => (prefix, old),
+                },
+                Change::Withdraw(prefix) => match rib.remove(prefix) {
+                    Some(old) => (prefix, Some(old)),
+                    None => continue,
+                },
+            };
+            before.push((prefix, old));
         }
         if before.is_empty() {
             return None;
