@@ -13,7 +13,7 @@ use super::{
     default_k, Bloom, BloomConfig, BloomStats, FilterSize, Search, TreeShape, MAX_FILTER_BITS,
 };
 use crate::addr::Addr;
-use crate::engine::{BuildError, EngineConfig, Updater};
+use crate::engine::{BuildError, Updater};
 use crate::labels::LabelIndex;
 use crate::prefix::Prefix;
 use crate::rib::Rib;
@@ -561,6 +561,7 @@ impl<A: Addr + Plain> Updater<A> for BloomUpdater<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::EngineConfig;
 
     /// A new length under guided search and a change covering most keys
     /// rebuild in place: the handle sees a patch, and the engine answers
