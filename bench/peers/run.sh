@@ -12,7 +12,10 @@
 #
 # Environment (defaults in brackets):
 #   PEERS_KEYS         keys per pattern [16777216 = 2^24]
-#   PEERS_PATTERNS     key patterns [rnd for IPv4, announced for IPv6]
+#   PEERS_PATTERNS     key patterns [rnd for IPv4, announced for IPv6]; `seq`
+#                      chains each key through the previous lookup's label
+#                      (dependent lookups: one key per call only), and
+#                      `seq-announced` keys inside announced prefixes (IPv6)
 #   PEERS_ENGINES      fibkit engine specs, comma-separated [every registered
 #                      engine of the family but radix, the reference]
 #   PEERS_C_ENGINE     engine of fibkit's C library, linked into the DPDK
@@ -23,7 +26,8 @@
 #   PEERS_BASELINES    the configurations fibkit's ratios are taken to
 #                      [DPDK's: rte_lpm/key, rte_lpm/burst8, rte_lpm/burst32,
 #                      rte_fib/burst8, rte_fib/burst32, rte_fib/batch, and
-#                      rte_fib6/burst8, rte_fib6/burst32, rte_fib6/batch]
+#                      rte_fib6/burst8, rte_fib6/burst32, rte_fib6/batch;
+#                      on `seq` keys rte_fib/burst1 and rte_fib6/burst1]
 #   PEERS_MIN_SECONDS  each run lasts at least this long [1]
 #   PEERS_ROUNDS       rounds, each running every configuration once; medians
 #                      over rounds are reported [5]
@@ -45,7 +49,7 @@ keys="${PEERS_KEYS:-16777216}"
 min_seconds="${PEERS_MIN_SECONDS:-1}"
 rounds="${PEERS_ROUNDS:-5}"
 bursts="${PEERS_BURSTS:-8,32}"
-baselines="${PEERS_BASELINES:-rte_lpm/key,rte_lpm/burst8,rte_lpm/burst32,rte_fib/burst8,rte_fib/burst32,rte_fib/batch,rte_fib6/burst8,rte_fib6/burst32,rte_fib6/batch}"
+baselines="${PEERS_BASELINES:-rte_lpm/key,rte_lpm/burst8,rte_lpm/burst32,rte_fib/burst1,rte_fib/burst8,rte_fib/burst32,rte_fib/batch,rte_fib6/burst1,rte_fib6/burst8,rte_fib6/burst32,rte_fib6/batch}"
 seed="${PEERS_SEED:-1}"
 core="${PEERS_CORE:-0}"
 eal_mem="${PEERS_EAL_MEM:-4096}"

@@ -13,6 +13,12 @@
 // FILE` line times one run, answers `mlps VALUE` and, when FILE is given,
 // writes the results there (uint32 label per key, little-endian, MaxUint32
 // for no match). Formats: bench/peers/README.md.
+//
+// On `seq` and `seq-announced` keys (DIR/info.txt says which) each lookup's key is the
+// stored key XORed with the label found for the one before (0 for none and
+// at the start of each pass; into the low 32 bits of the address), as
+// fibkit's `Lookup::lookup_chained`; the XOR is made on the address bytes
+// inside the timed loop.
 package main
 
 import (
@@ -177,6 +183,33 @@ func serve(configs []config, out []uint32) {
 	}
 }
 
+// isChained reports whether the info.txt at path names a chained pattern
+// (`seq`, `seq-announced`).
+func isChained(path string) bool {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	for _, line := range strings.Split(string(text), "\n") {
+		if line == "pattern seq" || line == "pattern seq-announced" {
+			return true
+		}
+	}
+	return false
+}
+
+// chain returns key XORed with label in its low 32 bits.
+func chain(key netip.Addr, label uint32) netip.Addr {
+	if key.Is4() {
+		a := key.As4()
+		binary.BigEndian.PutUint32(a[:], binary.BigEndian.Uint32(a[:])^label)
+		return netip.AddrFrom4(a)
+	}
+	a := key.As16()
+	binary.BigEndian.PutUint32(a[12:], binary.BigEndian.Uint32(a[12:])^label)
+	return netip.AddrFrom16(a)
+}
+
 func main() {
 	if len(os.Args) != 4 {
 		fail("usage: peers-bart FAMILY DIR MIN_SECONDS")
@@ -207,7 +240,8 @@ func main() {
 		fast.Insert(r.prefix, r.label)
 	}
 	fastBuild := time.Since(start)
-	serve([]config{
+	chained := isChained(filepath.Join(dir, "info.txt"))
+	configs := []config{
 		{"bart", tableBuild, func() float64 {
 			return timeRun(len(keys), min, func() {
 				for i, key := range keys {
@@ -230,5 +264,42 @@ func main() {
 				}
 			})
 		}},
-	}, out)
+	}
+	if chained {
+		configs = []config{
+			{"bart", tableBuild, func() float64 {
+				return timeRun(len(keys), min, func() {
+					previous := uint32(0)
+					for i, key := range keys {
+						label, ok := table.Lookup(chain(key, previous))
+						if !ok {
+							label = noMatch
+						}
+						out[i] = label
+						previous = label
+						if !ok {
+							previous = 0
+						}
+					}
+				})
+			}},
+			{"bart/fast", fastBuild, func() float64 {
+				return timeRun(len(keys), min, func() {
+					previous := uint32(0)
+					for i, key := range keys {
+						label, ok := fast.Lookup(chain(key, previous))
+						if !ok {
+							label = noMatch
+						}
+						out[i] = label
+						previous = label
+						if !ok {
+							previous = 0
+						}
+					}
+				})
+			}},
+		}
+	}
+	serve(configs, out)
 }

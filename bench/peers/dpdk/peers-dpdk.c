@@ -33,6 +33,15 @@
  *   in bursts of 8 and 32 and on the whole key array; reported with kind
  *   `fibkit`, so the driver gives their ratios to DPDK's calls.
  *
+ * On `seq` and `seq-announced` keys (DIR/info.txt says which) every lookup depends on
+ * the one before, as in fibkit's `Lookup::lookup_chained`: the key is the
+ * stored key XORed with the label found for the previous one (0 for none
+ * and at the start of each pass; IPv6: into the address's low 32 bits).
+ * Only one key per call makes sense then: `rte_lpm/key`, `rte_fib/burst1`
+ * and `rte_fib6/burst1` (the bulk call on one key: these have no per-key
+ * call) and `c:SPEC/key`; the label of a DPDK result is mapped back inside
+ * the loop, as the chain needs it.
+ *
  * Next hops: rte_lpm stores 24 bits and rte_fib/rte_fib6 with 4-byte entries
  * 31 bits (minus the value used for "no route"). When a table's labels do
  * not fit, they are stored as indices into a table of the distinct labels
@@ -223,6 +232,24 @@ static uint32_t loaded(const struct labels *l, uint64_t value)
 	return l->mapped ? l->distinct[value] : (uint32_t)value;
 }
 
+/* Whether the `info.txt` at `path` (written by `fibkit-peers prep`) names
+ * a chained pattern (`seq`, `seq-announced`). */
+static int is_chained(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		perror(path);
+		exit(2);
+	}
+	char line[512];
+	int chained = 0;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strcmp(line, "pattern seq\n") == 0 || strcmp(line, "pattern seq-announced\n") == 0)
+			chained = 1;
+	fclose(f);
+	return chained;
+}
+
 /* tbl8 groups a DIR24_8-style layout needs: for each level boundary
  * b = 24, 32, ..., the distinct b-bit heads of routes longer than b. */
 static int cmp_u128(const void *a, const void *b)
@@ -388,6 +415,7 @@ struct bench {
 	uint32_t *labels;
 	fibkit_fib *fibkit; /* fibkit's C library, NULL unless asked for */
 	int family;
+	int chained; /* `seq` keys: each key XORed with the previous label */
 	struct config configs[MAX_CONFIGS];
 	int nconfigs;
 };
@@ -436,12 +464,17 @@ static void prepare_v4(struct bench *b, const struct route *routes, size_t n)
 	b->lpm_labels = label_map(routes, n, (1u << 24) - 1);
 	b->lpm = build_lpm(routes, n, &b->lpm_labels, groups, &build_s);
 	offer(b, "rte_lpm", "", "key", LPM_KEY, 1, 0, build_s);
+	b->hops = xmalloc(b->nkeys * sizeof *b->hops);
+	b->fib_labels = label_map(routes, n, FIB_MISS - 1);
+	if (b->chained) {
+		b->fib = build_fib(routes, n, &b->fib_labels, FIB_MISS, groups, &build_s);
+		offer(b, "rte_fib", "", "burst1", FIB_BULK, 1, 0, build_s);
+		return;
+	}
 	offer(b, "rte_lpm", "", "x4", LPM_X4, 4, 0, build_s);
 	offer(b, "rte_lpm", "", "burst8", LPM_BULK, 8, 0, build_s);
 	offer(b, "rte_lpm", "", "burst32", LPM_BULK, 32, 0, build_s);
 	offer(b, "rte_lpm", "", "burst64", LPM_BULK, 64, 0, build_s);
-	b->hops = xmalloc(b->nkeys * sizeof *b->hops);
-	b->fib_labels = label_map(routes, n, FIB_MISS - 1);
 	b->fib = build_fib(routes, n, &b->fib_labels, FIB_MISS, groups, &build_s);
 	offer_bulk(b, "rte_fib", 0, FIB_BULK, build_s);
 	/* Chosen explicitly per run: with --force-max-simd-bitwidth=512 DPDK's
@@ -461,6 +494,10 @@ static void prepare_v6(struct bench *b, const struct route *routes, size_t n)
 	double build_s;
 	b->fib_labels = label_map(routes, n, FIB_MISS - 1);
 	b->fib6 = build_fib6(routes, n, &b->fib_labels, FIB_MISS, groups, &build_s);
+	if (b->chained) {
+		offer(b, "rte_fib6", "", "burst1", FIB6_BULK, 1, 0, build_s);
+		return;
+	}
 	offer_bulk(b, "rte_fib6", 0, FIB6_BULK, build_s);
 	if (rte_fib6_select_lookup(b->fib6, RTE_FIB6_LOOKUP_TRIE_VECTOR_AVX512) == 0)
 		offer_bulk(b, "rte_fib6", 1, FIB6_BULK, build_s);
@@ -490,9 +527,103 @@ static void prepare_fibkit(struct bench *b, const char *table_path, int family, 
 		die(fibkit_last_error());
 	snprintf(structure, sizeof structure, "c:%s", canonical);
 	offer(b, structure, "", "key", FIBKIT_KEY, 1, 0, build_s);
+	if (b->chained)
+		return;
 	offer(b, structure, "", "burst8", FIBKIT_BULK, 8, 0, build_s);
 	offer(b, structure, "", "burst32", FIBKIT_BULK, 32, 0, build_s);
 	offer(b, structure, "", "batch", FIBKIT_BULK, 0, 0, build_s);
+}
+
+/* `key` (network order) XORed with `label` in its low 32 bits, into `out`:
+ * fibkit's chain for 128-bit keys. */
+static inline void chain6(const uint8_t key[16], uint32_t label, uint8_t out[16])
+{
+	memcpy(out, key, 16);
+	out[12] ^= label >> 24;
+	out[13] ^= label >> 16;
+	out[14] ^= label >> 8;
+	out[15] ^= label;
+}
+
+/* The label the chain XORs into the next key: that of the stored value
+ * `value` when `hit` (1), else 0 (`value` is then 0). Masks, not a branch:
+ * a predicted branch would let the processor start the next lookup before
+ * this one ends whenever it guessed "no route", which a chain of lookups is
+ * meant to prevent (fibkit's chain has no branch either). */
+static inline uint32_t chain_label(const struct labels *l, uint64_t value, uint32_t hit)
+{
+	return loaded(l, value) & -hit;
+}
+
+/* One run of `c` on `seq` keys: each lookup's key depends on the label
+ * found by the one before (see the header); Mlps. */
+static double run_chained(struct bench *b, const struct config *c)
+{
+	const size_t nkeys = b->nkeys;
+	double mlps = 0;
+	switch (c->call) {
+	case LPM_KEY:
+		TIME_RUN(nkeys, b->min_s, mlps, {
+			uint32_t previous_ = 0;
+			for (size_t i_ = 0; i_ < nkeys; i_++) {
+				uint32_t hop_ = 0;
+				uint32_t hit_ = rte_lpm_lookup(b->lpm, b->keys4[i_] ^ previous_, &hop_) == 0;
+				hop_ &= -hit_;
+				b->hops[i_] = hit_ ? hop_ : LPM_MISS;
+				previous_ = chain_label(&b->lpm_labels, hop_, hit_);
+			}
+		});
+		break;
+	case FIB_BULK:
+		if (rte_fib_select_lookup(b->fib, RTE_FIB_LOOKUP_DIR24_8_SCALAR_INLINE) != 0)
+			die("rte_fib_select_lookup failed");
+		TIME_RUN(nkeys, b->min_s, mlps, {
+			uint32_t previous_ = 0;
+			for (size_t i_ = 0; i_ < nkeys; i_++) {
+				uint32_t key_ = b->keys4[i_] ^ previous_;
+				rte_fib_lookup_bulk(b->fib, &key_, b->nh + i_, 1);
+				uint32_t hit_ = b->nh[i_] != FIB_MISS;
+				previous_ = chain_label(&b->fib_labels, b->nh[i_] & -(uint64_t)hit_, hit_);
+			}
+		});
+		break;
+	case FIB6_BULK:
+		if (rte_fib6_select_lookup(b->fib6, RTE_FIB6_LOOKUP_TRIE_SCALAR) != 0)
+			die("rte_fib6_select_lookup failed");
+		TIME_RUN(nkeys, b->min_s, mlps, {
+			uint32_t previous_ = 0;
+			for (size_t i_ = 0; i_ < nkeys; i_++) {
+				uint8_t key_[1][16];
+				chain6(b->keys6[i_], previous_, key_[0]);
+				rte_fib6_lookup_bulk(b->fib6, key_, b->nh + i_, 1);
+				uint32_t hit_ = b->nh[i_] != FIB_MISS;
+				previous_ = chain_label(&b->fib_labels, b->nh[i_] & -(uint64_t)hit_, hit_);
+			}
+		});
+		break;
+	case FIBKIT_KEY:
+		TIME_RUN(nkeys, b->min_s, mlps, {
+			uint32_t previous_ = 0;
+			for (size_t i_ = 0; i_ < nkeys; i_++) {
+				uint32_t label_ = 0;
+				int found_;
+				if (b->family == 4) {
+					found_ = fibkit_lookup_v4(b->fibkit, b->keys4[i_] ^ previous_, &label_);
+				} else {
+					uint8_t key_[16];
+					chain6(b->keys6[i_], previous_, key_);
+					found_ = fibkit_lookup_v6(b->fibkit, (const uint8_t(*)[16])key_, &label_);
+				}
+				uint32_t hit_ = found_ == FIBKIT_OK;
+				b->nh[i_] = hit_ ? label_ : FIBKIT_NO_ROUTE;
+				previous_ = label_ & -hit_;
+			}
+		});
+		break;
+	default:
+		die("no chained loop for this configuration");
+	}
+	return mlps;
 }
 
 /* One run of `c`; Mlps. */
@@ -501,6 +632,8 @@ static double run_config(struct bench *b, const struct config *c)
 	const size_t nkeys = b->nkeys;
 	const size_t step = c->burst ? c->burst : nkeys;
 	double mlps = 0;
+	if (b->chained)
+		return run_chained(b, c);
 	switch (c->call) {
 	case LPM_KEY:
 		TIME_RUN(nkeys, b->min_s, mlps, {
@@ -669,6 +802,8 @@ int main(int argc, char **argv)
 		die("FAMILY must be 4 or 6");
 	struct bench b = {.min_s = atof(argv[3]), .family = family};
 	char path[4096];
+	snprintf(path, sizeof path, "%s/info.txt", dir);
+	b.chained = is_chained(path);
 	snprintf(path, sizeof path, "%s/table.txt", dir);
 	size_t n;
 	struct route *routes = read_table(path, family, &n);

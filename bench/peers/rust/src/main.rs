@@ -188,27 +188,33 @@ fn prep(args: &Args) -> Result<bool> {
     };
     let out = PathBuf::from(args.get("out").ok_or("prep needs --out DIR")?);
     let family = args.get("family").unwrap_or("4");
-    let pattern: Pattern = args.get("pattern").unwrap_or("rnd").parse()?;
-    if matches!(pattern, Pattern::Seq) {
-        return Err("`seq` chains each lookup through the previous result; peers have no such loop (use rnd, rnd-public, announced, rep or trace:FILE)".into());
-    }
+    // `seq-announced`: keys inside announced prefixes (`announced`),
+    // chained as `seq` keys are; the pattern for dependent IPv6 lookups,
+    // where uniform keys almost never match.
+    let name = args.get("pattern").unwrap_or("rnd");
+    let (pattern, chained): (Pattern, bool) = match name {
+        "seq-announced" => (Pattern::Announced, true),
+        other => {
+            let pattern: Pattern = other.parse()?;
+            let chained = pattern == Pattern::Seq;
+            (pattern, chained)
+        }
+    };
     let count: usize = args.number("keys", 1 << 24)?;
     let seed: u64 = args.number("seed", 1)?;
     let loaded = load(Path::new(table))?;
     std::fs::create_dir_all(out.join("results")).map_err(|e| format!("{}: {e}", out.display()))?;
     let (prefixes, hits) = match family {
-        "4" => prep_family(&loaded.v4, &pattern, count, seed, &out)?,
-        "6" => prep_family(&loaded.v6, &pattern, count, seed, &out)?,
+        "4" => prep_family(&loaded.v4, &pattern, chained, count, seed, &out)?,
+        "6" => prep_family(&loaded.v6, &pattern, chained, count, seed, &out)?,
         other => return Err(format!("--family `{other}` is neither 4 nor 6")),
     };
     let info = format!(
-        "family {family}\npattern {}\nkeys {count}\nseed {seed}\nprefixes {prefixes}\nmatched {hits}\ntable {table}\n",
-        pattern.name()
+        "family {family}\npattern {name}\nkeys {count}\nseed {seed}\nprefixes {prefixes}\nmatched {hits}\ntable {table}\n"
     );
     write_file(&out.join("info.txt"), info.as_bytes())?;
     println!(
-        "prep: IPv{family} {prefixes} prefixes, {count} {} keys ({:.1}% match a prefix) in {}",
-        pattern.name(),
+        "prep: IPv{family} {prefixes} prefixes, {count} {name} keys ({:.1}% match a prefix) in {}",
         100.0 * hits as f64 / count.max(1) as f64,
         out.display()
     );
@@ -219,6 +225,7 @@ fn prep(args: &Args) -> Result<bool> {
 fn prep_family<A: EngineFamily>(
     rib: &Rib<A>,
     pattern: &Pattern,
+    chained: bool,
     count: usize,
     seed: u64,
     out: &Path,
@@ -238,10 +245,15 @@ fn prep_family<A: EngineFamily>(
     write_file(&out.join("table.txt"), text.as_bytes())?;
     let keys = generate_keys(pattern, count, seed, rib).map_err(|e| e.to_string())?;
     files::write_keys(&out.join("keys.bin"), &keys)?;
-    // The reference: fibkit's `radix`, the reference trie, untimed.
+    // The reference: fibkit's `radix`, the reference trie, untimed. On
+    // `seq` keys every harness chains each pass from 0, as the reference.
     let reference = build("radix", rib).map_err(|e| e.to_string())?;
     let mut expected = vec![None; keys.len()];
-    reference.lookup_each(&keys, &mut expected);
+    if chained {
+        reference.lookup_chained(&keys, &mut expected, 0);
+    } else {
+        reference.lookup_each(&keys, &mut expected);
+    }
     let hits = expected.iter().filter(|r| r.is_some()).count();
     write_file(
         &out.join("results/expected.res"),
@@ -262,6 +274,8 @@ where
     type Tbm: treebitmap::address::Address + Copy;
     /// The address in treebitmap's type.
     fn tbm(self) -> Self::Tbm;
+    /// The address of treebitmap's type.
+    fn from_tbm(tbm: Self::Tbm) -> Self;
 }
 
 use ip_network_table_deps_treebitmap as treebitmap;
@@ -271,12 +285,18 @@ impl PeerFamily for u32 {
     fn tbm(self) -> Self::Tbm {
         std::net::Ipv4Addr::from(self)
     }
+    fn from_tbm(tbm: Self::Tbm) -> Self {
+        u32::from(tbm)
+    }
 }
 
 impl PeerFamily for u128 {
     type Tbm = std::net::Ipv6Addr;
     fn tbm(self) -> Self::Tbm {
         std::net::Ipv6Addr::from(self)
+    }
+    fn from_tbm(tbm: Self::Tbm) -> Self {
+        u128::from(tbm)
     }
 }
 
@@ -285,6 +305,9 @@ struct ServeSettings {
     modes: Vec<Mode>,
     peers: bool,
     min: Duration,
+    /// `seq` keys: each lookup's key is XORed with the label found for the
+    /// one before ([`Lookup::lookup_chained`], from 0 at each pass).
+    chained: bool,
 }
 
 fn serve(args: &Args) -> Result<bool> {
@@ -301,12 +324,25 @@ fn serve(args: &Args) -> Result<bool> {
                 .map_err(|_| format!("--burst `{n}` is not a number"))
         })
         .collect::<Result<Vec<usize>>>()?;
+    let chained = info
+        .get("pattern")
+        .is_some_and(|pattern| pattern == "seq" || pattern == "seq-announced");
+    let mut modes = parse_modes(&args.list("modes", "plain,batch"), &bursts)
+        .map_err(|e| format!("--modes: {e}"))?;
+    if chained {
+        // A chained lookup waits for the one before: there is no batch to
+        // make, so only the per-key call paths are offered.
+        modes.retain(|mode| mode.is_per_key());
+        if modes.is_empty() {
+            return Err("`seq` keys take the per-key modes only (plain, key, reader)".into());
+        }
+    }
     let settings = ServeSettings {
         engines: args.list("engines", "dir24-8"),
-        modes: parse_modes(&args.list("modes", "plain,batch"), &bursts)
-            .map_err(|e| format!("--modes: {e}"))?,
+        modes,
         peers: !args.flag("no-peers"),
         min: Duration::from_secs_f64(args.number("min-seconds", 1.0f64)?.max(0.0)),
+        chained,
     };
     let loaded = load(&dir.join("table.txt"))?;
     match info.get("family").map(String::as_str) {
@@ -327,17 +363,33 @@ fn shape(mode: Mode) -> String {
     }
 }
 
+/// How a `seq` key is combined with the label found for the one before.
+type Chain<K> = Option<fn(K, Label) -> K>;
+
 /// One run of a peer's per-key loop: passes over `keys` until `min` has
-/// elapsed (the loop of `fibkit::bench`), Mlps.
+/// elapsed (the loop of `fibkit::bench`), Mlps. With `chain` (`seq` keys)
+/// each key is first combined with the label found for the one before (0
+/// at the start of each pass) by `chain(key, label)`.
 fn peer_run<K: Copy>(
     keys: &[K],
     out: &mut [Option<Label>],
     min: Duration,
+    chain: Chain<K>,
     mut lookup: impl FnMut(K) -> Option<Label>,
 ) -> f64 {
-    let (passes, elapsed) = timed_passes(min, || {
-        for (key, result) in keys.iter().zip(out.iter_mut()) {
-            *result = lookup(*key);
+    let (passes, elapsed) = timed_passes(min, || match chain {
+        Some(chain) => {
+            let mut previous = 0;
+            for (key, result) in keys.iter().zip(out.iter_mut()) {
+                let label = lookup(chain(*key, previous));
+                *result = label;
+                previous = label.unwrap_or(0);
+            }
+        }
+        None => {
+            for (key, result) in keys.iter().zip(out.iter_mut()) {
+                *result = lookup(*key);
+            }
         }
     });
     std::hint::black_box(&*out);
@@ -437,16 +489,23 @@ where
         tbm_keys = keys.iter().map(|k| k.tbm()).collect();
     }
     let full = A::BITS;
-    let min = settings.min;
+    let (min, chained) = (settings.min, settings.chained);
+    // The chain of `Lookup::lookup_chained`: the label XORed into the key.
+    let chain: Chain<A> = chained.then_some(|key: A, label: Label| key ^ A::from_u64(label as u64));
+    let chain_tbm: Chain<A::Tbm> = chained.then_some(|key: A::Tbm, label: Label| {
+        (A::from_tbm(key) ^ A::from_u64(label as u64)).tbm()
+    });
     let run = |index: usize, out: &mut [Option<Label>]| match subjects[index] {
-        Subject::Engine(engine, mode) => engines[engine].run(&keys, out, mode, false, 1, min).mlps,
-        Subject::Ceiling => {
-            fibkit::bench::run(|| &ceiling, &keys, out, Mode::Plain, false, 1, min).mlps
+        Subject::Engine(engine, mode) => {
+            engines[engine].run(&keys, out, mode, chained, 1, min).mlps
         }
-        Subject::PrefixTrie => peer_run(&keys, out, min, |key| {
+        Subject::Ceiling => {
+            fibkit::bench::run(|| &ceiling, &keys, out, Mode::Plain, chained, 1, min).mlps
+        }
+        Subject::PrefixTrie => peer_run(&keys, out, min, chain, |key| {
             map.get_lpm(&(key, full)).map(|(_, label)| *label)
         }),
-        Subject::TreeBitmap => peer_run(&tbm_keys, out, min, |key| {
+        Subject::TreeBitmap => peer_run(&tbm_keys, out, min, chain_tbm, |key| {
             tbm.longest_match(key).map(|(_, _, label)| *label)
         }),
     };
