@@ -161,7 +161,10 @@ fn print_breakdown<A: EngineFamily>(
         if values.is_empty() {
             "-".to_string()
         } else {
-            format!("{:.1}", median(values.iter().map(|&ns| ns as f64 / 1e6).collect()))
+            format!(
+                "{:.1}",
+                median(values.iter().map(|&ns| ns as f64 / 1e6).collect())
+            )
         }
     };
     println!(
@@ -170,7 +173,11 @@ fn print_breakdown<A: EngineFamily>(
         ms(&steps[0]),
         ms(&steps[1]),
         ms(&steps[2]),
-        if steps[4].is_empty() { "patched" } else { "failed" },
+        if steps[4].is_empty() {
+            "patched"
+        } else {
+            "failed"
+        },
         ms(&steps[3]),
         ms(&steps[4])
     );

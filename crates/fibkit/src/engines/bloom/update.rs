@@ -350,7 +350,6 @@ impl<A: Addr + Plain> BloomUpdater<A> {
         Ok(())
     }
 
-
     /// Adds the length `plen` to a linear search (no tree to rebuild).
     fn add_length(&mut self, snapshot: &mut Bloom<A>, plen: u8) {
         let at = snapshot.lengths.partition_point(|&l| l < plen);

@@ -310,7 +310,10 @@ struct Spanned {
 
 /// How many of `root_entries` hold a subtree rather than a label.
 fn root_subtrees(root_entries: &[u32]) -> usize {
-    root_entries.iter().filter(|&&entry| !is_label(entry)).count()
+    root_entries
+        .iter()
+        .filter(|&&entry| !is_label(entry))
+        .count()
 }
 
 /// Appends the chunks `prefix` touches: the smallest chunk holding it, or
@@ -375,8 +378,7 @@ impl Dxr6Updater {
         let started = Instant::now();
         let ranges = rib.ranges_without_default();
         if labels == Labels::ByFrequency {
-            self.labels =
-                LabelIndex::with_order("dxr6", MAX_LABELS, labels_by_frequency(&ranges))?;
+            self.labels = LabelIndex::with_order("dxr6", MAX_LABELS, labels_by_frequency(&ranges))?;
         }
         self.free_tables.iter_mut().for_each(Vec::clear);
         self.free_entries = 0;
@@ -641,7 +643,9 @@ mod tests {
         let mut rib = Rib::new();
         let mut addr = 0x2001_0db8_0000_0000_0000_0000_0000_0000u128;
         for i in 0..3000u32 {
-            addr = addr.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i as u128);
+            addr = addr
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .wrapping_add(i as u128);
             let addr = 0x2000u128 << 112 | addr >> 3;
             rib.insert(Prefix::new_masked(addr, 20 + (i % 45) as u8), i % 70);
         }
