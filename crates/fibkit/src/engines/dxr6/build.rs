@@ -86,8 +86,8 @@ enum Labels {
     /// also drops the labels no prefix has any more).
     ByFrequency,
     /// As they are, new ones appended: a rebuild for a large change skips
-    /// counting every range's label (a hash per range, about a tenth of a
-    /// build), as a patch would keep them too.
+    /// counting every range's label (a hash per range), as a patch would
+    /// keep them too.
     Kept,
 }
 
@@ -366,9 +366,9 @@ fn touched_slots(snapshot: &Dxr6, prefix: Prefix<u128>, out: &mut Vec<Slot>) {
 impl Dxr6Updater {
     /// Builds the engine from `rib` into this updater's and `snapshot`'s
     /// own vectors, emptied first: a rebuild this way (what compaction and
-    /// a large change do) touches no fresh page and frees nothing, so it
-    /// costs less than a build into new memory. On an error the snapshot is
-    /// half built and the caller must rebuild (as after any failed update).
+    /// a large change do) touches no fresh page and frees nothing. On an
+    /// error the snapshot is half built and the caller must rebuild (as
+    /// after any failed update).
     fn fill(
         &mut self,
         snapshot: &mut Dxr6,
