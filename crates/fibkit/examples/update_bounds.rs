@@ -4,7 +4,7 @@
 //!
 //! ```console
 //! cargo build --release -p fibkit --example update_bounds
-//! target/release/examples/update_bounds [--rounds N] TABLE SPEC...
+//! target/release/examples/update_bounds [--rounds N] [--breakdown] TABLE SPEC...
 //! ```
 //!
 //! The changes are the ones that touch the most of a table at once: the
@@ -24,19 +24,21 @@
 use std::collections::BTreeMap;
 
 use fibkit::bench::load_average;
-use fibkit::bench::thread_cpu_ns as cpu_ns;
+use fibkit::bench::thread_cpu_ns;
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{Addr, Change, EngineFamily, LocalFib, Prefix, Rib, Updater};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut rounds = 5;
+    let breakdown = args.iter().any(|arg| arg == "--breakdown");
+    args.retain(|arg| arg != "--breakdown");
     if let Some(at) = args.iter().position(|arg| arg == "--rounds") {
         rounds = args.get(at + 1).ok_or("--rounds needs a number")?.parse()?;
         args.drain(at..at + 2);
     }
     let [table, specs @ ..] = args.as_slice() else {
-        return Err("usage: update_bounds [--rounds N] TABLE SPEC...".into());
+        return Err("usage: update_bounds [--rounds N] [--breakdown] TABLE SPEC...".into());
     };
     let table = load_table(std::path::Path::new(table), &LoadOptions::default())?;
     println!(
@@ -51,9 +53,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("|---|---|---:|---:|---:|---|");
     for spec in specs {
         if !table.v4.is_empty() && spec.parse::<<u32 as EngineFamily>::Config>().is_ok() {
-            measure(spec, &table.v4, rounds, 8)?;
+            measure(spec, &table.v4, rounds, 8, breakdown)?;
         } else if !table.v6.is_empty() {
-            measure(spec, &table.v6, rounds, 16)?;
+            measure(spec, &table.v6, rounds, 16, breakdown)?;
         }
     }
     println!("\nload average at the end {}", load_average());
@@ -67,6 +69,7 @@ fn measure<A: EngineFamily>(
     rib: &Rib<A>,
     rounds: usize,
     busy_plen: u8,
+    breakdown: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let config: <A as EngineFamily>::Config = spec.parse()?;
     let changes = short_prefix_changes(rib, busy_plen);
@@ -104,6 +107,79 @@ fn measure<A: EngineFamily>(
         median(build_ms.clone()),
         ratio(worst),
         if rebuilt[worst] { "yes" } else { "no" }
+    );
+    if breakdown {
+        let mut before = rib.clone();
+        for (_, change) in &changes[..worst] {
+            before.apply(*change);
+        }
+        print_breakdown(&config, &before, &changes[worst], rounds)?;
+    }
+    Ok(())
+}
+
+/// Where the time of one change goes, taken apart by hand the way
+/// `LocalFib::apply` does it: the reference-table change, the engine's
+/// patch attempt, a fresh build of the new table (what the handle does
+/// when the patch fails) and then the release of the old engine; beside
+/// them a build of the old table. `rib` is the table the change
+/// applies to (the earlier changes of the list applied). Medians over `rounds`, in ms of
+/// on-CPU time.
+fn print_breakdown<A: EngineFamily>(
+    config: &<A as EngineFamily>::Config,
+    rib: &Rib<A>,
+    (name, change): &(String, Change<A>),
+    rounds: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut steps = [const { Vec::new() }; 5];
+    for _ in 0..rounds {
+        let started = cpu_ns();
+        let built = <A::Engine as Updater<A>>::build(config, rib)?;
+        steps[0].push(cpu_ns() - started);
+        drop(built);
+        let (mut updater, mut snapshot) = <A::Engine as Updater<A>>::build(config, rib)?;
+        let mut changed_rib = rib.clone();
+        let started = cpu_ns();
+        changed_rib.apply(*change);
+        steps[1].push(cpu_ns() - started);
+        let started = cpu_ns();
+        let patched = updater.update(&mut snapshot, &changed_rib, &[change.prefix()]);
+        steps[2].push(cpu_ns() - started);
+        // What the handle does after a failed patch, and beside a
+        // successful one what a fresh build of the new table costs.
+        let started = cpu_ns();
+        let rebuilt = <A::Engine as Updater<A>>::build(config, &changed_rib)?;
+        steps[3].push(cpu_ns() - started);
+        if patched.is_err() {
+            let started = cpu_ns();
+            drop((updater, snapshot));
+            steps[4].push(cpu_ns() - started);
+        }
+        drop(rebuilt);
+    }
+    let ms = |values: &Vec<u64>| {
+        if values.is_empty() {
+            "-".to_string()
+        } else {
+            format!(
+                "{:.1}",
+                median(values.iter().map(|&ns| ns as f64 / 1e6).collect())
+            )
+        }
+    };
+    println!(
+        "  breakdown of {name} (ms): build {}, reference table {}, engine update {} ({}), \
+         build of the new table {}, release of the old engine {}",
+        ms(&steps[0]),
+        ms(&steps[1]),
+        ms(&steps[2]),
+        if steps[4].is_empty() {
+            "patched"
+        } else {
+            "failed"
+        },
+        ms(&steps[3]),
+        ms(&steps[4])
     );
     Ok(())
 }
@@ -151,6 +227,15 @@ fn short_prefix_changes<A: Addr>(rib: &Rib<A>, busy_plen: u8) -> Vec<(String, Ch
         });
     }
     changes
+}
+
+/// This thread's on-CPU nanoseconds, up to date: the kernel adds a running
+/// thread's time to its count only at a scheduler tick or switch (every 4
+/// ms here), and a yield is such a switch, so a reading is exact rather
+/// than up to a tick old (which would be ±25% of a 16 ms build).
+fn cpu_ns() -> u64 {
+    std::thread::yield_now();
+    thread_cpu_ns()
 }
 
 fn median(mut values: Vec<f64>) -> f64 {

@@ -139,6 +139,13 @@ impl CountingFilter {
         (bit / NIBBLES_PER_WORD, 4 * (bit % NIBBLES_PER_WORD) as u32)
     }
 
+    /// Makes these `bits` counters, all zero, in the memory already held
+    /// (a rebuild in place).
+    pub fn reset(&mut self, bits: usize) {
+        self.nibbles.clear();
+        self.nibbles.resize(bits.div_ceil(NIBBLES_PER_WORD), 0);
+    }
+
     /// Counts one more key setting `bit`; whether the bit was clear before.
     pub fn add(&mut self, bit: usize) -> bool {
         let (word, shift) = Self::locate(bit);

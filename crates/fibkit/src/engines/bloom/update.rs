@@ -241,6 +241,115 @@ impl<A: Addr + Plain> BloomUpdater<A> {
         Ok(())
     }
 
+    /// Builds the engine from `rib` into this updater's and `snapshot`'s
+    /// own memory, emptied first (the marker map keeps its capacity, the
+    /// filter, counters and exact table their pages): how a build and a
+    /// rebuild in place after a large change both run, the latter without
+    /// fresh pages or frees. On an error the snapshot is half built and the
+    /// caller must rebuild (as after any failed update).
+    fn fill(&mut self, snapshot: &mut Bloom<A>, rib: &Rib<A>) -> Result<(), BuildError> {
+        let config = self.config.clone();
+        let histogram = rib.prefix_length_histogram();
+        let mut lengths = vec![0u8];
+        lengths.extend((1..=A::BITS).filter(|&plen| histogram[plen as usize] > 0));
+        let tree_lengths = &lengths[1..];
+        let bmp_bits = match config.search {
+            Search::Linear => 0,
+            Search::Guided => code_bits(tree_lengths.len()),
+        };
+        let k = config
+            .k
+            .unwrap_or_else(|| default_k(config.search, bmp_bits));
+        let index_of = index_of::<A>(&lengths);
+        let tree: Vec<TreeNode> = match (config.search, &config.tree) {
+            (Search::Linear, _) => Vec::new(),
+            (Search::Guided, TreeShape::Balanced) => tree::balanced(tree_lengths),
+            (Search::Guided, TreeShape::Trace(path)) => {
+                let weights = trace_weights(&config, rib, path, &index_of, lengths.len())?;
+                tree::optimal(tree_lengths, &weights)
+            }
+        };
+        let right_turns = lengths
+            .iter()
+            .map(|&plen| match config.search {
+                Search::Linear => Vec::new(),
+                Search::Guided => tree::right_turns(&tree, plen),
+            })
+            .collect();
+        self.k = k;
+        self.index_of = index_of;
+        self.right_turns = right_turns;
+        self.markers.clear();
+        self.labels = LabelIndex::new("bloom", MAX_LABELS);
+        self.keys = 0;
+        self.set_bits = 0;
+        if config.search == Search::Guided && k <= bmp_bits {
+            return Err(self.limit(format!(
+                "k={k} leaves no bit for the guided search's BMP code: the table's {} distinct \
+                 lengths take {bmp_bits} code bits besides the bit that steers, so k must be at \
+                 least {} (the default, k={}, also confirms the code)",
+                tree_lengths.len(),
+                bmp_bits + 1,
+                default_k(Search::Guided, bmp_bits)
+            )));
+        }
+        let keys = self.collect_keys(rib)?;
+        // The default route's key is always in the filter (a BMP code of 0
+        // is confirmed against it), whether or not the table has one.
+        let inserted: u64 = keys
+            .iter()
+            .map(|&(_, _, bits)| bits.count_ones() as u64)
+            .sum::<u64>()
+            + k as u64;
+        let bits = match config.size {
+            FilterSize::Fill(percent) => {
+                (inserted as f64 / -(1.0 - percent / 100.0).ln()).ceil() as u64
+            }
+            FilterSize::Bits(bits) => bits,
+        };
+        if bits > MAX_FILTER_BITS {
+            return Err(self.limit(format!(
+                "the filter would need {bits} bits, more than {MAX_FILTER_BITS}: \
+                 give a higher fill= or bits="
+            )));
+        }
+        let blocks = bits.div_ceil(BLOCK_BITS as u64).max(1) as usize;
+        let slots = exact::capacity_for(keys.len());
+        if slots > u32::MAX as usize {
+            return Err(self.limit(format!(
+                "{} keys need more than 2^32 exact-table slots",
+                keys.len()
+            )));
+        }
+        snapshot.search = config.search;
+        snapshot.k = k;
+        snapshot.bmp_bits = bmp_bits;
+        snapshot.filter.clear();
+        snapshot.filter.resize(blocks, FilterBlock::default());
+        snapshot.lengths = lengths;
+        snapshot.tree = tree;
+        snapshot.table.clear();
+        snapshot.table.resize(slots, exact::ExactSlot::default());
+        snapshot.results.clear();
+        self.counts.reset(blocks * BLOCK_BITS as usize);
+        let all = self.all_bits();
+        self.change_bits(&mut snapshot.filter, KeyHash::of(A::ZERO, 0), 0, all);
+        for &(key, value, bits) in &keys {
+            self.change_bits(
+                &mut snapshot.filter,
+                KeyHash::of(key.addr(), key.plen()),
+                0,
+                bits,
+            );
+            exact::insert(&mut snapshot.table, key.addr(), value);
+        }
+        self.keys = keys.len();
+        self.built_set_bits = self.set_bits;
+        self.labels.set_default(rib.default_route());
+        self.labels.sync(&mut snapshot.results);
+        Ok(())
+    }
+
     /// Adds the length `plen` to a linear search (no tree to rebuild).
     fn add_length(&mut self, snapshot: &mut Bloom<A>, plen: u8) {
         let at = snapshot.lengths.partition_point(|&l| l < plen);
@@ -299,38 +408,11 @@ impl<A: Addr + Plain> Updater<A> for BloomUpdater<A> {
     type Stats = BloomStats;
 
     fn build(config: &BloomConfig, rib: &Rib<A>) -> Result<(Self, Bloom<A>), BuildError> {
-        let histogram = rib.prefix_length_histogram();
-        let mut lengths = vec![0u8];
-        lengths.extend((1..=A::BITS).filter(|&plen| histogram[plen as usize] > 0));
-        let tree_lengths = &lengths[1..];
-        let bmp_bits = match config.search {
-            Search::Linear => 0,
-            Search::Guided => code_bits(tree_lengths.len()),
-        };
-        let k = config
-            .k
-            .unwrap_or_else(|| default_k(config.search, bmp_bits));
-        let index_of = index_of::<A>(&lengths);
-        let tree: Vec<TreeNode> = match (config.search, &config.tree) {
-            (Search::Linear, _) => Vec::new(),
-            (Search::Guided, TreeShape::Balanced) => tree::balanced(tree_lengths),
-            (Search::Guided, TreeShape::Trace(path)) => {
-                let weights = trace_weights(config, rib, path, &index_of, lengths.len())?;
-                tree::optimal(tree_lengths, &weights)
-            }
-        };
-        let right_turns = lengths
-            .iter()
-            .map(|&plen| match config.search {
-                Search::Linear => Vec::new(),
-                Search::Guided => tree::right_turns(&tree, plen),
-            })
-            .collect();
         let mut updater = BloomUpdater {
             config: Box::new(config.clone()),
-            k,
-            index_of,
-            right_turns,
+            k: 0,
+            index_of: Vec::new(),
+            right_turns: Vec::new(),
             markers: HashMap::new(),
             labels: LabelIndex::new("bloom", MAX_LABELS),
             counts: CountingFilter::new(0),
@@ -338,70 +420,17 @@ impl<A: Addr + Plain> Updater<A> for BloomUpdater<A> {
             set_bits: 0,
             built_set_bits: 0,
         };
-        if config.search == Search::Guided && k <= bmp_bits {
-            return Err(updater.limit(format!(
-                "k={k} leaves no bit for the guided search's BMP code: the table's {} distinct \
-                 lengths take {bmp_bits} code bits besides the bit that steers, so k must be at \
-                 least {} (the default, k={}, also confirms the code)",
-                tree_lengths.len(),
-                bmp_bits + 1,
-                default_k(Search::Guided, bmp_bits)
-            )));
-        }
-        let keys = updater.collect_keys(rib)?;
-        // The default route's key is always in the filter (a BMP code of 0
-        // is confirmed against it), whether or not the table has one.
-        let inserted: u64 = keys
-            .iter()
-            .map(|&(_, _, bits)| bits.count_ones() as u64)
-            .sum::<u64>()
-            + k as u64;
-        let bits = match config.size {
-            FilterSize::Fill(percent) => {
-                (inserted as f64 / -(1.0 - percent / 100.0).ln()).ceil() as u64
-            }
-            FilterSize::Bits(bits) => bits,
-        };
-        if bits > MAX_FILTER_BITS {
-            return Err(updater.limit(format!(
-                "the filter would need {bits} bits, more than {MAX_FILTER_BITS}: \
-                 give a higher fill= or bits="
-            )));
-        }
-        let blocks = bits.div_ceil(BLOCK_BITS as u64).max(1) as usize;
-        let slots = exact::capacity_for(keys.len());
-        if slots > u32::MAX as usize {
-            return Err(updater.limit(format!(
-                "{} keys need more than 2^32 exact-table slots",
-                keys.len()
-            )));
-        }
         let mut snapshot: Bloom<A> = Bloom {
             search: config.search,
-            k,
-            bmp_bits,
-            filter: vec![FilterBlock::default(); blocks],
-            lengths,
-            tree,
-            table: vec![exact::ExactSlot::default(); slots],
+            k: 0,
+            bmp_bits: 0,
+            filter: Vec::new(),
+            lengths: Vec::new(),
+            tree: Vec::new(),
+            table: Vec::new(),
             results: Vec::new(),
         };
-        updater.counts = CountingFilter::new(blocks * BLOCK_BITS as usize);
-        let all = updater.all_bits();
-        updater.change_bits(&mut snapshot.filter, KeyHash::of(A::ZERO, 0), 0, all);
-        for &(key, value, bits) in &keys {
-            updater.change_bits(
-                &mut snapshot.filter,
-                KeyHash::of(key.addr(), key.plen()),
-                0,
-                bits,
-            );
-            exact::insert(&mut snapshot.table, key.addr(), value);
-        }
-        updater.keys = keys.len();
-        updater.built_set_bits = updater.set_bits;
-        updater.labels.set_default(rib.default_route());
-        updater.labels.sync(&mut snapshot.results);
+        updater.fill(&mut snapshot, rib)?;
         Ok((updater, snapshot))
     }
 
@@ -424,15 +453,16 @@ impl<A: Addr + Plain> Updater<A> for BloomUpdater<A> {
         if matches!(self.config.size, FilterSize::Fill(_))
             && self.set_bits * 2 > self.built_set_bits * 3
         {
-            return Err(self.rebuild());
+            return self.fill(snapshot, rib);
         }
         for &prefix in changed {
             let plen = prefix.plen();
             if plen > 0 && self.index_of[plen as usize] == NOT_A_LENGTH && rib.get(prefix).is_some()
             {
                 match self.config.search {
-                    // The tree, and with it every marker, changes shape.
-                    Search::Guided => return Err(self.rebuild()),
+                    // The tree, and with it every marker, changes shape:
+                    // nothing is changed yet, so rebuild in place.
+                    Search::Guided => return self.fill(snapshot, rib),
                     Search::Linear => self.add_length(snapshot, plen),
                 }
             }
@@ -466,7 +496,8 @@ impl<A: Addr + Plain> Updater<A> for BloomUpdater<A> {
                     }
                 }
                 if dirty.len() > budget {
-                    return Err(self.rebuild());
+                    // Nothing is changed yet (the lists are local).
+                    return self.fill(snapshot, rib);
                 }
             }
         }
@@ -529,6 +560,40 @@ impl<A: Addr + Plain> Updater<A> for BloomUpdater<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::EngineConfig;
+
+    /// A new length under guided search and a change covering most keys
+    /// rebuild in place: the handle sees a patch, and the engine answers
+    /// like the reference.
+    #[test]
+    fn large_changes_rebuild_in_place() {
+        let mut rib = Rib::new();
+        let mut addr = 0x0a00_0000u32;
+        for i in 0..4000u32 {
+            addr = addr.wrapping_mul(0x9e37_79b9).wrapping_add(i);
+            let plen = [8, 12, 16, 22, 24][i as usize % 5];
+            rib.insert(Prefix::new_masked(addr >> 1, plen), i % 40);
+        }
+        let config = BloomConfig::parse("bloom").unwrap();
+        let mut fib = crate::LocalFib::<u32, BloomUpdater<u32>>::with_config(config, rib).unwrap();
+        let p = |text: &str| text.parse::<Prefix<u32>>().unwrap();
+        let changes = [
+            // A length the table does not have: the tree changes shape.
+            crate::Change::Announce(p("10.1.16.0/20"), 1_000),
+            // Every key lies under it: past the patch's budget.
+            crate::Change::Announce(p("0.0.0.0/1"), 1_001),
+            crate::Change::Withdraw(p("0.0.0.0/1")),
+        ];
+        for (i, change) in changes.into_iter().enumerate() {
+            let summary = fib.apply(&[change]).unwrap();
+            assert!(summary.rebuilt.is_none(), "{change:?}");
+            let report = crate::verify::verify(fib.snapshot(), fib.rib(), 20_000, i as u64);
+            assert_eq!(report.failed, 0, "{change:?}: {:?}", report.mismatches);
+            if i == 0 {
+                assert_eq!(fib.stats().lengths, 6, "the /20 joined the tree");
+            }
+        }
+    }
 
     #[test]
     fn code_bits_cover_every_length_and_the_prefix_code() {

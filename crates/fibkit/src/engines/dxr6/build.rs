@@ -9,8 +9,10 @@
 //! update frees the old subtree of each chunk it rebuilds (tables to
 //! per-stride free lists, leaf lines once all their leaves are gone) and
 //! builds the new one into free space or at the ends of the arrays. When
-//! free space passes a quarter of either array, the update rebuilds the
-//! whole engine instead, which compacts it.
+//! free space passes a quarter of either array, or a batch spans a quarter
+//! of the root or more, the update rebuilds the whole engine instead, in
+//! place: into the snapshot's and the updater's own vectors, emptied, so
+//! that the rebuild faults in no fresh page and frees nothing.
 
 use std::time::Instant;
 
@@ -62,10 +64,31 @@ struct LeafSpace {
 }
 
 impl LeafSpace {
+    /// Empties the space for a build, keeping the vectors' memory.
+    fn clear(&mut self) {
+        self.open = None;
+        self.used.clear();
+        self.empty_lines.clear();
+        self.used_words = 0;
+        self.unused_after_build = 0;
+    }
+
     /// Words of the lines no leaf uses.
     fn unused_words(&self) -> usize {
         self.used.len() * LINE_WORDS - self.used_words
     }
+}
+
+/// How a build numbers the labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Labels {
+    /// Afresh, the most frequent first (a build, and compaction, which
+    /// also drops the labels no prefix has any more).
+    ByFrequency,
+    /// As they are, new ones appended: a rebuild for a large change skips
+    /// counting every range's label (a hash per range), as a patch would
+    /// keep them too.
+    Kept,
 }
 
 /// A chunk an update rebuilds: the entry at `at` for the addresses whose
@@ -100,11 +123,9 @@ impl Updater<u128> for Dxr6Updater {
     type Stats = Dxr6Stats;
 
     fn build(config: &Dxr6Config, rib: &Rib<u128>) -> Result<(Self, Dxr6), BuildError> {
-        let started = Instant::now();
-        let ranges = rib.ranges_without_default();
         let mut updater = Dxr6Updater {
             config: *config,
-            labels: LabelIndex::with_order("dxr6", MAX_LABELS, labels_by_frequency(&ranges))?,
+            labels: LabelIndex::new("dxr6", MAX_LABELS),
             free_tables: vec![Vec::new(); MAX_STRIDE as usize],
             free_entries: 0,
             space: LeafSpace::default(),
@@ -113,22 +134,11 @@ impl Updater<u128> for Dxr6Updater {
         };
         let mut snapshot = Dxr6 {
             root_bits: config.root_bits,
-            entries: vec![0; 1 << config.root_bits],
+            entries: Vec::new(),
             leaves: Vec::new(),
             results: Vec::new(),
         };
-        updater.fill_table(&mut snapshot, 0, 0, config.root_bits, 0, &ranges)?;
-        updater.labels.set_default(rib.default_route());
-        updater.labels.sync(&mut snapshot.results);
-        if snapshot.leaves.is_empty() {
-            // INVARIANT: line 0 exists: a label entry's branch-free
-            // resolve searches it.
-            snapshot.leaves.push(LeafLine([0; LINE_WORDS]));
-            updater.space.used.push(0);
-            updater.space.empty_lines.push(0);
-        }
-        updater.space.unused_after_build = updater.space.unused_words();
-        updater.build_ns = started.elapsed().as_nanos() as u64;
+        updater.fill(&mut snapshot, rib, Labels::ByFrequency)?;
         Ok((updater, snapshot))
     }
 
@@ -150,8 +160,19 @@ impl Updater<u128> for Dxr6Updater {
         let changed = crate::engines::without_default(changed);
         // Decided before any slot is collected, so that a short prefix
         // costs one rebuild, not a walk of its root entries and a rebuild.
-        if root_entries_spanned(snapshot, changed) << 2 > 1 << snapshot.root_bits {
-            return self.rebuild(snapshot, rib);
+        // PERF: patched chunk by chunk (a range-view walk from the trie's
+        // root for each), a quarter of the root (`::/2` at K = 16) cost
+        // 1.14-1.17x a build, and `2000::/4` (an eighth, but nearly every
+        // prefix of the shared table) 1.07x: past a quarter of the root or
+        // half of its subtrees, rebuild in place (docs/BENCHMARKS.md,
+        // "Worst update against a full build, every engine").
+        let spanned = root_entries_spanned(snapshot, changed);
+        let root_size = 1usize << snapshot.root_bits;
+        if spanned.entries << 2 >= root_size
+            || (spanned.subtrees > 0
+                && spanned.subtrees * 2 > root_subtrees(&snapshot.entries[..root_size]))
+        {
+            return self.rebuild(snapshot, rib, Labels::Kept);
         }
         let mut slots = Vec::new();
         for &prefix in changed {
@@ -168,11 +189,11 @@ impl Updater<u128> for Dxr6Updater {
             end_of_last = Some(slot.first | span_mask(slot.depth));
             true
         });
-        if slots.len() << 2 > 1 << snapshot.root_bits {
-            // PERF: past a quarter of the root, rebuilding chunk by chunk
+        if slots.len() << 2 >= 1 << snapshot.root_bits {
+            // PERF: from a quarter of the root on, rebuilding chunk by chunk
             // (a range-view walk from the trie's root for each) costs more
             // than one full build (docs/BENCHMARKS.md, "IPv6: dxr6").
-            return self.rebuild(snapshot, rib);
+            return self.rebuild(snapshot, rib, Labels::Kept);
         }
         let mut ranges = Vec::new();
         for slot in slots {
@@ -197,7 +218,7 @@ impl Updater<u128> for Dxr6Updater {
         let freed_word_limit = COMPACT_MIN.max(snapshot.leaves.len() * LINE_WORDS / COMPACT_RATIO);
         let free_entry_limit = COMPACT_MIN.max(snapshot.entries.len() / COMPACT_RATIO);
         if freed_words > freed_word_limit || self.free_entries > free_entry_limit {
-            self.rebuild(snapshot, rib)?;
+            self.rebuild(snapshot, rib, Labels::ByFrequency)?;
         }
         Ok(())
     }
@@ -251,13 +272,12 @@ fn leaf_words(entry: u32) -> usize {
     leaf_size(starts_of(entry), width_code(entry), has_wide_labels(entry))
 }
 
-/// Appends the chunks `prefix` touches: the smallest chunk holding it, or
-/// the children of the node it covers part of (for a prefix shorter than
-/// `K`, its root chunks).
 /// Root entries the prefixes of `changed` shorter than the root span, the
 /// overlapping spans counted once: what [`touched_slots`] would list of the
-/// root, counted from the prefixes alone.
-fn root_entries_spanned(snapshot: &Dxr6, changed: &[Prefix<u128>]) -> usize {
+/// root, counted from the prefixes alone; and how many of them hold a
+/// subtree (a node or a leaf), the ones a patch rebuilds from the range
+/// view.
+fn root_entries_spanned(snapshot: &Dxr6, changed: &[Prefix<u128>]) -> Spanned {
     let mut spans: Vec<(usize, usize)> = changed
         .iter()
         .filter(|prefix| u32::from(prefix.plen()) < snapshot.root_bits)
@@ -269,17 +289,36 @@ fn root_entries_spanned(snapshot: &Dxr6, changed: &[Prefix<u128>]) -> usize {
         })
         .collect();
     spans.sort_unstable();
-    let (mut total, mut end) = (0, None);
+    let (mut spanned, mut end) = (Spanned::default(), None);
     for (first, last) in spans {
         let first = end.map_or(first, |end: usize| first.max(end + 1));
         if first <= last {
-            total += last - first + 1;
+            spanned.entries += last - first + 1;
+            spanned.subtrees += root_subtrees(&snapshot.entries[first..=last]);
             end = Some(last);
         }
     }
-    total
+    spanned
 }
 
+/// Root entries a batch spans (see [`root_entries_spanned`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Spanned {
+    entries: usize,
+    subtrees: usize,
+}
+
+/// How many of `root_entries` hold a subtree rather than a label.
+fn root_subtrees(root_entries: &[u32]) -> usize {
+    root_entries
+        .iter()
+        .filter(|&&entry| !is_label(entry))
+        .count()
+}
+
+/// Appends the chunks `prefix` touches: the smallest chunk holding it, or
+/// the children of the node it covers part of (for a prefix shorter than
+/// `K`, its root chunks).
 fn touched_slots(snapshot: &Dxr6, prefix: Prefix<u128>, out: &mut Vec<Slot>) {
     let root_bits = snapshot.root_bits;
     let plen = prefix.plen() as u32;
@@ -325,13 +364,55 @@ fn touched_slots(snapshot: &Dxr6, prefix: Prefix<u128>, out: &mut Vec<Slot>) {
 }
 
 impl Dxr6Updater {
-    /// Rebuilds the engine from `rib` in place (what compaction does).
-    fn rebuild(&mut self, snapshot: &mut Dxr6, rib: &Rib<u128>) -> Result<(), BuildError> {
-        let (fresh, fresh_snapshot) = Self::build(&self.config, rib)?;
-        let compactions = self.compactions + 1;
-        *self = fresh;
-        self.compactions = compactions;
-        *snapshot = fresh_snapshot;
+    /// Builds the engine from `rib` into this updater's and `snapshot`'s
+    /// own vectors, emptied first: a rebuild this way (what compaction and
+    /// a large change do) touches no fresh page and frees nothing. On an
+    /// error the snapshot is half built and the caller must rebuild (as
+    /// after any failed update).
+    fn fill(
+        &mut self,
+        snapshot: &mut Dxr6,
+        rib: &Rib<u128>,
+        labels: Labels,
+    ) -> Result<(), BuildError> {
+        let started = Instant::now();
+        let ranges = rib.ranges_without_default();
+        if labels == Labels::ByFrequency {
+            self.labels = LabelIndex::with_order("dxr6", MAX_LABELS, labels_by_frequency(&ranges))?;
+        }
+        self.free_tables.iter_mut().for_each(Vec::clear);
+        self.free_entries = 0;
+        self.space.clear();
+        snapshot.root_bits = self.config.root_bits;
+        snapshot.entries.clear();
+        snapshot.entries.resize(1 << self.config.root_bits, 0);
+        snapshot.leaves.clear();
+        snapshot.results.clear();
+        self.fill_table(snapshot, 0, 0, self.config.root_bits, 0, &ranges)?;
+        self.labels.set_default(rib.default_route());
+        self.labels.sync(&mut snapshot.results);
+        if snapshot.leaves.is_empty() {
+            // INVARIANT: line 0 exists: a label entry's branch-free
+            // resolve searches it.
+            snapshot.leaves.push(LeafLine([0; LINE_WORDS]));
+            self.space.used.push(0);
+            self.space.empty_lines.push(0);
+        }
+        self.space.unused_after_build = self.space.unused_words();
+        self.build_ns = started.elapsed().as_nanos() as u64;
+        Ok(())
+    }
+
+    /// Rebuilds the engine from `rib` in place (what compaction and a
+    /// change spanning much of the root do).
+    fn rebuild(
+        &mut self,
+        snapshot: &mut Dxr6,
+        rib: &Rib<u128>,
+        labels: Labels,
+    ) -> Result<(), BuildError> {
+        self.fill(snapshot, rib, labels)?;
+        self.compactions += 1;
         Ok(())
     }
 
@@ -554,6 +635,39 @@ impl Dxr6Updater {
 mod tests {
     use super::*;
 
+    /// A change spanning a quarter of the root, or half of its subtrees,
+    /// rebuilds in place: the handle sees a patch, the arrays answer like
+    /// the reference, and the labels kept from before still resolve.
+    #[test]
+    fn large_changes_rebuild_in_place() {
+        let mut rib = Rib::new();
+        let mut addr = 0x2001_0db8_0000_0000_0000_0000_0000_0000u128;
+        for i in 0..3000u32 {
+            addr = addr
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .wrapping_add(i as u128);
+            let addr = 0x2000u128 << 112 | addr >> 3;
+            rib.insert(Prefix::new_masked(addr, 20 + (i % 45) as u8), i % 70);
+        }
+        let config = Dxr6Config::parse("dxr6:k=8").unwrap();
+        let mut fib = crate::LocalFib::<u128, Dxr6Updater>::with_config(config, rib).unwrap();
+        let p = |text: &str| text.parse::<Prefix<u128>>().unwrap();
+        let changes = [
+            crate::Change::Announce(p("::/1"), 1_000),
+            crate::Change::Announce(p("2000::/3"), 1_001),
+            crate::Change::Announce(p("2000::/3"), 1_002),
+            crate::Change::Withdraw(p("::/1")),
+            crate::Change::Withdraw(p("2000::/3")),
+        ];
+        for (i, change) in changes.into_iter().enumerate() {
+            let summary = fib.apply(&[change]).unwrap();
+            assert!(summary.rebuilt.is_none(), "{change:?}");
+            assert_eq!(fib.stats().compactions, i as u64 + 1, "{change:?}");
+            let report = crate::verify::verify(fib.snapshot(), fib.rib(), 20_000, i as u64);
+            assert_eq!(report.failed, 0, "{change:?}: {:?}", report.mismatches);
+        }
+    }
+
     #[test]
     fn root_spans_are_counted_once() {
         let rib = crate::engines::nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
@@ -562,7 +676,7 @@ mod tests {
         let p = |text: &str| text.parse::<Prefix<u128>>().unwrap();
         let spanned = |changed: &[&str]| {
             let changed: Vec<Prefix<u128>> = changed.iter().map(|text| p(text)).collect();
-            root_entries_spanned(&snapshot, &changed)
+            root_entries_spanned(&snapshot, &changed).entries
         };
         assert_eq!(spanned(&[]), 0);
         assert_eq!(spanned(&["::/1"]), 128);
