@@ -58,6 +58,8 @@ pub const FIBKIT_ERR_PANIC: c_int = -8;
 /// The bulk-lookup result of an address no prefix matches: outside the
 /// `uint32_t` range of labels.
 pub const FIBKIT_NO_ROUTE: u64 = u64::MAX;
+// The engines' batch loops write this word themselves.
+const _: () = assert!(FIBKIT_NO_ROUTE == fibkit::labels::NO_ROUTE_WORD);
 /// Family value for IPv4.
 pub const FIBKIT_IPV4: c_int = 4;
 /// Family value for IPv6.
@@ -639,16 +641,6 @@ pub unsafe extern "C" fn fibkit_lookup_v6(
     })
 }
 
-/// Writes lookup answers as the C API's results: the label, or
-/// [`FIBKIT_NO_ROUTE`].
-fn write_results(results: &mut [u64]) -> impl FnMut(usize, &[Option<Label>]) + '_ {
-    |start, found| {
-        for (result, label) in results[start..].iter_mut().zip(found) {
-            *result = label.map_or(FIBKIT_NO_ROUTE, u64::from);
-        }
-    }
-}
-
 /// Looks up `n` IPv4 addresses (host order) into `results`: the label, or
 /// `FIBKIT_NO_ROUTE`. Returns `FIBKIT_OK` or an error (`FIBKIT_ERR_FAMILY`
 /// on an IPv6 table, `FIBKIT_ERR_NULL` for a NULL or misaligned array).
@@ -670,10 +662,10 @@ pub unsafe extern "C" fn fibkit_lookup_v4_bulk(
         let addrs = unsafe { array(addrs, n, "addrs") }?;
         // SAFETY: forwarded from the caller.
         let results = unsafe { array_mut(results, n, "results") }?;
-        // PERF: the engine's batch lookup straight on the caller's array,
-        // in chunks (see `FamilyFib::lookup_slice` and docs/BENCHMARKS.md,
-        // "C bulk lookup").
-        fib.lookup_slice(addrs, write_results(results));
+        // PERF: the engine's batch loop writes the words straight into the
+        // caller's array (`Lookup::lookup_batch_words`), with no buffer
+        // and no conversion pass (docs/BENCHMARKS.md, "C bulk lookup").
+        fib.lookup_words(addrs, results);
         Ok(FIBKIT_OK)
     })
 }
@@ -698,10 +690,17 @@ pub unsafe extern "C" fn fibkit_lookup_v6_bulk(
         let addrs = unsafe { array(addrs, n, "addrs") }?;
         // SAFETY: forwarded from the caller.
         let results = unsafe { array_mut(results, n, "results") }?;
-        fib.lookup_iter(
-            addrs.iter().map(|a| u128::from_be_bytes(*a)),
-            write_results(results),
-        );
+        // Host-order keys a chunk at a time (16 KiB on the stack), each
+        // chunk one batch lookup writing the caller's words.
+        const CHUNK: usize = 1024;
+        let mut keys = [0u128; CHUNK];
+        for (addrs, words) in addrs.chunks(CHUNK).zip(results.chunks_mut(CHUNK)) {
+            let keys = &mut keys[..addrs.len()];
+            for (key, addr) in keys.iter_mut().zip(addrs) {
+                *key = u128::from_be_bytes(*addr);
+            }
+            fib.lookup_words(keys, words);
+        }
         Ok(FIBKIT_OK)
     })
 }
@@ -885,17 +884,22 @@ mod tests {
         let mut rib = Rib::<u32>::new();
         rib.insert("10.0.0.0/8".parse().unwrap(), 7);
         rib.insert("10.1.0.0/16".parse().unwrap(), u32::MAX);
-        let fib = FamilyFib::build("dir24-8", rib).unwrap();
-        let chunk = fibkit::SLICE_CHUNK;
+        let chunk = fibkit::WORDS_CHUNK;
         let keys: Vec<u32> = (0..2 * chunk as u32 + 5)
             .map(|i| 0x0a00_0000u32.wrapping_add(i.wrapping_mul(0x0000_9100)))
             .collect();
-        // Every burst length, and around the chunk boundaries.
-        for n in (0..300).chain([chunk - 1, chunk, chunk + 1, keys.len()]) {
-            let mut results = vec![0u64; n];
-            fib.lookup_slice(&keys[..n], write_results(&mut results));
-            for (key, result) in keys[..n].iter().zip(&results) {
-                assert_eq!(*result, fib.lookup(*key).map_or(FIBKIT_NO_ROUTE, u64::from));
+        // dxr writes the words from its own batch loop, dir24-8 through
+        // the trait's chunked default.
+        for spec in ["dxr", "dir24-8"] {
+            let fib = FamilyFib::build(spec, rib.clone()).unwrap();
+            // Every burst length, and around the chunk boundaries.
+            for n in (0..300).chain([chunk - 1, chunk, chunk + 1, keys.len()]) {
+                let mut results = vec![0u64; n];
+                fib.lookup_words(&keys[..n], &mut results);
+                for (key, result) in keys[..n].iter().zip(&results) {
+                    let want = fib.lookup(*key).map_or(FIBKIT_NO_ROUTE, u64::from);
+                    assert_eq!(*result, want, "{spec}, {n} keys");
+                }
             }
         }
     }

@@ -44,6 +44,12 @@ pub const BATCH: usize = 64;
 // 2048, 0.87 with 8192; per-64-key lookup_iter 0.35-0.40.
 pub const SLICE_CHUNK: usize = 8192;
 
+/// Addresses per snapshot load in [`FamilyFib::lookup_words`]: the answers
+/// go straight into the caller's array, so the chunk only bounds how long
+/// a live table's snapshot is held (about half a millisecond) and how
+/// often the engine's prefetch pipeline restarts.
+pub const WORDS_CHUNK: usize = 1 << 16;
+
 /// One family's table: live or from an image.
 pub enum FamilyFib<A: ImageFamily> {
     /// Built from a reference table; changes can be applied.
@@ -87,6 +93,25 @@ impl<A: ImageFamily> FamilyFib<A> {
         match self {
             FamilyFib::Live(fib) => fib.with_snapshot(|snapshot| snapshot.lookup_batch(addrs, out)),
             FamilyFib::Image { snapshot, .. } => snapshot.lookup_batch(addrs, out),
+        }
+    }
+
+    /// Looks up `addrs` into `out` as words: the label, or
+    /// [`NO_ROUTE_WORD`](crate::labels::NO_ROUTE_WORD) (see
+    /// [`Lookup::lookup_batch_words`]); a live table is read one snapshot
+    /// per [`WORDS_CHUNK`] addresses. The C library's bulk lookup.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    pub fn lookup_words(&self, addrs: &[A], out: &mut [u64]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        match self {
+            FamilyFib::Live(fib) => {
+                for (keys, words) in addrs.chunks(WORDS_CHUNK).zip(out.chunks_mut(WORDS_CHUNK)) {
+                    fib.with_snapshot(|snapshot| snapshot.lookup_batch_words(keys, words));
+                }
+            }
+            FamilyFib::Image { snapshot, .. } => snapshot.lookup_batch_words(addrs, out),
         }
     }
 

@@ -13,6 +13,7 @@
 use std::fmt;
 
 use crate::addr::{Addr, Family};
+use crate::labels::word_of;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 use crate::spec::EngineSpec;
@@ -66,6 +67,31 @@ pub trait Lookup<A: Addr>: Send + Sync {
         previous
     }
 
+    /// [`Lookup::lookup_batch`] with each answer written as a 64-bit word:
+    /// the label, or [`NO_ROUTE_WORD`](crate::labels::NO_ROUTE_WORD) (the C library's bulk results, laid
+    /// out as DPDK's `rte_fib_lookup_bulk` writes them). Engines whose
+    /// batch loop is generic over [`Answer`](crate::labels::Answer) write
+    /// the words from that loop; the default runs
+    /// [`Lookup::lookup_batch`] on chunks and converts each chunk.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        // Chunks of this many keys keep an engine's prefetch pipeline
+        // running for most of each chunk while the answers (8 KiB) stay
+        // in L1 for the conversion.
+        const CHUNK: usize = 1024;
+        let mut found = [None; CHUNK];
+        for (keys, words) in addrs.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+            let found = &mut found[..keys.len()];
+            self.lookup_batch(keys, found);
+            for (word, answer) in words.iter_mut().zip(found.iter()) {
+                *word = word_of(*answer);
+            }
+        }
+    }
+
     /// Bytes of memory the lookup structures occupy.
     fn memory_bytes(&self) -> usize;
 }
@@ -83,6 +109,9 @@ impl<A: Addr, L: Lookup<A> + ?Sized> Lookup<A> for &L {
     }
     fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
         (**self).lookup_chained(addrs, out, seed)
+    }
+    fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
+        (**self).lookup_batch_words(addrs, out)
     }
     fn memory_bytes(&self) -> usize {
         (**self).memory_bytes()
@@ -102,6 +131,9 @@ impl<A: Addr, L: Lookup<A> + ?Sized> Lookup<A> for std::sync::Arc<L> {
     }
     fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
         (**self).lookup_chained(addrs, out, seed)
+    }
+    fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
+        (**self).lookup_batch_words(addrs, out)
     }
     fn memory_bytes(&self) -> usize {
         (**self).memory_bytes()

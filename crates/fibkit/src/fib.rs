@@ -667,6 +667,9 @@ impl<A: EngineFamily, U: Updater<A>> Lookup<A> for LocalFib<A, U> {
     fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
         self.snapshot.lookup_chained(addrs, out, seed)
     }
+    fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
+        self.snapshot.lookup_batch_words(addrs, out)
+    }
     fn memory_bytes(&self) -> usize {
         self.snapshot.memory_bytes()
     }
@@ -720,6 +723,9 @@ impl<A: crate::Addr, S: Lookup<A>> Lookup<A> for Published<S> {
     }
     fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
         self.snapshot.lookup_chained(addrs, out, seed)
+    }
+    fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
+        self.snapshot.lookup_batch_words(addrs, out)
     }
     fn memory_bytes(&self) -> usize {
         self.snapshot.memory_bytes()

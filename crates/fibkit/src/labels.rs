@@ -48,6 +48,51 @@ impl LabelSlot {
     }
 }
 
+impl LabelSlot {
+    /// The answer as a 64-bit word: the label, or [`NO_ROUTE_WORD`] (the
+    /// layout of the C library's bulk results and of DPDK's
+    /// `rte_fib_lookup_bulk`). Branch-free, for batch loops that write
+    /// words straight into a caller's array.
+    #[inline(always)]
+    pub const fn word(self) -> u64 {
+        let none = (self.0 >> 32 == 0) as u64;
+        (self.0 as u32 as u64) | none.wrapping_neg()
+    }
+}
+
+/// The word a lookup that finds no prefix writes ([`LabelSlot::word`]):
+/// outside the range of 32-bit labels.
+pub const NO_ROUTE_WORD: u64 = u64::MAX;
+
+/// The answer types a batch lookup writes: `Option<Label>` for Rust
+/// callers, a word ([`LabelSlot::word`]) for the C library's bulk calls.
+/// Engines write their batch loops once, generic over it, so each output
+/// comes straight from the loop with no second pass.
+pub trait Answer: Copy {
+    /// The answer a results-table slot gives.
+    fn from_slot(slot: LabelSlot) -> Self;
+}
+
+impl Answer for Option<Label> {
+    #[inline(always)]
+    fn from_slot(slot: LabelSlot) -> Self {
+        slot.get()
+    }
+}
+
+impl Answer for u64 {
+    #[inline(always)]
+    fn from_slot(slot: LabelSlot) -> Self {
+        slot.word()
+    }
+}
+
+/// The word of an `Option<Label>` answer, as [`LabelSlot::word`].
+#[inline(always)]
+pub fn word_of(found: Option<Label>) -> u64 {
+    found.map_or(NO_ROUTE_WORD, u64::from)
+}
+
 impl std::fmt::Debug for LabelSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.get().fmt(f)

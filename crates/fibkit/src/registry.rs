@@ -347,6 +347,13 @@ macro_rules! engine_set {
                 }
             }
 
+            #[inline]
+            fn lookup_batch_words(&self, addrs: &[$A], out: &mut [u64]) {
+                match self {
+                    $( Self::$Variant(snapshot) => snapshot.lookup_batch_words(addrs, out), )*
+                }
+            }
+
             fn memory_bytes(&self) -> usize {
                 match self {
                     $( Self::$Variant(snapshot) => snapshot.memory_bytes(), )*
@@ -638,6 +645,11 @@ macro_rules! mapped_set {
             fn lookup_batch(&self, addrs: &[$addr], out: &mut [Option<Label>]) {
                 match self {
                     $($name::$variant(snapshot) => snapshot.lookup_batch(addrs, out),)*
+                }
+            }
+            fn lookup_batch_words(&self, addrs: &[$addr], out: &mut [u64]) {
+                match self {
+                    $($name::$variant(snapshot) => snapshot.lookup_batch_words(addrs, out),)*
                 }
             }
             fn memory_bytes(&self) -> usize {

@@ -5,11 +5,13 @@
 //! addresses just before and after, where an off-by-one in an engine would
 //! show, plus seeded random addresses: half uniform over the address space,
 //! half inside randomly chosen prefixes of the table (for IPv6, uniform
-//! addresses almost never hit an announced prefix). Both the single and the
-//! batch lookup are compared with the reference trie's own longest match.
+//! addresses almost never hit an announced prefix). The single lookup, the
+//! batch lookup and the batch lookup into words are compared with the
+//! reference trie's own longest match.
 
 use crate::addr::Addr;
 use crate::engine::Lookup;
+use crate::labels::{word_of, NO_ROUTE_WORD};
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 
@@ -27,6 +29,8 @@ pub struct Mismatch<A> {
     pub got: Option<Label>,
     /// The engine's batch lookup answer.
     pub got_batch: Option<Label>,
+    /// The engine's answer as a word ([`Lookup::lookup_batch_words`]).
+    pub got_word: u64,
 }
 
 impl<A: Addr> std::fmt::Display for Mismatch<A> {
@@ -39,9 +43,13 @@ impl<A: Addr> std::fmt::Display for Mismatch<A> {
         }
         write!(
             f,
-            ", got {} (batch: {})",
+            ", got {} (batch: {}, word: {})",
             show(self.got),
-            show(self.got_batch)
+            show(self.got_batch),
+            match self.got_word {
+                NO_ROUTE_WORD => "none".to_string(),
+                word => word.to_string(),
+            }
         )
     }
 }
@@ -128,15 +136,17 @@ pub fn verify<A: Addr, L: Lookup<A> + ?Sized>(
     let addrs = check_addresses(rib, random, seed);
     let mut batch = vec![None; addrs.len()];
     engine.lookup_batch(&addrs, &mut batch);
+    let mut words = vec![0; addrs.len()];
+    engine.lookup_batch_words(&addrs, &mut words);
     let mut report = VerifyReport {
         checked: addrs.len() as u64,
         ..VerifyReport::default()
     };
-    for (&addr, &got_batch) in addrs.iter().zip(&batch) {
+    for ((&addr, &got_batch), &got_word) in addrs.iter().zip(&batch).zip(&words) {
         let expected = rib.longest_match(addr);
         let got = engine.lookup(addr);
         let want = expected.map(|(_, label)| label);
-        if got == want && got_batch == want {
+        if got == want && got_batch == want && got_word == word_of(want) {
             report.passed += 1;
         } else {
             report.failed += 1;
@@ -146,6 +156,7 @@ pub fn verify<A: Addr, L: Lookup<A> + ?Sized>(
                     expected,
                     got,
                     got_batch,
+                    got_word,
                 });
             }
         }
@@ -199,9 +210,37 @@ mod tests {
         assert_eq!(report.mismatches[0].addr, 0x0a00_0000);
         assert_eq!(
             report.mismatches[0].to_string(),
-            "10.0.0.0: expected 1 (from 10.0.0.0/8), got none (batch: none)"
+            "10.0.0.0: expected 1 (from 10.0.0.0/8), got none (batch: none, word: none)"
         );
         let right = OffByOne(Rib::new());
         assert!(!verify(&right, &rib, 0, 7).ok());
+    }
+
+    /// Right per key and per batch, wrong in words: label 0 for every
+    /// address.
+    struct ZeroWords(Rib<u32>);
+
+    impl Lookup<u32> for ZeroWords {
+        fn memory_bytes(&self) -> usize {
+            0
+        }
+        fn lookup(&self, addr: u32) -> Option<Label> {
+            self.0.lookup(addr)
+        }
+        fn lookup_batch_words(&self, _: &[u32], out: &mut [u64]) {
+            out.fill(0);
+        }
+    }
+
+    #[test]
+    fn verify_catches_wrong_words() {
+        let rib = Rib::<u32>::from_pairs([("10.0.0.0/8".parse().unwrap(), 1)]);
+        let report = verify(&ZeroWords(rib.clone()), &rib, 0, 7);
+        // Every checked address: those outside 10/8 have no route, not 0.
+        assert_eq!(report.failed, report.checked);
+        assert_eq!(
+            report.mismatches[0].to_string(),
+            "0.0.0.0: expected none, got none (batch: none, word: 0)"
+        );
     }
 }

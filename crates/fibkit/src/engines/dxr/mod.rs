@@ -88,7 +88,7 @@ use std::fmt;
 
 use crate::engine::{BuildError, EngineConfig, Lookup};
 use crate::engines::prefetch;
-use crate::labels::LabelSlot;
+use crate::labels::{Answer, LabelSlot};
 use crate::prefix::Label;
 use crate::spec::EngineSpec;
 use crate::storage::{Owned, Storage};
@@ -353,23 +353,17 @@ impl<S: Storage> fmt::Debug for Dxr<S> {
 impl<S: Storage> Lookup<u32> for Dxr<S> {
     #[inline(always)]
     fn lookup(&self, addr: u32) -> Option<Label> {
-        let entry = self.ext[self.entry_index(addr)];
-        self.results[self.resolve(entry, addr) as usize].get()
+        self.slot(addr).get()
     }
 
     #[inline]
     fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<Label>]) {
-        assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        let out = &mut out[..addrs.len()];
-        if addrs.len() < SHORT_SLICE {
-            for (addr, result) in addrs.iter().zip(out.iter_mut()) {
-                *result = self.lookup(*addr);
-            }
-        } else if self.config.is_extended() {
-            self.lookup_masked::<true, true>(addrs, out);
-        } else {
-            self.lookup_masked::<false, true>(addrs, out);
-        }
+        self.batch(addrs, out);
+    }
+
+    #[inline]
+    fn lookup_batch_words(&self, addrs: &[u32], out: &mut [u64]) {
+        self.batch(addrs, out);
     }
 
     fn memory_bytes(&self) -> usize {
@@ -404,6 +398,30 @@ impl<S: Storage> Dxr<S> {
     /// The layout.
     pub fn config(&self) -> DxrConfig {
         self.config
+    }
+
+    /// The results-table slot of `addr`'s longest match.
+    #[inline(always)]
+    fn slot(&self, addr: u32) -> LabelSlot {
+        let entry = self.ext[self.entry_index(addr)];
+        self.results[self.resolve(entry, addr) as usize]
+    }
+
+    /// The batch lookup for either answer type: key by key for a few keys,
+    /// else [`Dxr::lookup_masked`] for the layout.
+    #[inline]
+    fn batch<O: Answer>(&self, addrs: &[u32], out: &mut [O]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        let out = &mut out[..addrs.len()];
+        if addrs.len() < SHORT_SLICE {
+            for (addr, result) in addrs.iter().zip(out.iter_mut()) {
+                *result = O::from_slot(self.slot(*addr));
+            }
+        } else if self.config.is_extended() {
+            self.lookup_masked::<true, true, O>(addrs, out);
+        } else {
+            self.lookup_masked::<false, true, O>(addrs, out);
+        }
     }
 
     /// Index into `ext` of the entry for `addr`'s chunk. The extended layout
@@ -502,10 +520,10 @@ impl<S: Storage> Dxr<S> {
     /// `UNCHECKED` drops the bounds checks on the reads every key makes;
     /// `false` is its safe twin (the tests compare them).
     #[inline(never)]
-    fn lookup_masked<const EXTENDED: bool, const UNCHECKED: bool>(
+    fn lookup_masked<const EXTENDED: bool, const UNCHECKED: bool, O: Answer>(
         &self,
         addrs: &[u32],
-        out: &mut [Option<Label>],
+        out: &mut [O],
     ) {
         debug_assert_eq!(addrs.len(), out.len());
         // The previous group's start and the keys of it still to resolve.
@@ -517,16 +535,16 @@ impl<S: Storage> Dxr<S> {
             let group = |from: usize| -> &[u32; GROUP] {
                 addrs[from..from + GROUP].try_into().expect("GROUP keys")
             };
-            let results: &mut [Option<Label>; GROUP] = (&mut out[start..start + GROUP])
+            let results: &mut [O; GROUP] = (&mut out[start..start + GROUP])
                 .try_into()
                 .expect("GROUP results");
-            let marked = self.first_pass_prefetching::<EXTENDED, UNCHECKED>(
+            let marked = self.first_pass_prefetching::<EXTENDED, UNCHECKED, O>(
                 group(start),
                 group(start + PREFETCH_DISTANCE),
                 group(start + 2 * PREFETCH_DISTANCE),
                 results,
             );
-            self.resolve_marked::<EXTENDED>(addrs, out, pending.0, pending.1);
+            self.resolve_marked::<EXTENDED, O>(addrs, out, pending.0, pending.1);
             pending = (start, marked);
             start += GROUP;
         }
@@ -544,12 +562,12 @@ impl<S: Storage> Dxr<S> {
                 prefetch(self.ext.as_ptr().wrapping_add(at));
             }
             let marked =
-                self.first_pass::<EXTENDED, UNCHECKED>(&addrs[start..end], &mut out[start..end]);
-            self.resolve_marked::<EXTENDED>(addrs, out, pending.0, pending.1);
+                self.first_pass::<EXTENDED, UNCHECKED, O>(&addrs[start..end], &mut out[start..end]);
+            self.resolve_marked::<EXTENDED, O>(addrs, out, pending.0, pending.1);
             pending = (start, marked);
             start = end;
         }
-        self.resolve_marked::<EXTENDED>(addrs, out, pending.0, pending.1);
+        self.resolve_marked::<EXTENDED, O>(addrs, out, pending.0, pending.1);
     }
 
     /// Pass one of [`Dxr::lookup_masked`] over a full group of `keys`,
@@ -558,12 +576,12 @@ impl<S: Storage> Dxr<S> {
     /// direct entries of `far` (twice as far): stores every result a label
     /// entry gives and returns the mask of the keys that need a search.
     #[inline(always)]
-    fn first_pass_prefetching<const EXTENDED: bool, const UNCHECKED: bool>(
+    fn first_pass_prefetching<const EXTENDED: bool, const UNCHECKED: bool, O: Answer>(
         &self,
         keys: &[u32; GROUP],
         near: &[u32; GROUP],
         far: &[u32; GROUP],
-        out: &mut [Option<Label>; GROUP],
+        out: &mut [O; GROUP],
     ) -> u64 {
         let mut marked = 0u64;
         for j in 0..GROUP {
@@ -573,7 +591,7 @@ impl<S: Storage> Dxr<S> {
             }
             let at = self.entry_index_in::<EXTENDED, UNCHECKED>(near[j]);
             prefetch(self.ext.as_ptr().wrapping_add(at));
-            marked |= (self.mark::<EXTENDED, UNCHECKED>(keys[j], &mut out[j]) as u64) << j;
+            marked |= (self.mark::<EXTENDED, UNCHECKED, O>(keys[j], &mut out[j]) as u64) << j;
         }
         marked
     }
@@ -581,15 +599,15 @@ impl<S: Storage> Dxr<S> {
     /// Pass one of [`Dxr::lookup_masked`] over at most [`GROUP`] `keys`,
     /// without prefetch.
     #[inline(always)]
-    fn first_pass<const EXTENDED: bool, const UNCHECKED: bool>(
+    fn first_pass<const EXTENDED: bool, const UNCHECKED: bool, O: Answer>(
         &self,
         keys: &[u32],
-        out: &mut [Option<Label>],
+        out: &mut [O],
     ) -> u64 {
         debug_assert!(keys.len() <= GROUP && keys.len() == out.len());
         let mut marked = 0u64;
         for (j, (&addr, result)) in keys.iter().zip(out.iter_mut()).enumerate() {
-            marked |= (self.mark::<EXTENDED, UNCHECKED>(addr, result) as u64) << j;
+            marked |= (self.mark::<EXTENDED, UNCHECKED, O>(addr, result) as u64) << j;
         }
         marked
     }
@@ -598,10 +616,10 @@ impl<S: Storage> Dxr<S> {
     /// the entry holds a label, else slot 0's result as a placeholder; returns
     /// whether the key needs a search.
     #[inline(always)]
-    fn mark<const EXTENDED: bool, const UNCHECKED: bool>(
+    fn mark<const EXTENDED: bool, const UNCHECKED: bool, O: Answer>(
         &self,
         addr: u32,
-        result: &mut Option<Label>,
+        result: &mut O,
     ) -> bool {
         let at = self.entry_index_in::<EXTENDED, UNCHECKED>(addr);
         let entry = if UNCHECKED {
@@ -618,7 +636,7 @@ impl<S: Storage> Dxr<S> {
         // Keys to search get index 0's result for now (a select, not a
         // branch).
         let label = if is_label { label_of(entry) } else { 0 } as usize;
-        *result = if UNCHECKED {
+        *result = O::from_slot(if UNCHECKED {
             debug_assert!(label < self.results.len());
             // SAFETY: label entries hold indices into `results` (the
             // updater adds a label to `results` before any entry names it,
@@ -627,18 +645,17 @@ impl<S: Storage> Dxr<S> {
             unsafe { *self.results.get_unchecked(label) }
         } else {
             self.results[label]
-        }
-        .get();
+        });
         !is_label
     }
 
     /// Pass two: resolves the keys of the group at `start` whose bits are
     /// set in `marked`.
     #[inline(always)]
-    fn resolve_marked<const EXTENDED: bool>(
+    fn resolve_marked<const EXTENDED: bool, O: Answer>(
         &self,
         addrs: &[u32],
-        out: &mut [Option<Label>],
+        out: &mut [O],
         start: usize,
         marked: u64,
     ) {
@@ -648,7 +665,7 @@ impl<S: Storage> Dxr<S> {
             marked &= marked - 1;
             let addr = addrs[at];
             let entry = self.ext[self.entry_index_in::<EXTENDED, false>(addr)];
-            out[at] = self.results[self.search_chunk(entry, addr) as usize].get();
+            out[at] = O::from_slot(self.results[self.search_chunk(entry, addr) as usize]);
         }
     }
 }

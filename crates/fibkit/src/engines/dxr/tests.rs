@@ -3,6 +3,7 @@ use rand::{Rng, SeedableRng};
 
 use super::*;
 use crate::engine::Updater;
+use crate::labels::word_of;
 use crate::prefix::Prefix;
 use crate::rib::Rib;
 
@@ -99,11 +100,11 @@ fn masked_twins(dxr: &Dxr, addrs: &[u32]) -> (Vec<Option<Label>>, Vec<Option<Lab
     let mut checked = vec![None; addrs.len()];
     let mut unchecked = vec![None; addrs.len()];
     if dxr.config.is_extended() {
-        dxr.lookup_masked::<true, false>(addrs, &mut checked);
-        dxr.lookup_masked::<true, true>(addrs, &mut unchecked);
+        dxr.lookup_masked::<true, false, _>(addrs, &mut checked);
+        dxr.lookup_masked::<true, true, _>(addrs, &mut unchecked);
     } else {
-        dxr.lookup_masked::<false, false>(addrs, &mut checked);
-        dxr.lookup_masked::<false, true>(addrs, &mut unchecked);
+        dxr.lookup_masked::<false, false, _>(addrs, &mut checked);
+        dxr.lookup_masked::<false, true, _>(addrs, &mut unchecked);
     }
     (checked, unchecked)
 }
@@ -144,6 +145,15 @@ fn masked_batch_matches_lookup_checked_and_unchecked() {
                     "{config} lookup_batch, {len} keys at {offset}"
                 );
                 assert_eq!(&via_trait[len..], [Some(u32::MAX); 3], "past the input");
+                let mut words = vec![7u64; len + 3];
+                dxr.lookup_batch_words(addrs, &mut words);
+                let want_words: Vec<u64> = want.iter().map(|&w| word_of(w)).collect();
+                assert_eq!(
+                    &words[..len],
+                    want_words,
+                    "{config} lookup_batch_words, {len} keys at {offset}"
+                );
+                assert_eq!(&words[len..], [7; 3], "past the input");
             }
         }
     }
