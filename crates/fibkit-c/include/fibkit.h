@@ -91,6 +91,12 @@
 // (live: changes can be applied) or opened from an image. Opaque.
 typedef struct fibkit_fib fibkit_fib;
 
+// One thread's reader of a table: its lookups check for a newer snapshot
+// with one atomic load per call, where the `fibkit_lookup_*` calls on the
+// table take and release a snapshot guard per call. Opaque; one per
+// thread, not shared.
+typedef struct fibkit_reader fibkit_reader;
+
 // A loaded table file: its IPv4 and IPv6 prefixes. Opaque.
 typedef struct fibkit_table fibkit_table;
 
@@ -268,6 +274,54 @@ int fibkit_lookup_v6_bulk(const fibkit_fib *fib,
                           const uint8_t (*addrs)[16],
                           uint64_t *results,
                           size_t n);
+
+// Makes a reader of `fib` for the calling thread (see `fibkit_reader`).
+// It keeps what it reads alive: after `fibkit_fib_free` it answers from
+// the table's last snapshot. Free it with `fibkit_reader_free`.
+//
+// # Safety
+// `fib` must be a live table and `out` valid for writing.
+int fibkit_reader_new(const fibkit_fib *fib, fibkit_reader **out);
+
+// Frees a reader (NULL is ignored).
+//
+// # Safety
+// `reader` must come from `fibkit_reader_new` and not be used afterwards.
+void fibkit_reader_free(fibkit_reader *reader);
+
+// `fibkit_lookup_v4` through a reader.
+//
+// # Safety
+// `reader` must be a live reader used by this thread only and `label`
+// valid for writing.
+int fibkit_reader_lookup_v4(fibkit_reader *reader, uint32_t addr, uint32_t *label);
+
+// `fibkit_lookup_v6` through a reader.
+//
+// # Safety
+// `reader` must be a live reader used by this thread only, `addr` point
+// to 16 bytes and `label` be valid for writing.
+int fibkit_reader_lookup_v6(fibkit_reader *reader, const uint8_t (*addr)[16], uint32_t *label);
+
+// `fibkit_lookup_v4_bulk` through a reader.
+//
+// # Safety
+// `reader` must be a live reader used by this thread only, `addrs` point
+// to `n` addresses and `results` to room for `n` results.
+int fibkit_reader_lookup_v4_bulk(fibkit_reader *reader,
+                                 const uint32_t *addrs,
+                                 uint64_t *results,
+                                 size_t n);
+
+// `fibkit_lookup_v6_bulk` through a reader.
+//
+// # Safety
+// `reader` must be a live reader used by this thread only, `addrs` point
+// to `n` addresses and `results` to room for `n` results.
+int fibkit_reader_lookup_v6_bulk(fibkit_reader *reader,
+                                 const uint8_t (*addrs)[16],
+                                 uint64_t *results,
+                                 size_t n);
 
 // Looks up an address given as text (`"8.8.8.8"`, `"2001:db8::1"`, of the
 // table's family) and writes its label and, if `prefix` is not NULL, the

@@ -28,7 +28,7 @@ use std::path::Path;
 
 use fibkit::load::{load_table, LoadOptions, LoadedTable};
 use fibkit::registry::ImageFamily;
-use fibkit::{AnyFib, Change, Family, FamilyFib, Label, Prefix};
+use fibkit::{AnyFib, Change, Family, FamilyFib, FamilyReader, Label, Prefix};
 
 /// Success; for lookups: a route was found.
 pub const FIBKIT_OK: c_int = 0;
@@ -79,6 +79,29 @@ pub struct fibkit_table {
 /// (live: changes can be applied) or opened from an image. Opaque.
 pub struct fibkit_fib {
     fib: AnyFib,
+}
+
+/// One thread's reader of a table: its lookups check for a newer snapshot
+/// with one atomic load per call, where the `fibkit_lookup_*` calls on the
+/// table take and release a snapshot guard per call. Opaque; one per
+/// thread, not shared.
+pub struct fibkit_reader {
+    reader: AnyReader,
+}
+
+/// A reader of either family.
+enum AnyReader {
+    V4(FamilyReader<u32>),
+    V6(FamilyReader<u128>),
+}
+
+impl AnyReader {
+    fn family(&self) -> Family {
+        match self {
+            AnyReader::V4(_) => Family::V4,
+            AnyReader::V6(_) => Family::V6,
+        }
+    }
 }
 
 /// One IPv4 change: announce `addr/plen` with `label`, or withdraw it.
@@ -690,17 +713,201 @@ pub unsafe extern "C" fn fibkit_lookup_v6_bulk(
         let addrs = unsafe { array(addrs, n, "addrs") }?;
         // SAFETY: forwarded from the caller.
         let results = unsafe { array_mut(results, n, "results") }?;
-        // Host-order keys a chunk at a time (16 KiB on the stack), each
-        // chunk one batch lookup writing the caller's words.
-        const CHUNK: usize = 1024;
-        let mut keys = [0u128; CHUNK];
-        for (addrs, words) in addrs.chunks(CHUNK).zip(results.chunks_mut(CHUNK)) {
-            let keys = &mut keys[..addrs.len()];
-            for (key, addr) in keys.iter_mut().zip(addrs) {
-                *key = u128::from_be_bytes(*addr);
-            }
-            fib.lookup_words(keys, words);
+        v6_words(addrs, results, |keys, words| fib.lookup_words(keys, words));
+        Ok(FIBKIT_OK)
+    })
+}
+
+/// Runs `lookup_words` on `addrs` (network-order bytes) turned into
+/// host-order keys a chunk at a time (16 KiB on the stack), each chunk one
+/// batch lookup writing the caller's words.
+fn v6_words(
+    addrs: &[[u8; 16]],
+    results: &mut [u64],
+    mut lookup_words: impl FnMut(&[u128], &mut [u64]),
+) {
+    const CHUNK: usize = 1024;
+    let mut keys = [0u128; CHUNK];
+    for (addrs, words) in addrs.chunks(CHUNK).zip(results.chunks_mut(CHUNK)) {
+        let keys = &mut keys[..addrs.len()];
+        for (key, addr) in keys.iter_mut().zip(addrs) {
+            *key = u128::from_be_bytes(*addr);
         }
+        lookup_words(keys, words);
+    }
+}
+
+/// Makes a reader of `fib` for the calling thread (see `fibkit_reader`).
+/// It keeps what it reads alive: after `fibkit_fib_free` it answers from
+/// the table's last snapshot. Free it with `fibkit_reader_free`.
+///
+/// # Safety
+/// `fib` must be a live table and `out` valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn fibkit_reader_new(
+    fib: *const fibkit_fib,
+    out: *mut *mut fibkit_reader,
+) -> c_int {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let fib = &unsafe { non_null(fib, "fib") }?.fib;
+        if out.is_null() {
+            return Err(fail(FIBKIT_ERR_NULL, "`out` is NULL"));
+        }
+        let reader = match fib {
+            AnyFib::V4(fib) => AnyReader::V4(fib.reader()),
+            AnyFib::V6(fib) => AnyReader::V6(fib.reader()),
+        };
+        let raw = Box::into_raw(Box::new(fibkit_reader { reader }));
+        // SAFETY: checked non-NULL above; the caller guarantees it is
+        // valid for writing.
+        unsafe { out.write(raw) };
+        Ok(FIBKIT_OK)
+    })
+}
+
+/// Frees a reader (NULL is ignored).
+///
+/// # Safety
+/// `reader` must come from `fibkit_reader_new` and not be used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn fibkit_reader_free(reader: *mut fibkit_reader) {
+    guard(|| {
+        if !reader.is_null() {
+            // SAFETY: the caller hands back a pointer from `Box::into_raw`.
+            drop(unsafe { Box::from_raw(reader) });
+        }
+        Ok(FIBKIT_OK)
+    });
+}
+
+/// The reader, or a NULL error.
+///
+/// # Safety
+/// A non-NULL `reader` must be a live reader no other thread uses.
+unsafe fn reader_mut<'a>(reader: *mut fibkit_reader) -> Result<&'a mut AnyReader, Failure> {
+    // SAFETY: forwarded from the caller.
+    unsafe { reader.as_mut() }
+        .map(|reader| &mut reader.reader)
+        .ok_or_else(|| fail(FIBKIT_ERR_NULL, "`reader` is NULL"))
+}
+
+/// The IPv4 side of a reader, or a family error.
+fn reader_v4(reader: &mut AnyReader) -> Result<&mut FamilyReader<u32>, Failure> {
+    match reader {
+        AnyReader::V4(reader) => Ok(reader),
+        other => Err(fail(
+            FIBKIT_ERR_FAMILY,
+            reader_family_error(other, Family::V4),
+        )),
+    }
+}
+
+/// The IPv6 side of a reader, or a family error.
+fn reader_v6(reader: &mut AnyReader) -> Result<&mut FamilyReader<u128>, Failure> {
+    match reader {
+        AnyReader::V6(reader) => Ok(reader),
+        other => Err(fail(
+            FIBKIT_ERR_FAMILY,
+            reader_family_error(other, Family::V6),
+        )),
+    }
+}
+
+fn reader_family_error(reader: &AnyReader, given: Family) -> String {
+    format!(
+        "{given} addresses given to a reader of an {} table (use the {} functions)",
+        reader.family(),
+        reader.family()
+    )
+}
+
+/// `fibkit_lookup_v4` through a reader.
+///
+/// # Safety
+/// `reader` must be a live reader used by this thread only and `label`
+/// valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn fibkit_reader_lookup_v4(
+    reader: *mut fibkit_reader,
+    addr: u32,
+    label: *mut u32,
+) -> c_int {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let reader = reader_v4(unsafe { reader_mut(reader) }?)?;
+        // SAFETY: forwarded from the caller.
+        unsafe { answer(reader.lookup(addr), label) }
+    })
+}
+
+/// `fibkit_lookup_v6` through a reader.
+///
+/// # Safety
+/// `reader` must be a live reader used by this thread only, `addr` point
+/// to 16 bytes and `label` be valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn fibkit_reader_lookup_v6(
+    reader: *mut fibkit_reader,
+    addr: *const [u8; 16],
+    label: *mut u32,
+) -> c_int {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let reader = reader_v6(unsafe { reader_mut(reader) }?)?;
+        // SAFETY: forwarded from the caller.
+        let addr = u128::from_be_bytes(*unsafe { non_null(addr, "addr") }?);
+        // SAFETY: forwarded from the caller.
+        unsafe { answer(reader.lookup(addr), label) }
+    })
+}
+
+/// `fibkit_lookup_v4_bulk` through a reader.
+///
+/// # Safety
+/// `reader` must be a live reader used by this thread only, `addrs` point
+/// to `n` addresses and `results` to room for `n` results.
+#[no_mangle]
+pub unsafe extern "C" fn fibkit_reader_lookup_v4_bulk(
+    reader: *mut fibkit_reader,
+    addrs: *const u32,
+    results: *mut u64,
+    n: usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let reader = reader_v4(unsafe { reader_mut(reader) }?)?;
+        // SAFETY: forwarded from the caller.
+        let addrs = unsafe { array(addrs, n, "addrs") }?;
+        // SAFETY: forwarded from the caller.
+        let results = unsafe { array_mut(results, n, "results") }?;
+        reader.lookup_words(addrs, results);
+        Ok(FIBKIT_OK)
+    })
+}
+
+/// `fibkit_lookup_v6_bulk` through a reader.
+///
+/// # Safety
+/// `reader` must be a live reader used by this thread only, `addrs` point
+/// to `n` addresses and `results` to room for `n` results.
+#[no_mangle]
+pub unsafe extern "C" fn fibkit_reader_lookup_v6_bulk(
+    reader: *mut fibkit_reader,
+    addrs: *const [u8; 16],
+    results: *mut u64,
+    n: usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let reader = reader_v6(unsafe { reader_mut(reader) }?)?;
+        // SAFETY: forwarded from the caller.
+        let addrs = unsafe { array(addrs, n, "addrs") }?;
+        // SAFETY: forwarded from the caller.
+        let results = unsafe { array_mut(results, n, "results") }?;
+        v6_words(addrs, results, |keys, words| {
+            reader.lookup_words(keys, words)
+        });
         Ok(FIBKIT_OK)
     })
 }

@@ -20,7 +20,7 @@ use std::path::Path;
 use crate::addr::Family;
 use crate::engine::{BuildError, Lookup};
 use crate::error::Error;
-use crate::fib::{Fib, UpdateSummary};
+use crate::fib::{Fib, Reader, UpdateSummary};
 use crate::image::{Image, ImageError};
 use crate::load::{FamilyPart, LoadedTable};
 use crate::prefix::{Label, Prefix};
@@ -49,6 +49,46 @@ pub const SLICE_CHUNK: usize = 8192;
 /// a live table's snapshot is held (about half a millisecond) and how
 /// often the engine's prefetch pipeline restarts.
 pub const WORDS_CHUNK: usize = 1 << 16;
+
+/// One thread's reader of a [`FamilyFib`]: a live table's [`Reader`],
+/// which checks for a newer snapshot with one atomic load per call (where
+/// [`FamilyFib::lookup`] takes and releases a snapshot guard per call), or
+/// an image's snapshot, which never changes. It keeps what it reads alive:
+/// after its table is dropped it answers from the table's last snapshot.
+pub enum FamilyReader<A: ImageFamily> {
+    /// Reads a live table's newest snapshot.
+    Live(Reader<A::Snapshot>),
+    /// Reads an image in place.
+    Image(A::Mapped),
+}
+
+impl<A: ImageFamily> FamilyReader<A> {
+    /// The label of the longest prefix containing `addr`.
+    #[inline]
+    pub fn lookup(&mut self, addr: A) -> Option<Label> {
+        match self {
+            FamilyReader::Live(reader) => reader.lookup(addr),
+            FamilyReader::Image(snapshot) => snapshot.lookup(addr),
+        }
+    }
+
+    /// Looks up `addrs` into `out` as words, as [`FamilyFib::lookup_words`]
+    /// (a live table's newest snapshot per [`WORDS_CHUNK`] addresses).
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    pub fn lookup_words(&mut self, addrs: &[A], out: &mut [u64]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        match self {
+            FamilyReader::Live(reader) => {
+                for (keys, words) in addrs.chunks(WORDS_CHUNK).zip(out.chunks_mut(WORDS_CHUNK)) {
+                    reader.snapshot().lookup_batch_words(keys, words);
+                }
+            }
+            FamilyReader::Image(snapshot) => snapshot.lookup_batch_words(addrs, out),
+        }
+    }
+}
 
 /// One family's table: live or from an image.
 pub enum FamilyFib<A: ImageFamily> {
@@ -112,6 +152,14 @@ impl<A: ImageFamily> FamilyFib<A> {
                 }
             }
             FamilyFib::Image { snapshot, .. } => snapshot.lookup_batch_words(addrs, out),
+        }
+    }
+
+    /// A reader for one thread ([`FamilyReader`]).
+    pub fn reader(&self) -> FamilyReader<A> {
+        match self {
+            FamilyFib::Live(fib) => FamilyReader::Live(fib.reader()),
+            FamilyFib::Image { snapshot, .. } => FamilyReader::Image(snapshot.clone()),
         }
     }
 

@@ -411,6 +411,12 @@ impl Image {
         if results.is_empty() {
             return Err(self.invalid(format!("{}: no results table", self.spec)));
         }
+        if let Some(at) = results.iter().position(|slot| !slot.is_well_formed()) {
+            return Err(self.invalid(format!(
+                "{}: results slot {at} is neither a label nor \"no route\"",
+                self.spec
+            )));
+        }
         Ok(results)
     }
 

@@ -99,6 +99,27 @@ static int lookup_mode(const char *path, const char *spec, int family, const cha
         if (found < 0 || single != results[i]) disagree++;
     }
     CHECK(disagree == 0, "%zu of %zu single lookups disagree with the bulk lookup", disagree, n);
+
+    /* The same through a reader: bulk and per key, equal to the table's. */
+    fibkit_reader *reader = NULL;
+    CHECK(fibkit_reader_new(fib, &reader) == FIBKIT_OK, "reader");
+    uint64_t *via_reader = malloc((n ? n : 1) * sizeof *via_reader);
+    rc = family == FIBKIT_IPV4
+             ? fibkit_reader_lookup_v4_bulk(reader, (const uint32_t *)keys, via_reader, n)
+             : fibkit_reader_lookup_v6_bulk(reader, (const uint8_t(*)[16])keys, via_reader, n);
+    CHECK(rc == FIBKIT_OK, "reader bulk lookup of %zu keys", n);
+    disagree = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t label = 0;
+        int found = family == FIBKIT_IPV4
+                        ? fibkit_reader_lookup_v4(reader, ((const uint32_t *)keys)[i], &label)
+                        : fibkit_reader_lookup_v6(reader, (const uint8_t(*)[16])keys + i, &label);
+        uint64_t single = found == FIBKIT_OK ? label : FIBKIT_NO_ROUTE;
+        if (found < 0 || single != results[i] || via_reader[i] != results[i]) disagree++;
+    }
+    CHECK(disagree == 0, "%zu of %zu reader lookups disagree with the table's bulk lookup", disagree, n);
+    free(via_reader);
+    fibkit_reader_free(reader);
     CHECK(write_file(results_path, results, n * sizeof *results), "write %s", results_path);
     printf("lookup: %zu keys, %d checks, %d failures\n", n, checks, failures);
     free(keys);
@@ -182,6 +203,49 @@ static int errors_mode(const char *data_dir, const char *scratch) {
               results[1] == FIBKIT_NO_ROUTE, "v6 bulk");
     fibkit_change_v4 c4 = {0x0c000000, 8, 0, 12};
     CHECK(fibkit_apply_v4(fib6, &c4, 1, NULL) == FIBKIT_ERR_FAMILY, "v4 change on v6");
+
+    /* Readers: NULLs and families are checked like the table's calls. */
+    fibkit_reader *reader = NULL, *reader6 = NULL;
+    CHECK(fibkit_reader_new(NULL, &reader) == FIBKIT_ERR_NULL && said("`fib`"), "reader of null");
+    CHECK(fibkit_reader_new(fib, NULL) == FIBKIT_ERR_NULL && said("`out`"), "reader to null");
+    CHECK(fibkit_reader_new(fib, &reader) == FIBKIT_OK && fibkit_reader_new(fib6, &reader6) == FIBKIT_OK,
+          "readers");
+    CHECK(fibkit_reader_lookup_v4(NULL, addr, &label) == FIBKIT_ERR_NULL && said("`reader`"), "null reader");
+    CHECK(fibkit_reader_lookup_v4(reader, addr, &label) == FIBKIT_OK && label == 4294967295u, "reader key");
+    CHECK(fibkit_reader_lookup_v4(reader, 0x0b000000, &label) == FIBKIT_NOT_FOUND, "reader no route");
+    CHECK(fibkit_reader_lookup_v4_bulk(reader, keys, results, 3) == FIBKIT_OK && results[0] == 4294967295u &&
+              results[1] == FIBKIT_NO_ROUTE && results[2] == 1, "reader bulk");
+    CHECK(fibkit_reader_lookup_v4_bulk(reader, keys, NULL, 3) == FIBKIT_ERR_NULL && said("`results`"),
+          "reader null results");
+    CHECK(fibkit_reader_lookup_v6(reader, &addr6, &label) == FIBKIT_ERR_FAMILY && said("IPv6 addresses"),
+          "reader v6 on v4");
+    CHECK(fibkit_reader_lookup_v6_bulk(reader, keys6, results, 2) == FIBKIT_ERR_FAMILY, "reader v6 bulk on v4");
+    CHECK(fibkit_reader_lookup_v4_bulk(reader6, keys, results, 3) == FIBKIT_ERR_FAMILY &&
+              said("IPv4 addresses"), "reader v4 bulk on v6");
+    CHECK(fibkit_reader_lookup_v6_bulk(reader6, keys6, results, 2) == FIBKIT_OK && results[0] == 6 &&
+              results[1] == FIBKIT_NO_ROUTE, "reader v6 bulk");
+    CHECK(fibkit_reader_lookup_v6(reader6, &addr6, &label) == FIBKIT_OK && label == 6, "reader v6 key");
+    fibkit_reader_free(reader);
+    fibkit_reader_free(reader6);
+    fibkit_reader_free(NULL);
+    /* A reader sees the changes applied after it was made, and answers
+       from the last snapshot once its table is freed. */
+    fibkit_fib *growing = NULL;
+    CHECK(fibkit_fib_new(FIBKIT_IPV4, "dxr", &growing) == FIBKIT_OK &&
+              fibkit_reader_new(growing, &reader) == FIBKIT_OK, "reader of a new table");
+    CHECK(fibkit_reader_lookup_v4(reader, 0x0b000001, &label) == FIBKIT_NOT_FOUND, "empty");
+    fibkit_change_v4 add = {0x0b000000, 8, 0, 11}, undo = {0x0b000000, 8, 1, 0};
+    CHECK(fibkit_apply_v4(growing, &add, 1, NULL) == FIBKIT_OK &&
+              fibkit_reader_lookup_v4(reader, 0x0b000001, &label) == FIBKIT_OK && label == 11,
+          "reader sees a change");
+    CHECK(fibkit_apply_v4(growing, &undo, 1, NULL) == FIBKIT_OK &&
+              fibkit_reader_lookup_v4(reader, 0x0b000001, &label) == FIBKIT_NOT_FOUND,
+          "reader sees the withdrawal");
+    CHECK(fibkit_apply_v4(growing, &add, 1, NULL) == FIBKIT_OK, "announce again");
+    fibkit_fib_free(growing);
+    CHECK(fibkit_reader_lookup_v4(reader, 0x0b000001, &label) == FIBKIT_OK && label == 11,
+          "reader after its table is freed");
+    fibkit_reader_free(reader);
 
     /* Text lookups: prefix text, malformed addresses quoted. */
     char prefix[FIBKIT_PREFIX_TEXT_BYTES];
