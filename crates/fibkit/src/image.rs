@@ -40,8 +40,10 @@ use crate::storage::{Plain, Storage};
 
 /// The first bytes of every image.
 pub const MAGIC: &[u8; 8] = b"FIBKITIM";
-/// The format version this build writes and reads.
-pub const VERSION: u32 = 1;
+/// The format version this build writes and reads. Version 2 stores a
+/// results slot's "route" flag in its low half and the label in its high
+/// half (version 1 had them the other way round).
+pub const VERSION: u32 = 2;
 const BYTE_ORDER_MARK: u32 = 0x0102_0304;
 const HEADER_BYTES: usize = 40;
 const SECTION_ENTRY_BYTES: usize = 40;

@@ -16,12 +16,17 @@ use crate::prefix::Label;
 use crate::storage::Plain;
 
 /// One entry of a results table: a label, or "no route", in 8 plain bytes
-/// (so the table can be mapped from an image), decoded in two instructions.
+/// (so the table can be mapped from an image). The low half says whether
+/// there is a route (1) or not (0), the high half holds the label: the
+/// order of `Option<u32>`'s tag and value, so that a per-key lookup can
+/// copy the slot to its answer whole.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(transparent)]
 pub struct LabelSlot(u64);
 
-// SAFETY: a u64 newtype; every bit pattern decodes (high half 0 = none).
+// SAFETY: a u64 newtype, no padding. Any bit pattern is a valid u64; the
+// lookups' further requirement (low half 0 or 1, see `LabelSlot::get`) is
+// checked when an image is opened (`Image::results`).
 unsafe impl Plain for LabelSlot {}
 
 impl LabelSlot {
@@ -32,44 +37,68 @@ impl LabelSlot {
     #[inline]
     pub const fn new(label: Option<Label>) -> Self {
         match label {
-            Some(label) => LabelSlot(1 << 32 | label as u64),
+            Some(label) => LabelSlot((label as u64) << 32 | 1),
             None => LabelSlot::NONE,
         }
     }
 
     /// The label, or `None` for "no route".
     #[inline(always)]
-    pub const fn get(self) -> Option<Label> {
-        if self.0 >> 32 == 0 {
-            None
-        } else {
-            Some(self.0 as u32)
-        }
+    pub fn get(self) -> Option<Label> {
+        debug_assert!(self.is_well_formed(), "{:#x}", self.0);
+        #[allow(clippy::let_unit_value)]
+        let () = OPTION_HAS_THE_SLOT_LAYOUT;
+        // SAFETY: every slot a lookup reads is well formed (low half 0 or
+        // 1): `new` and `NONE` make only such slots, the field is private,
+        // and the one other source of slots, an image's results section,
+        // is refused when opened if any slot is not (`Image::results`,
+        // tested by `tampered_dxr_images_are_rejected_even_with_a_good_checksum`).
+        // A well-formed slot is a valid `Option<Label>` of the same value:
+        // `OPTION_HAS_THE_SLOT_LAYOUT` checks at compile time that the tag
+        // is the low half (0: none, 1: some) and the value the high half.
+        unsafe { std::mem::transmute::<u64, Option<Label>>(self.0) }
     }
 }
+
+/// The answer a well-formed slot's bits spell when read as an
+/// `Option<Label>`: its value. So a per-key lookup's answer is a copy of
+/// the slot (one load, one store) instead of a compare and two stores.
+// PERF: dir24-8 per key beside rte_lpm_lookup (bench/peers, 7 rounds,
+// docs/BENCHMARKS.md, "Dependent lookups (SEQ) and per key"): see there.
+const OPTION_HAS_THE_SLOT_LAYOUT: () = {
+    assert!(std::mem::size_of::<Option<Label>>() == 8);
+    // SAFETY: eight initialized bytes; if the layout were not the one
+    // asserted here, compilation stops at the asserts below (a tag the
+    // layout does not know would stop const evaluation itself).
+    let some = unsafe { std::mem::transmute::<u64, Option<Label>>(0xdead_beef << 32 | 1) };
+    assert!(matches!(some, Some(0xdead_beef)));
+    // SAFETY: as above.
+    let none = unsafe { std::mem::transmute::<u64, Option<Label>>(0) };
+    assert!(none.is_none());
+    // SAFETY: as above; a label half under "no route" is still none.
+    let none = unsafe { std::mem::transmute::<u64, Option<Label>>(5 << 32) };
+    assert!(none.is_none());
+};
 
 impl LabelSlot {
     /// The answer as a 64-bit word: the label, or [`NO_ROUTE_WORD`] (the
     /// layout of the C library's bulk results and of DPDK's
     /// `rte_fib_lookup_bulk`). Branch-free, for batch loops that write
-    /// words straight into a caller's array: the high half minus one is
-    /// all ones for "no route" and zero for a label. A slot whose high half
-    /// is neither 0 nor 1 (never made by [`LabelSlot::new`]; an image with
-    /// one is refused when opened) gives a wrong word, never undefined
-    /// behaviour.
+    /// words straight into a caller's array: the low half minus one is all
+    /// ones for "no route" and zero for a label.
     // PERF: c_vs_rust bench, dxr, 4M random keys in one call, quiet core
     // (docs/BENCHMARKS.md, "C bulk lookup"): C ÷ Rust 1.00 with this form,
     // 0.93 with a compare-and-negate that also accepted any nonzero high
     // half.
     #[inline(always)]
     pub const fn word(self) -> u64 {
-        (self.0 as u32 as u64) | (self.0 >> 32).wrapping_sub(1)
+        (self.0 >> 32) | (self.0 as u32 as u64).wrapping_sub(1)
     }
 
-    /// Whether the slot is one [`LabelSlot::new`] makes (high half 0 or 1):
+    /// Whether the slot is one [`LabelSlot::new`] makes (low half 0 or 1):
     /// what an image's results table is checked for when it is opened.
     pub const fn is_well_formed(self) -> bool {
-        self.0 >> 32 <= 1
+        self.0 as u32 <= 1
     }
 }
 
@@ -245,8 +274,12 @@ mod tests {
         }
         assert_eq!(word_of(None), NO_ROUTE_WORD);
         assert_eq!(word_of(Some(u32::MAX)), u32::MAX as u64);
-        assert!(!LabelSlot(2 << 32).is_well_formed());
+        assert!(!LabelSlot(2).is_well_formed());
         assert!(!LabelSlot(u64::MAX).is_well_formed());
+        assert!(
+            LabelSlot(7 << 32).is_well_formed(),
+            "a label half under no route"
+        );
     }
 
     #[test]

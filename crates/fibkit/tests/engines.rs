@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use fibkit::{Change, EngineFamily, LocalFib, Rib, StatsV4};
+use fibkit::{build, Addr, Change, EngineFamily, Label, LocalFib, Lookup, Rib, StatsV4};
 use proptest::prelude::*;
 
 /// Every engine spec under test, with the families it supports.
@@ -292,4 +292,76 @@ fn a_missing_data_set_is_named() {
             && stderr.contains("../shared/data"),
         "{stderr}"
     );
+}
+
+/// A seeded table of `n` prefixes of every length from 0 to the family's
+/// width, each of `labels` labels, nested and adjacent at random.
+fn seeded_table<A: Addr>(n: usize, labels: u32, seed: u64) -> Rib<A> {
+    let mut state = seed;
+    let mut next = move || {
+        // SplitMix64: reproducible without a dependency.
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let entries: Vec<(A, u8, u32)> = (0..n)
+        .map(|_| {
+            let addr = A::from_u128((next() as u128) << 64 | next() as u128);
+            let plen = (next() % (A::BITS as u64 + 1)) as u8;
+            (addr, plen, (next() % labels as u64) as u32)
+        })
+        .collect();
+    rib_from_triples(&entries)
+}
+
+/// Every engine's `lookup_batch` and `lookup_batch_words` answer every
+/// slice length from 0 to 300, at several offsets, as its per-key lookup.
+fn check_slice_lengths<A: EngineFamily>(spec: &str, rib: &Rib<A>) {
+    let engine = build(spec, rib).unwrap_or_else(|e| panic!("building {spec}: {e}"));
+    let addrs = fibkit::verify::check_addresses(rib, 2000, 11);
+    let want: Vec<Option<Label>> = addrs.iter().map(|&a| engine.lookup(a)).collect();
+    for len in 0..=300.min(addrs.len()) {
+        for offset in [0, addrs.len() / 3, addrs.len() - len] {
+            let (addrs, want) = (&addrs[offset..offset + len], &want[offset..offset + len]);
+            let mut batch = vec![Some(u32::MAX - 1); len + 2];
+            engine.lookup_batch(addrs, &mut batch);
+            assert_eq!(
+                &batch[..len],
+                want,
+                "{spec}: lookup_batch, {len} keys at {offset}"
+            );
+            assert_eq!(
+                batch[len..],
+                [Some(u32::MAX - 1); 2],
+                "{spec}: past the input"
+            );
+            let mut words = vec![7u64; len + 2];
+            engine.lookup_batch_words(addrs, &mut words);
+            let want_words: Vec<u64> = want.iter().map(|&w| fibkit::labels::word_of(w)).collect();
+            assert_eq!(
+                words[..len],
+                want_words,
+                "{spec}: words, {len} keys at {offset}"
+            );
+            assert_eq!(words[len..], [7, 7], "{spec}: words past the input");
+        }
+    }
+}
+
+#[test]
+fn batch_lookups_match_per_key_at_every_slice_length() {
+    let (rib4, rib6) = (
+        seeded_table::<u32>(3000, 40, 1),
+        seeded_table::<u128>(3000, 40, 2),
+    );
+    for &(spec, ipv4, ipv6) in ENGINES {
+        if ipv4 {
+            check_slice_lengths(spec, &rib4);
+        }
+        if ipv6 {
+            check_slice_lengths(spec, &rib6);
+        }
+    }
 }

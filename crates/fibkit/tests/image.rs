@@ -336,7 +336,7 @@ fn tampered_dxr_images_are_rejected_even_with_a_good_checksum() {
         }
         // A results slot that is neither a label nor "no route".
         let results = image.section_bytes("results").unwrap();
-        let err = forged_v4_error(&bytes, results.start + 8 + 4, &2u32.to_ne_bytes());
+        let err = forged_v4_error(&bytes, results.start + 8, &2u32.to_ne_bytes());
         assert!(err.contains("results slot 1 is neither"), "{spec}: {err}");
         if spec == "dxr:k=16" {
             // Another layout's spec over the same tables.
