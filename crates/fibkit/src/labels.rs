@@ -88,8 +88,7 @@ impl LabelSlot {
     /// ones for "no route" and zero for a label.
     // PERF: c_vs_rust bench, dxr, 4M random keys in one call, quiet core
     // (docs/BENCHMARKS.md, "C bulk lookup"): C ÷ Rust 1.00 with this form,
-    // 0.93 with a compare-and-negate that also accepted any nonzero high
-    // half.
+    // 0.93 comparing the flag half with zero and negating the result.
     #[inline(always)]
     pub const fn word(self) -> u64 {
         (self.0 >> 32) | (self.0 as u32 as u64).wrapping_sub(1)
