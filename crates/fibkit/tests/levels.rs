@@ -9,7 +9,7 @@ use common::*;
 use fibkit::load::{load_updates, LoadOptions};
 use fibkit::model::TraceSummary;
 use fibkit::trace::{generate, generate_changes, TraceKind};
-use fibkit::{build, EngineFamily, Label, LocalFib, Rib};
+use fibkit::{build, Change, EngineFamily, Label, LocalFib, Prefix, Rib, StatsV4};
 
 /// A summary of a seeded `kind` trace against `rib`, written to a
 /// temporary file whose path is returned.
@@ -118,5 +118,63 @@ fn batches_of_every_length() {
         let mut out = vec![None; len];
         engine.lookup_batch(&addrs[..len], &mut out);
         assert_eq!(out, want[..len], "length {len}");
+    }
+}
+
+/// Host routes announced one by one into one first-level entry (each
+/// change rebuilds that entry's tables, leaving the old ones behind) and
+/// withdrawn again: the arrays fill with replaced tables and are compacted
+/// in place, never by a rebuild of the engine, and stay bounded.
+#[test]
+fn host_route_storms_compact_in_place() {
+    let mut rib = Rib::<u32>::new();
+    rib.insert("10.0.0.0/8".parse().unwrap(), 1);
+    rib.insert("10.1.0.0/16".parse().unwrap(), 2);
+    for spec in ["levels", "levels:strides=16+8+8"] {
+        let mut fib = LocalFib::<u32>::new(spec, rib.clone()).unwrap();
+        let hosts: Vec<Prefix<u32>> = (0..3000u32)
+            .map(|i| Prefix::new(0x0a01_0000 | (i * 7), 32).unwrap())
+            .collect();
+        let (mut most_entries, mut last_entries, mut compactions) = (0, 0, 0);
+        for (i, host) in hosts.iter().enumerate() {
+            let summary = fib
+                .apply(&[Change::Announce(*host, 100 + i as u32 % 50)])
+                .unwrap();
+            assert_eq!(summary.rebuilt, None, "{spec}: announce {i}");
+            let StatsV4::Levels(stats) = fib.stats() else {
+                unreachable!("a levels spec")
+            };
+            most_entries = most_entries.max(stats.entries);
+            compactions += (stats.entries < last_entries) as usize;
+            last_entries = stats.entries;
+        }
+        assert!(compactions > 0, "{spec}: the storm never compacted");
+        assert_verified(
+            &fib,
+            fib.rib(),
+            5_000,
+            &format!("{spec} after the announcements"),
+        );
+        for (i, host) in hosts.iter().enumerate() {
+            let summary = fib.apply(&[Change::Withdraw(*host)]).unwrap();
+            assert_eq!(summary.rebuilt, None, "{spec}: withdraw {i}");
+        }
+        assert_verified(
+            &fib,
+            fib.rib(),
+            5_000,
+            &format!("{spec} after the withdrawals"),
+        );
+        let fresh = LocalFib::<u32>::new(spec, fib.rib().clone()).unwrap();
+        let (StatsV4::Levels(now), StatsV4::Levels(built)) = (fib.stats(), fresh.stats()) else {
+            unreachable!("a levels spec")
+        };
+        // Compaction keeps the arrays within about twice a fresh build's.
+        assert!(
+            now.entries <= 2 * built.entries + 32 * 16 && most_entries < 1 << 22,
+            "{spec}: {} entries after the storm, {} built, {most_entries} at most",
+            now.entries,
+            built.entries
+        );
     }
 }

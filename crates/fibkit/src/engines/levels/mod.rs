@@ -40,7 +40,8 @@
 //! Updates rebuild the level-1 entries another changed prefix spans (their child
 //! tables and trees are appended; the old ones become garbage). Once the
 //! arrays hold more than twice what the last full build made, the update
-//! asks for a rebuild, which compacts them.
+//! compacts them: it refills them from the whole table in their own
+//! memory, a build without the allocation.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -424,17 +425,6 @@ where
         densities: Option<HashMap<Prefix<A>, f64>>,
     ) -> Result<(Self, Levels<A>), BuildError> {
         config.check::<A>()?;
-        let view = weighted_ranges_without_default(rib, A::ZERO, A::MAX, densities.as_ref());
-        let needed = entries_needed::<A>(&config.strides, &view.ranges);
-        if needed > MAX_ENTRIES as u128 {
-            return Err(BuildError::Limit {
-                engine: config.to_string(),
-                why: format!(
-                    "its tables need {needed} entries, over the limit of {MAX_ENTRIES} (1 GiB); \
-                     use narrower strides below the first level (e.g. `levels:strides=16+8`)"
-                ),
-            });
-        }
         let mut updater = LevelsUpdater {
             config: config.clone(),
             labels: LabelIndex::new("levels", MAX_PAYLOAD),
@@ -446,26 +436,52 @@ where
         strides[..config.strides.len()].copy_from_slice(&config.strides);
         let mut snapshot: Levels<A> = Levels {
             strides,
-            entries: Vec::with_capacity(needed as usize),
+            entries: Vec::new(),
             tree: Vec::new(),
             results: Vec::new(),
         };
+        updater.fill_all(&mut snapshot, rib)?;
+        Ok((updater, snapshot))
+    }
+
+    /// Fills `snapshot`'s arrays from the whole of `rib`, reusing the
+    /// memory they hold: the build, and the compaction of an updated
+    /// snapshot whose arrays have filled with tables that changes
+    /// replaced. The results table is kept (labels only ever gain
+    /// indices). On an error the snapshot is half filled and must be
+    /// rebuilt.
+    fn fill_all(&mut self, snapshot: &mut Levels<A>, rib: &Rib<A>) -> Result<(), BuildError> {
+        let config = &self.config;
+        let view = weighted_ranges_without_default(rib, A::ZERO, A::MAX, self.densities.as_ref());
+        let needed = entries_needed::<A>(&config.strides, &view.ranges);
+        if needed > MAX_ENTRIES as u128 {
+            return Err(BuildError::Limit {
+                engine: config.to_string(),
+                why: format!(
+                    "its tables need {needed} entries, over the limit of {MAX_ENTRIES} (1 GiB); \
+                     use narrower strides below the first level (e.g. `levels:strides=16+8`)"
+                ),
+            });
+        }
+        snapshot.entries.clear();
+        snapshot.entries.reserve(needed as usize);
+        snapshot.tree.clear();
         let top = 1usize << config.strides[0];
         snapshot
             .entries
             .resize(top.next_multiple_of(LINE_ENTRIES), 0);
         let mut filler = Filler {
             strides: &config.strides,
-            labels: &mut updater.labels,
-            snapshot: &mut snapshot,
+            labels: &mut self.labels,
+            snapshot,
             engine: config,
         };
         filler.fill_table(0, 0, A::ZERO, &view.ranges, &view.weights)?;
-        updater.labels.set_default(rib.default_route());
-        updater.labels.sync(&mut snapshot.results);
-        updater.built_entries = snapshot.entries.len();
-        updater.built_nodes = snapshot.tree.len();
-        Ok((updater, snapshot))
+        self.labels.set_default(rib.default_route());
+        self.labels.sync(&mut snapshot.results);
+        self.built_entries = snapshot.entries.len();
+        self.built_nodes = snapshot.tree.len();
+        Ok(())
     }
 
     fn update_entries(
@@ -477,10 +493,11 @@ where
         if snapshot.entries.len() > 2 * self.built_entries + MAX_STRIDE as usize * LINE_ENTRIES
             || snapshot.tree.len() > 2 * self.built_nodes + 1024
         {
-            // Compacting is a rebuild.
-            return Err(BuildError::UpdateUnsupported {
-                engine: self.config.to_string(),
-            });
+            // Compacting is a build, into the arrays' own memory: deciding
+            // it before patching wastes no patch, and refilling vectors
+            // that are already allocated and faulted in costs less than
+            // the handle's rebuild into fresh ones.
+            return self.fill_all(snapshot, rib);
         }
         let first_stride = self.config.strides[0] as u32;
         let shift = A::BITS as u32 - first_stride;
