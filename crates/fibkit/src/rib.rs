@@ -11,6 +11,8 @@
 //! A node either carries a label (a real prefix) or is a *glue* node that only
 //! joins two subtries diverging at its length.
 
+use std::ops::RangeInclusive;
+
 use crate::addr::Addr;
 use crate::prefix::{Label, Prefix};
 
@@ -371,6 +373,41 @@ impl<A: Addr> Rib<A> {
             .filter_map(|node| node.label.map(|label| (node.prefix, label)))
     }
 
+    /// Whether a prefix inside `outer` (`outer` itself included) has a
+    /// length in `lengths`. The walk skips every subtree whose top is
+    /// already longer than the range (everything below it is longer
+    /// still), so it reads only the nodes inside `outer` no longer than
+    /// `lengths.end()`, and stops at the first match: what binary search on
+    /// prefix lengths asks to know whether a marker is still needed.
+    pub fn has_prefix_within(&self, outer: Prefix<A>, lengths: RangeInclusive<u8>) -> bool {
+        let mut stack = Vec::with_capacity(A::BITS as usize + 1);
+        // The topmost node inside `outer`: follow `outer`'s bits down.
+        let mut current = self.root;
+        while current != NIL {
+            let node = &self.nodes[current as usize];
+            if outer.covers(node.prefix) {
+                stack.push(current);
+                break;
+            }
+            if !node.prefix.covers(outer) {
+                break;
+            }
+            current = node.children[outer.addr().bit(node.prefix.plen()) as usize];
+        }
+        while let Some(index) = stack.pop() {
+            let node = &self.nodes[index as usize];
+            let plen = node.prefix.plen();
+            if plen > *lengths.end() {
+                continue;
+            }
+            if node.label.is_some() && lengths.contains(&plen) {
+                return true;
+            }
+            stack.extend(node.children.iter().copied().filter(|&child| child != NIL));
+        }
+        false
+    }
+
     /// Nodes whose prefix intersects `lo..=hi`, in pre-order (sorted).
     fn nodes_in(&self, lo: A, hi: A) -> impl Iterator<Item = &Node<A>> + '_ {
         let mut stack = Vec::with_capacity(A::BITS as usize + 1);
@@ -523,6 +560,44 @@ mod tests {
             }]
         );
         assert_eq!(rib.iter().count(), 0);
+    }
+
+    #[test]
+    fn prefixes_within_by_length() {
+        let mut rib = Rib::new();
+        for (text, label) in [
+            ("10.0.0.0/8", 1),
+            ("10.1.0.0/16", 2),
+            ("10.1.2.0/24", 3),
+            ("10.1.3.0/24", 4),
+            ("10.1.2.7/32", 5),
+            ("11.0.0.0/8", 6),
+        ] {
+            rib.insert(p(text), label);
+        }
+        let within = |outer: &str, lengths: RangeInclusive<u8>| {
+            // The same question answered by a plain scan.
+            let plain = rib
+                .prefixes_within(p(outer))
+                .any(|(prefix, _)| lengths.contains(&prefix.plen()));
+            let walked = rib.has_prefix_within(p(outer), lengths);
+            assert_eq!(walked, plain, "{outer}");
+            walked
+        };
+        assert!(within("10.1.0.0/16", 17..=24));
+        assert!(within("10.1.0.0/16", 16..=16), "outer itself counts");
+        assert!(!within("10.1.0.0/16", 17..=23));
+        assert!(within("10.1.0.0/16", 25..=32));
+        assert!(!within("10.1.3.0/24", 25..=32));
+        assert!(within("10.1.2.0/23", 24..=24), "below a glue node");
+        assert!(
+            !within("10.1.2.0/23", 23..=23),
+            "the glue node is no prefix"
+        );
+        assert!(!within("12.0.0.0/8", 0..=32), "nothing there");
+        assert!(within("0.0.0.0/0", 8..=8));
+        assert!(!within("0.0.0.0/0", 9..=15));
+        assert!(!Rib::<u32>::new().has_prefix_within(p("0.0.0.0/0"), 0..=32));
     }
 
     #[test]

@@ -301,6 +301,110 @@ fn generated_update_streams_v6() {
     }
 }
 
+/// A storm of host routes into one first-level block, relabelled and
+/// withdrawn again: each change patches its own entries and markers (no
+/// re-planned block beyond the first, no rebuild), the host table grows in
+/// place when its windows fill, and every answer stays the reference's.
+#[test]
+fn host_route_storms_patch_in_place() {
+    let mut rib = Rib::<u32>::new();
+    for (text, label) in [
+        ("10.0.0.0/8", 1),
+        ("10.1.0.0/17", 2),
+        ("10.1.128.0/20", 3),
+        ("10.1.64.0/24", 4),
+        ("10.1.65.0/26", 5),
+        ("10.1.200.0/22", 6),
+        ("10.1.200.0/30", 7),
+        ("10.2.0.0/24", 8),
+    ] {
+        rib.insert(text.parse().unwrap(), label);
+    }
+    // Four tables, so host routes leave markers on the way (their search
+    // turns right more than once).
+    for spec in ["bspl:lengths=16+20+24+28+32", "bspl:lengths=16+24+32"] {
+        let mut fib = LocalFib::<u32>::new(spec, rib.clone()).unwrap();
+        let hosts: Vec<Prefix<u32>> = (0..6000u32)
+            .map(|i| Prefix::new(0x0a01_0000 | (i.wrapping_mul(40_503) & 0xffff), 32).unwrap())
+            .collect();
+        let stats = |fib: &LocalFib<u32>| match fib.stats() {
+            fibkit::StatsV4::Bspl(stats) => stats,
+            _ => unreachable!("a bspl spec"),
+        };
+        let check = |fib: &LocalFib<u32>, host: Prefix<u32>, when: &str| {
+            let (first, last) = (host.first(), host.last());
+            for addr in [
+                first.wrapping_sub(1),
+                first,
+                last,
+                last.wrapping_add(1),
+                first ^ 0xff,
+            ] {
+                assert_eq!(
+                    fib.lookup(addr),
+                    fib.rib().lookup(addr),
+                    "{spec} {when} {host} at {addr:#x}"
+                );
+            }
+        };
+        for (i, &host) in hosts.iter().enumerate() {
+            let summary = fib
+                .apply(&[Change::Announce(host, 100 + i as u32 % 50)])
+                .unwrap();
+            assert_eq!(summary.rebuilt, None, "{spec}: announce {host}");
+            check(&fib, host, "after announcing");
+        }
+        assert_verified(
+            &fib,
+            fib.rib(),
+            5_000,
+            &format!("{spec} after the announcements"),
+        );
+        for (i, pair) in hosts.chunks(2).enumerate() {
+            // Relabel one, withdraw the other, in one batch.
+            let batch = [
+                Change::Announce(pair[0], 200 + i as u32 % 7),
+                Change::Withdraw(pair[1]),
+            ];
+            let summary = fib.apply(&batch).unwrap();
+            assert_eq!(summary.rebuilt, None, "{spec}: batch {i}");
+            check(&fib, pair[0], "after relabelling");
+            check(&fib, pair[1], "after withdrawing");
+        }
+        assert_verified(
+            &fib,
+            fib.rib(),
+            5_000,
+            &format!("{spec} after the withdrawals"),
+        );
+        let after = stats(&fib);
+        assert!(
+            after.blocks_rebuilt <= 2,
+            "{spec}: {} blocks re-planned",
+            after.blocks_rebuilt
+        );
+        assert!(
+            after.prefixes_patched >= 9_000,
+            "{spec}: {} patched",
+            after.prefixes_patched
+        );
+        assert!(
+            after.update_growths > 0,
+            "{spec}: the host table never grew"
+        );
+        for &host in hosts.iter().step_by(2) {
+            fib.apply(&[Change::Withdraw(host)]).unwrap();
+        }
+        assert_verified(
+            &fib,
+            fib.rib(),
+            5_000,
+            &format!("{spec} with the hosts gone"),
+        );
+        assert_eq!(fib.rib().len(), rib.len());
+    }
+}
+
 /// One hour of LINX updates onto the DFZ table, one second per batch.
 #[test]
 fn linx_update_replay() {

@@ -719,10 +719,36 @@ fn fill_level<A: Addr, B: Bucket>(
     seeds: &mut Vec<u8>,
     stats: &mut BsplStats,
 ) -> Result<(), String> {
-    let wanted = entries.len() as f64 / (WINDOW * B::SLOTS) as f64 / B::LOAD;
-    let mut windows = (wanted.ceil() as u64).max(1);
+    let keys: Vec<(B::Key, u32)> = entries
+        .iter()
+        .map(|&(addr, value)| (B::key(addr, level.plen), value))
+        .collect();
+    let windows = windows_for::<B>(keys.len(), 1.0);
+    stats.table_growths += place_table(level, windows, &keys, buckets, seeds, &mut stats.seeds)?;
+    Ok(())
+}
+
+/// Windows that hold `keys` keys at `room` times the build's fill.
+fn windows_for<B: Bucket>(keys: usize, room: f64) -> u64 {
+    let wanted = room * keys as f64 / (WINDOW * B::SLOTS) as f64 / B::LOAD;
+    (wanted.ceil() as u64).max(1)
+}
+
+/// Places `keys` (distinct, non-zero values) as the table `level` in
+/// `windows` windows appended to the layout's arrays, enlarged by a quarter
+/// each time a window overflows or a group finds no seed; returns the
+/// enlargements.
+fn place_table<B: Bucket>(
+    level: &mut Level,
+    mut windows: u64,
+    keys: &[(B::Key, u32)],
+    buckets: &mut Vec<B>,
+    seeds: &mut Vec<u8>,
+    work: &mut SeedWork,
+) -> Result<u32, String> {
     let base = buckets.len();
-    for _ in 0..=MAX_GROWTHS {
+    let mut keys = keys.to_vec();
+    for growths in 0..=MAX_GROWTHS {
         let end = base as u64 + windows * WINDOW as u64;
         if end > u32::MAX as u64 {
             return Err(format!(
@@ -736,21 +762,135 @@ fn fill_level<A: Addr, B: Bucket>(
         buckets.resize(end as usize, B::default());
         seeds.truncate(base);
         seeds.resize(end as usize, 0);
-        let mut keys: Vec<(B::Key, u32)> = entries
-            .iter()
-            .map(|&(addr, value)| (B::key(addr, level.plen), value))
-            .collect();
         let mut placer = Placer { buckets, seeds };
-        if placer.fill(level, &mut keys, &mut stats.seeds) {
-            return Ok(());
+        if placer.fill(level, &mut keys, work) {
+            return Ok(growths);
         }
-        stats.table_growths += 1;
         windows += windows / 4 + 1;
     }
     Err(format!(
         "the /{} table finds no seeds even {MAX_GROWTHS} times enlarged",
         level.plen
     ))
+}
+
+/// Places table `j` anew with its entries and `extra`, in twice the
+/// windows its entries need at the build's fill, so that a stream of
+/// inserts into one table enlarges it a logarithmic number of times. The
+/// other tables of its layout are moved as they are (a table's buckets and
+/// seeds are relative to its base), not re-placed: the cost is a copy of the
+/// layout's arrays and the seed search of one table, well under a build.
+fn grow_table<B: Bucket>(
+    levels: &mut [Level; 16],
+    count: usize,
+    j: usize,
+    (buckets, seeds): (&mut Vec<B>, &mut Vec<u8>),
+    extra: (B::Key, u32),
+    work: &mut SeedWork,
+) -> Result<(), String> {
+    let kind = levels[j].kind;
+    let span = |level: &Level| level.base as usize..level.base as usize + level.buckets();
+    let mut keys: Vec<(B::Key, u32)> = buckets[span(&levels[j])]
+        .iter()
+        .flat_map(|b| b.entries())
+        .collect();
+    keys.push(extra);
+    let mut order: Vec<usize> = (0..count).filter(|&i| levels[i].kind == kind).collect();
+    order.sort_by_key(|&i| levels[i].base);
+    let mut new_buckets: Vec<B> = Vec::with_capacity(buckets.len() + buckets.len() / 2);
+    let mut new_seeds: Vec<u8> = Vec::with_capacity(new_buckets.capacity());
+    for i in order {
+        if i == j {
+            let windows = windows_for::<B>(keys.len(), 2.0);
+            place_table(
+                &mut levels[i],
+                windows,
+                &keys,
+                &mut new_buckets,
+                &mut new_seeds,
+                work,
+            )?;
+        } else {
+            let moved = span(&levels[i]);
+            levels[i].base = new_buckets.len() as u32;
+            new_buckets.extend_from_slice(&buckets[moved.clone()]);
+            new_seeds.extend_from_slice(&seeds[moved]);
+        }
+    }
+    *buckets = new_buckets;
+    *seeds = new_seeds;
+    Ok(())
+}
+
+/// Inserts `key` (absent) with `value` into table `j` of `snapshot`,
+/// enlarging the table (see [`grow_table`]) when the key's window is full.
+pub(crate) fn insert_or_grow<A: Addr>(
+    snapshot: &mut Bspl<A>,
+    j: usize,
+    key: A,
+    value: u32,
+    stats: &mut BsplStats,
+) -> Result<(), String> {
+    let level = snapshot.levels[j];
+    if insert_entry(snapshot, &level, key, value, &mut stats.seeds) {
+        return Ok(());
+    }
+    stats.update_growths += 1;
+    let count = snapshot.level_count as usize;
+    let work = &mut stats.seeds;
+    match level.kind {
+        Kind::K32 => grow_table(
+            &mut snapshot.levels,
+            count,
+            j,
+            (&mut snapshot.b32, &mut snapshot.s32),
+            (Bucket32::key(key, level.plen), value),
+            work,
+        ),
+        Kind::K64 => grow_table(
+            &mut snapshot.levels,
+            count,
+            j,
+            (&mut snapshot.b64, &mut snapshot.s64),
+            (Bucket64::key(key, level.plen), value),
+            work,
+        ),
+        Kind::K128 => grow_table(
+            &mut snapshot.levels,
+            count,
+            j,
+            (&mut snapshot.b128, &mut snapshot.s128),
+            (Bucket128::key(key, level.plen), value),
+            work,
+        ),
+    }
+}
+
+/// Gives `key` of table `level` the value `value` where it is; false if
+/// absent.
+pub(crate) fn set_entry<A: Addr>(
+    snapshot: &mut Bspl<A>,
+    level: &Level,
+    key: A,
+    value: u32,
+) -> bool {
+    match level.kind {
+        Kind::K32 => Placer {
+            buckets: &mut snapshot.b32,
+            seeds: &mut snapshot.s32,
+        }
+        .set(level, Bucket32::key(key, level.plen), value),
+        Kind::K64 => Placer {
+            buckets: &mut snapshot.b64,
+            seeds: &mut snapshot.s64,
+        }
+        .set(level, Bucket64::key(key, level.plen), value),
+        Kind::K128 => Placer {
+            buckets: &mut snapshot.b128,
+            seeds: &mut snapshot.s128,
+        }
+        .set(level, Bucket128::key(key, level.plen), value),
+    }
 }
 
 /// Removes `key` from table `level` of `snapshot`; false if absent.
@@ -803,12 +943,12 @@ pub(crate) fn insert_entry<A: Addr>(
 }
 
 /// Replaces the table entries of a block: removes `old` (as recorded),
-/// inserts `new`. `Err` asks for a full rebuild (a window is full).
+/// inserts `new`, enlarging a table whose window fills.
 pub(crate) fn replace_entries<A: Addr>(
     snapshot: &mut Bspl<A>,
     old: &[(u8, A)],
     new: &[Placed<A>],
-    work: &mut SeedWork,
+    stats: &mut BsplStats,
     engine: &str,
 ) -> Result<(), BuildError> {
     let levels = *snapshot.levels;
@@ -817,11 +957,12 @@ pub(crate) fn replace_entries<A: Addr>(
         debug_assert!(removed, "a block's recorded keys are in its tables");
     }
     for e in new {
-        if !insert_entry(snapshot, &levels[e.level as usize], e.key, e.value, work) {
-            return Err(BuildError::UpdateUnsupported {
+        insert_or_grow(snapshot, e.level as usize, e.key, e.value, stats).map_err(|why| {
+            BuildError::Limit {
                 engine: engine.to_string(),
-            });
-        }
+                why,
+            }
+        })?;
     }
     Ok(())
 }
@@ -840,7 +981,8 @@ impl<A: Addr> BsplUpdater<A> {
         }
         let first_bits = snapshot.first_bits;
         let mut windows = Vec::new();
-        let mut blocks = Vec::new();
+        // The longer prefixes by block.
+        let mut long: Vec<(u32, Prefix<A>)> = Vec::new();
         // The default route is results slot 0: it paints no block.
         for prefix in crate::engines::without_default(changed) {
             if prefix.plen() <= first_bits {
@@ -849,12 +991,11 @@ impl<A: Addr> BsplUpdater<A> {
                     block_of(prefix.last(), first_bits),
                 ));
             } else {
-                blocks.push(block_of(prefix.addr(), first_bits) as u32);
+                long.push((block_of(prefix.addr(), first_bits) as u32, *prefix));
             }
         }
-        blocks.sort_unstable();
-        blocks.dedup();
-        self.check_work(&blocks)?;
+        long.sort_unstable();
+        long.dedup();
         for window in merge_windows(windows) {
             let (lo, hi) = block_addrs::<A>(window, first_bits);
             paint(
@@ -866,7 +1007,20 @@ impl<A: Addr> BsplUpdater<A> {
                 0,
             )?;
         }
-        for block in blocks {
+        // Blocks are patched where they can be, re-planned where not; the
+        // re-plans cost their blocks' size, so many of them rebuild.
+        let mut prefixes: Vec<Prefix<A>> = Vec::new();
+        let mut replan = Vec::new();
+        for group in long.chunk_by(|a, b| a.0 == b.0) {
+            let block = group[0].0;
+            prefixes.clear();
+            prefixes.extend(group.iter().map(|&(_, prefix)| prefix));
+            if !self.patch_block(snapshot, rib, block, &prefixes)? {
+                replan.push(block);
+            }
+        }
+        self.check_work(&replan)?;
+        for block in replan {
             self.rebuild_block(snapshot, rib, block)?;
         }
         self.labels.set_default(rib.default_route());
@@ -874,8 +1028,8 @@ impl<A: Addr> BsplUpdater<A> {
         Ok(())
     }
 
-    /// Asks for a full build when `blocks` hold more than half the entries
-    /// (rebuilding them one by one would cost more).
+    /// Asks for a full build when the blocks to re-plan, `blocks`, hold more
+    /// than half the entries (re-planning them one by one would cost more).
     pub(crate) fn check_work(&self, blocks: &[u32]) -> Result<(), BuildError> {
         let touched: usize = blocks
             .iter()
@@ -926,13 +1080,7 @@ impl<A: Addr> BsplUpdater<A> {
         let placed = placed_entries(&entries, &mut self.labels)?;
         let old = self.blocks.remove(&block).unwrap_or_default();
         self.entries = self.entries - old.len() + placed.len();
-        replace_entries(
-            snapshot,
-            &old,
-            &placed,
-            &mut self.build_stats.seeds,
-            &engine,
-        )?;
+        replace_entries(snapshot, &old, &placed, &mut self.build_stats, &engine)?;
         let entry = &mut snapshot.first[block as usize];
         *entry = first_entry(entry_value(*entry), range, root);
         if !placed.is_empty() {

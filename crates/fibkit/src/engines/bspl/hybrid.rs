@@ -651,7 +651,7 @@ impl<A: Addr> BsplUpdater<A> {
             snapshot,
             &old,
             &built.entries,
-            &mut self.build_stats.seeds,
+            &mut self.build_stats,
             &engine,
         )?;
         let (lo, hi) = built.tables;

@@ -53,22 +53,26 @@
 //! than the longest length, or an expansion too large) fails with
 //! [`BuildError::Limit`] naming lengths or a level count that would work.
 //!
-//! Updates rebuild what a change touches: a prefix of length `<= F`
+//! Updates rewrite what a change touches: a prefix of length `<= F`
 //! rewrites the BMP of the first-level entries it covers (the tables' BMPs
-//! only hold prefixes longer than `F`, so they stand); a longer prefix
-//! rebuilds its block: the block's entries are removed, recomputed from the
-//! reference table and placed with a new seed. Markers make in-place edits
-//! of single entries hard (one prefix puts markers in several tables, and
-//! their BMPs depend on the prefixes around them), a block is the unit that
-//! is cheap to recompute (its entries are removed and inserted one by one;
-//! an insert re-seeds at most one window of the table). A batch that would
-//! touch blocks holding more than half of the entries, a full window, or a
-//! prefix the lengths cannot hold asks for a full rebuild instead, so no
-//! update costs more than a build.
+//! only hold prefixes longer than `F`, so they stand); a longer prefix is
+//! patched where its block keeps its tables and first probe: the entries
+//! whose key lies inside it (its expansion, the BMPs below it) and the
+//! markers on its search path are recomputed from the reference table, key
+//! by key (see `patch`), so a host route costs a few entries whatever its
+//! block holds. A prefix of a table its block does not use, or one with
+//! many prefixes inside it, re-plans its block instead: the block's entries
+//! are removed, recomputed from the reference table and placed. A table
+//! whose window fills is placed anew at twice its entries' size (the other
+//! tables are moved, not re-placed). A batch that would re-plan blocks
+//! holding more than half of the entries, or a prefix the lengths cannot
+//! hold, asks for a full rebuild instead, so no update costs more than a
+//! build.
 
 pub mod build;
 pub mod hybrid;
 pub mod levels;
+mod patch;
 pub mod table;
 
 use std::collections::HashMap;
@@ -852,6 +856,12 @@ pub struct BsplStats {
     pub table_growths: u32,
     /// Blocks rebuilt by updates since the last full build.
     pub blocks_rebuilt: u64,
+    /// Changed prefixes patched in place (their own entries and markers
+    /// rewritten, their block's plan kept) since the last full build.
+    pub prefixes_patched: u64,
+    /// Times an update enlarged a table whose window was full (the table
+    /// placed anew at twice its entries' size) since the last full build.
+    pub update_growths: u64,
 }
 
 impl EngineStats for BsplStats {
@@ -909,8 +919,11 @@ impl EngineStats for BsplStats {
                 ),
             ),
             (
-                "blocks rebuilt by updates".into(),
-                self.blocks_rebuilt.to_string(),
+                "updates: blocks re-planned, prefixes patched, tables enlarged".into(),
+                format!(
+                    "{}, {}, {}",
+                    self.blocks_rebuilt, self.prefixes_patched, self.update_growths
+                ),
             ),
         ]);
         rows
@@ -923,7 +936,7 @@ impl EngineStats for BsplStats {
 pub struct BsplUpdater<A> {
     config: BsplConfig,
     labels: LabelIndex,
-    /// The keys (table, address bits) each hashed block placed.
+    /// The keys (table, address bits) each hashed block placed, sorted.
     blocks: HashMap<u32, Vec<(u8, A)>>,
     /// Entries in all tables.
     entries: usize,

@@ -100,6 +100,9 @@ pub(crate) trait Bucket: Plain + Default + PartialEq {
     fn insert(&mut self, key: Self::Key, value: u32) -> bool;
     /// Empties the slot holding `key`; false if absent.
     fn remove(&mut self, key: Self::Key) -> bool;
+    /// Gives the slot holding `key` the value `value` (non-zero); false if
+    /// absent.
+    fn set(&mut self, key: Self::Key, value: u32) -> bool;
     /// Slots in use.
     fn used(&self) -> usize;
     /// The `(key, value)` of every slot in use.
@@ -154,6 +157,22 @@ macro_rules! bucket_impl {
                     Some(slot) => {
                         self.keys[slot] = Default::default();
                         self.values[slot] = 0;
+                        true
+                    }
+                    None => false,
+                }
+            }
+
+            fn set(&mut self, key: $Key, value: u32) -> bool {
+                debug_assert!(value != 0);
+                let found = self
+                    .keys
+                    .iter()
+                    .zip(&self.values)
+                    .position(|(&k, &v)| k == key && v != 0);
+                match found {
+                    Some(slot) => {
+                        self.values[slot] = value;
                         true
                     }
                     None => false,
@@ -430,6 +449,14 @@ impl<B: Bucket> Placer<'_, B> {
         self.buckets[bucket(&home, seed)].remove(key)
     }
 
+    /// Gives `key` of `level` the value `value` where it is; false if
+    /// absent.
+    pub fn set(&mut self, level: &Level, key: B::Key, value: u32) -> bool {
+        let home = home(level, B::fold(key));
+        let seed = self.seeds[home.window + home.group];
+        self.buckets[bucket(&home, seed)].set(key, value)
+    }
+
     /// Inserts `key` (absent from `level`) with `value`: into its bucket,
     /// else by re-seeding its group, else by re-placing its window. False
     /// if even that fails (the window is full): the table needs more
@@ -512,6 +539,10 @@ mod tests {
         assert_eq!(bucket.find(21), 0);
         assert!(bucket.insert(99, 5));
         assert_eq!(bucket.find(99), 5);
+        assert!(bucket.set(99, 6));
+        assert_eq!(bucket.find(99), 6);
+        assert!(!bucket.set(21, 6), "absent");
+        assert_eq!(bucket.used(), 8);
         assert_eq!(bucket.entries().count(), 8);
 
         let mut wide = Bucket128::default();
