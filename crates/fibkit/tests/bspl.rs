@@ -405,6 +405,59 @@ fn host_route_storms_patch_in_place() {
     }
 }
 
+/// Small tables packed into a few first-level blocks, and batches of one
+/// to four changes of any length there (short ones that repaint blocks
+/// beside long ones that patch them, withdrawals of absent prefixes),
+/// every range boundary checked after each batch, for plain `bspl` with
+/// several table layouts and for the hybrid.
+#[test]
+fn dense_batches_in_few_blocks() {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let specs = [
+        "bspl",
+        "bspl:hybrid",
+        "bspl:first=8,levels=5",
+        "bspl:lengths=16+20+24+28+32",
+        "bspl:hybrid,first=12",
+    ];
+    for case in 0..4000 {
+        let random_prefix = |next: &mut dyn FnMut() -> u64| {
+            let plen = (next() % 33) as u8;
+            Prefix::new_masked(0x0a0d_0000 | (next() as u32 & 0x0003_ffff), plen)
+        };
+        let mut rib = Rib::<u32>::new();
+        for _ in 0..12 {
+            let prefix = random_prefix(&mut next);
+            rib.insert(prefix, (next() % 3) as u32);
+        }
+        let spec = specs[case % specs.len()];
+        let mut fib = LocalFib::<u32>::new(spec, rib).unwrap();
+        for step in 0..6 {
+            let mut batch: Vec<Change<u32>> = Vec::new();
+            for _ in 0..1 + next() % 4 {
+                let prefix = random_prefix(&mut next);
+                batch.push(match next() % 3 {
+                    0 => Change::Withdraw(prefix),
+                    label => Change::Announce(prefix, label as u32),
+                });
+            }
+            fib.apply(&batch).unwrap();
+            let report = verify(&fib, fib.rib(), 0, 1);
+            assert!(
+                report.ok(),
+                "{spec}, case {case}, batch {step} {batch:?}: {}",
+                report.mismatches[0]
+            );
+        }
+    }
+}
+
 /// One hour of LINX updates onto the DFZ table, one second per batch.
 #[test]
 fn linx_update_replay() {

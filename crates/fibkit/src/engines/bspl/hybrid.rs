@@ -25,15 +25,20 @@
 //! results slot. Consecutive hashed lengths may be at most 32 apart (a
 //! trie covers at most 32 bits); node bases are 26 bits.
 //!
-//! Updates rebuild the blocks a change touches (its tries included: their
-//! leaves carry the BMP, so a short prefix reaches every trie below it);
-//! freed trie nodes are reused by stride.
+//! Updates: a prefix no longer than the first level rebuilds the blocks
+//! below it (their tries' leaves carry the BMP, so a short prefix reaches
+//! every trie below it). A longer prefix rebuilds only the tries it
+//! touches: the one whose span holds its length, those below it (their
+//! leaves), and the table entries above it that it creates or empties
+//! (whether a string has a longer prefix below it); a change whose inside
+//! holds many tries rebuilds its block. Freed trie nodes are reused by
+//! stride.
 
 use std::collections::HashMap;
 
 use super::build::{
-    assemble, block_addrs, choose_lengths, group_blocks, merge_windows, paint, replace_entries,
-    Assembly, Placed, SearchTree,
+    assemble, block_addrs, choose_lengths, group_blocks, insert_or_grow, merge_windows, paint,
+    remove_entry, replace_entries, set_entry, Assembly, Placed, SearchTree,
 };
 use super::{
     entry_root, entry_tables, entry_value, first_entry, Bspl, BsplConfig, BsplUpdater, LengthPlan,
@@ -48,6 +53,10 @@ use crate::rib::Rib;
 
 /// Most levels of one trie (seed 000 §7 estimates "a 4 level trie").
 pub const TRIE_LEVELS: u8 = 4;
+
+/// Most tries below the changed prefixes of one block that an update
+/// rebuilds one by one; more rebuild the block.
+const MAX_TRIES: usize = 64;
 
 /// Value encodings of the hybrid.
 pub mod flags {
@@ -440,6 +449,19 @@ fn hybrid_block<A: Addr>(
     })
 }
 
+/// Appends the pointers of the nodes of the trie whose value is `value` (a
+/// leaf or no entry: none).
+fn collect_nodes(trie: &[u32], value: u32, out: &mut Vec<u32>) {
+    if value & POINTER == 0 {
+        return;
+    }
+    out.push(value);
+    let base = base_of(value);
+    for index in 0..1usize << stride_of(value) {
+        collect_nodes(trie, trie[base + index], out);
+    }
+}
+
 /// The best match of length `<= first_bits` of a block, from `covering`:
 /// every prefix intersecting the block, in sorted order.
 fn block_bmp<A: Addr>(
@@ -558,6 +580,7 @@ impl<A: Addr> BsplUpdater<A> {
         let first_bits = snapshot.first_bits;
         let mut windows = Vec::new();
         let mut blocks = Vec::new();
+        let mut long: Vec<(u32, Prefix<A>)> = Vec::new();
         // The default route is results slot 0: no leaf holds it.
         for prefix in crate::engines::without_default(changed) {
             if prefix.plen() <= first_bits {
@@ -566,7 +589,7 @@ impl<A: Addr> BsplUpdater<A> {
                     prefix.last().bits(0, first_bits as u32) as usize,
                 ));
             } else {
-                blocks.push(prefix.addr().bits(0, first_bits as u32));
+                long.push((prefix.addr().bits(0, first_bits as u32), *prefix));
             }
         }
         let windows = merge_windows(windows);
@@ -587,7 +610,6 @@ impl<A: Addr> BsplUpdater<A> {
         }
         blocks.sort_unstable();
         blocks.dedup();
-        self.check_work(&blocks)?;
         for window in windows {
             let (lo, hi) = block_addrs::<A>(window, first_bits);
             paint(
@@ -599,12 +621,189 @@ impl<A: Addr> BsplUpdater<A> {
                 LEAF,
             )?;
         }
+        // Blocks below no short change patch their long ones' tries, after
+        // the painting (a block without tries holds a painted leaf, which
+        // its first patch turns into a trie).
+        long.sort_unstable();
+        long.dedup();
+        let mut prefixes = Vec::new();
+        let mut replan = Vec::new();
+        for group in long.chunk_by(|a, b| a.0 == b.0) {
+            let block = group[0].0;
+            if blocks.binary_search(&block).is_ok() {
+                continue;
+            }
+            prefixes.clear();
+            prefixes.extend(group.iter().map(|&(_, prefix)| prefix));
+            if !self.patch_hybrid_block(snapshot, rib, block, &prefixes)? {
+                replan.push(block);
+            }
+        }
+        blocks.extend(replan);
+        blocks.sort_unstable();
+        self.check_work(&blocks)?;
         for block in blocks {
             self.rebuild_hybrid_block(snapshot, rib, block)?;
         }
         self.labels.set_default(rib.default_route());
         self.labels.sync(&mut snapshot.results);
         Ok(())
+    }
+
+    /// Patches block `block` of the hybrid for `changed` (its prefixes
+    /// longer than the first level): rebuilds the first level's trie if a
+    /// change is in its span, and refreshes each hashed string a change
+    /// lies below (its entry comes or goes with the longer prefixes below
+    /// it; its trie is rebuilt if the change is in its span) and each
+    /// entry inside a change (its trie's leaves carry the change's label).
+    /// `Ok(false)` before anything is written: the block must be rebuilt.
+    fn patch_hybrid_block(
+        &mut self,
+        snapshot: &mut Bspl<A>,
+        rib: &Rib<A>,
+        block: u32,
+        changed: &[Prefix<A>],
+    ) -> Result<bool, BuildError> {
+        let lengths = snapshot.lengths();
+        let span_end = |j: usize| lengths.get(j).copied().unwrap_or(A::BITS);
+        let empty = Vec::new();
+        let record = self.blocks.get(&block).unwrap_or(&empty);
+        let mut first_trie = false;
+        // (table, string, whether its trie must be rebuilt if it stays).
+        let mut strings: Vec<(u8, A, bool)> = Vec::new();
+        for &prefix in changed {
+            let plen = prefix.plen();
+            first_trie |= plen <= span_end(0);
+            for (j, &h) in lengths.iter().enumerate() {
+                if h < plen {
+                    let in_span = plen <= span_end(j + 1);
+                    strings.push((j as u8, prefix.addr().masked(h), in_span));
+                    continue;
+                }
+                let from = record.partition_point(|&e| e < (j as u8, prefix.first()));
+                let to = record.partition_point(|&e| e <= (j as u8, prefix.last()));
+                if strings.len() + (to - from) > MAX_TRIES + changed.len() * lengths.len() {
+                    return Ok(false);
+                }
+                strings.extend(record[from..to].iter().map(|&(j, key)| (j, key, true)));
+            }
+        }
+        // Rebuilding wins over keeping: sorted so a string's `true` is last.
+        strings.sort_unstable();
+        strings.dedup_by(|later, kept| {
+            let same = (later.0, later.1) == (kept.0, kept.1);
+            if same {
+                kept.2 |= later.2;
+            }
+            same
+        });
+        let engine = self.config.to_string();
+        let first_bits = snapshot.first_bits;
+        let mut freed = Vec::new();
+        let mut nodes = Vec::new();
+        let at = block as usize;
+        if first_trie {
+            let (lo, hi) = block_addrs::<A>((at, at), first_bits);
+            let bmp = block_bmp(
+                rib.iter_in(lo, hi)
+                    .take_while(|(p, _)| p.plen() <= first_bits),
+                first_bits,
+            );
+            let top: Vec<(Prefix<A>, Label)> = rib
+                .iter_in(lo, hi)
+                .filter(|(p, _)| (first_bits + 1..=span_end(0)).contains(&p.plen()))
+                .collect();
+            collect_nodes(&snapshot.trie, entry_value(snapshot.first[at]), &mut freed);
+            let mut builder = TrieBuilder {
+                trie: &mut snapshot.trie,
+                free: &mut self.trie_free,
+                labels: &mut self.labels,
+            };
+            let value = builder.build(
+                first_bits,
+                span_end(0) - first_bits,
+                bmp,
+                &top,
+                &mut nodes,
+                &engine,
+            )?;
+            let entry = snapshot.first[at];
+            snapshot.first[at] = first_entry(value, entry_tables(entry), entry_root(entry));
+        }
+        for (j, string, rebuild) in strings {
+            let level = snapshot.levels[j as usize];
+            let h = level.plen;
+            let old = snapshot.read(&level, snapshot.locate(&level, string), string);
+            let below = Prefix::new_masked(string, h);
+            let exists = rib.has_prefix_within(below, h + 1..=A::BITS);
+            if exists && old != 0 && !rebuild {
+                continue;
+            }
+            collect_nodes(&snapshot.trie, old, &mut freed);
+            let record = self.blocks.entry(block).or_default();
+            if !exists {
+                if old != 0 {
+                    remove_entry(snapshot, &level, string);
+                    let at = record
+                        .binary_search(&(j, string))
+                        .expect("a block's keys are recorded");
+                    record.remove(at);
+                    self.entries -= 1;
+                }
+                continue;
+            }
+            let end = span_end(j as usize + 1);
+            let inside: Vec<(Prefix<A>, Label)> = rib
+                .prefixes_within(below)
+                .filter(|(p, _)| (h + 1..=end).contains(&p.plen()))
+                .collect();
+            let default = rib
+                .longest_match_within(string, h)
+                .filter(|(p, _)| p.plen() > 0)
+                .map(|(_, label)| label);
+            let mut builder = TrieBuilder {
+                trie: &mut snapshot.trie,
+                free: &mut self.trie_free,
+                labels: &mut self.labels,
+            };
+            let value = builder.build(h, end - h, default, &inside, &mut nodes, &engine)?;
+            if old != 0 {
+                let placed = set_entry(snapshot, &level, string, value);
+                debug_assert!(placed, "the entry was read");
+            } else {
+                insert_or_grow(snapshot, j as usize, string, value, &mut self.build_stats)
+                    .map_err(|why| BuildError::Limit {
+                        engine: engine.clone(),
+                        why,
+                    })?;
+                let at = record.binary_search(&(j, string)).unwrap_err();
+                record.insert(at, (j, string));
+                self.entries += 1;
+            }
+        }
+        // The freed nodes go back to the free lists and leave the block's.
+        freed.sort_unstable();
+        for &node in &freed {
+            self.trie_free[stride_of(node) as usize].push(base_of(node) as u32);
+        }
+        let list = self.trie_nodes.entry(block).or_default();
+        list.retain(|node| freed.binary_search(node).is_err());
+        list.extend(nodes);
+        let tables = match self.blocks.get(&block).and_then(|r| r.last()) {
+            Some(&(hi, _)) => (0, hi as usize),
+            None => {
+                self.blocks.remove(&block);
+                NO_TABLES
+            }
+        };
+        let entry = snapshot.first[at];
+        snapshot.first[at] = first_entry(
+            entry_value(entry),
+            tables,
+            snapshot.tree.root(tables.0, tables.1),
+        );
+        self.build_stats.prefixes_patched += changed.len() as u64;
+        Ok(true)
     }
 
     /// Recomputes block `block` of the hybrid from `rib`: its tries and
