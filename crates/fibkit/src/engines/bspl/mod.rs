@@ -862,6 +862,14 @@ pub struct BsplStats {
     /// Times an update enlarged a table whose window was full (the table
     /// placed anew at twice its entries' size) since the last full build.
     pub update_growths: u64,
+    /// Blocks of `bspl:hybrid` whose trie leaves an update rewrote in place
+    /// (below a change no longer than the first level) since the last full
+    /// build.
+    pub blocks_relabelled: u64,
+    /// Tries of `bspl:hybrid` whose leaves an update rewrote in place (the
+    /// change above them, or in their span and their nodes still holding
+    /// it) instead of building them anew, since the last full build.
+    pub tries_relabelled: u64,
 }
 
 impl EngineStats for BsplStats {
@@ -919,10 +927,16 @@ impl EngineStats for BsplStats {
                 ),
             ),
             (
-                "updates: blocks re-planned, prefixes patched, tables enlarged".into(),
+                "updates: blocks re-planned, blocks relabelled, tries relabelled, \
+                 prefixes patched, tables enlarged"
+                    .into(),
                 format!(
-                    "{}, {}, {}",
-                    self.blocks_rebuilt, self.prefixes_patched, self.update_growths
+                    "{}, {}, {}, {}, {}",
+                    self.blocks_rebuilt,
+                    self.blocks_relabelled,
+                    self.tries_relabelled,
+                    self.prefixes_patched,
+                    self.update_growths
                 ),
             ),
         ]);
