@@ -142,9 +142,10 @@ pub const ENGINES: &[EngineInfo] = &[
         name: "auto",
         ipv4: true,
         ipv6: true,
-        about: "the engine the performance model predicts fastest for uniform lookups on this \
-                table: dxr:k=16..22 or cpe:levels=2..4 (IPv6: cpe); machine=FILE (fibkit model \
-                calibrate), candidates=dxr|cpe",
+        about: "the fastest for this table of dxr:k=16..22 and cpe:levels=2..4 (IPv6: dxr6, \
+                cpe): the performance model ranks them, the best measure=N (default 3) are \
+                timed; machine=FILE (fibkit model calibrate), candidates=dxr|cpe, \
+                trace=FILE",
     },
 ];
 

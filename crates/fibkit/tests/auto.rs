@@ -8,7 +8,8 @@ use common::*;
 use fibkit::engine::{EngineConfig, EngineStats, Updater};
 use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
 use fibkit::model::auto::{
-    default_machine, fallback_caches, read_machine, AutoConfig, AutoUpdater,
+    default_machine, fallback_caches, read_machine, AutoConfig, AutoUpdater, Ranked,
+    MEASURE_DEFAULT,
 };
 use fibkit::model::cpe::predict_cpe;
 use fibkit::model::dxr::predict_dxr;
@@ -28,13 +29,25 @@ fn auto_builds_its_pick_and_names_it() {
     assert_verified(&snapshot, &rib, 5000, "auto");
     let choice = updater.choice();
     assert_eq!(choice.ranking.len(), 7 + 3);
-    // Fastest predicted first, and every candidate predicted.
-    let times: Vec<f64> = choice
-        .ranking
+    assert!(choice.ranking.iter().all(|r| r.predicted_ns.is_some()));
+    // The model's best three were timed and come first, the pick the one
+    // whose worse ratio to the fastest RND and SEQ time is smallest; the
+    // others follow, fastest predicted first.
+    let (timed, untimed) = choice.ranking.split_at(MEASURE_DEFAULT);
+    assert_best_timed_first(timed);
+    assert!(untimed.iter().all(|r| r.measured_rnd_ns.is_none()));
+    let slowest_timed = timed
         .iter()
         .map(|r| r.predicted_ns.unwrap())
-        .collect();
+        .fold(0.0, f64::max);
+    let times: Vec<f64> = untimed.iter().map(|r| r.predicted_ns.unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(times[0] >= slowest_timed, "{times:?} after {slowest_timed}");
+    assert!(
+        choice.reason.contains("fastest of 3 timed"),
+        "{}",
+        choice.reason
+    );
     let rows = updater.stats(&snapshot).rows();
     assert_eq!(rows[0], ("pick".to_string(), choice.pick().spec.clone()));
     // The registry path: `fibkit stats --engine auto` prints these rows.
@@ -51,6 +64,133 @@ fn auto_builds_its_pick_and_names_it() {
         assert!(updater.choice().pick().spec.starts_with(prefix));
         assert_verified(&snapshot, &rib, 2000, &spec);
     }
+}
+
+/// Checks that every row of `timed` was measured and that the first has
+/// the smallest worse ratio to the fastest RND and SEQ times.
+fn assert_best_timed_first(timed: &[Ranked]) {
+    let rnd: Vec<f64> = timed.iter().map(|r| r.measured_rnd_ns.unwrap()).collect();
+    let seq: Vec<f64> = timed.iter().map(|r| r.measured_seq_ns.unwrap()).collect();
+    assert!(
+        rnd.iter().chain(&seq).all(|ns| *ns > 0.0),
+        "{rnd:?} {seq:?}"
+    );
+    let best_rnd = rnd.iter().copied().fold(f64::INFINITY, f64::min);
+    let best_seq = seq.iter().copied().fold(f64::INFINITY, f64::min);
+    let slowdown: Vec<f64> = rnd
+        .iter()
+        .zip(&seq)
+        .map(|(r, s)| (r / best_rnd).max(s / best_seq))
+        .collect();
+    assert!(
+        slowdown.windows(2).all(|w| w[0] <= w[1]),
+        "timed rows not best first: {slowdown:?}"
+    );
+}
+
+#[test]
+fn measure_sets_how_many_candidates_are_timed() {
+    let rib = small_v4();
+    // measure=0: the model alone, nothing timed, fastest predicted first.
+    let config = AutoConfig::parse("auto:measure=0").unwrap();
+    assert_eq!(config.to_string(), "auto:measure=0");
+    let (updater, snapshot) = AutoUpdater::<u32>::build(&config, &rib).unwrap();
+    assert_verified(&snapshot, &rib, 2000, "auto:measure=0");
+    let choice = updater.choice();
+    assert!(choice.ranking.iter().all(|r| r.measured_rnd_ns.is_none()));
+    let times: Vec<f64> = choice
+        .ranking
+        .iter()
+        .map(|r| r.predicted_ns.unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(choice.reason.contains("measure=0"), "{}", choice.reason);
+    // measure=16: every candidate timed.
+    let (updater, snapshot) =
+        AutoUpdater::<u32>::build(&AutoConfig::parse("auto:measure=16").unwrap(), &rib).unwrap();
+    assert_verified(&snapshot, &rib, 2000, "auto:measure=16");
+    assert_best_timed_first(&updater.choice().ranking);
+    assert_eq!(
+        AutoConfig::parse("auto:measure=3").unwrap().to_string(),
+        "auto"
+    );
+}
+
+#[test]
+fn ipv6_times_dxr6_beside_the_cpe_layouts() {
+    let rib = small_tables_v6().into_iter().last().unwrap();
+    let (updater, snapshot) = AutoUpdater::<u128>::build(&AutoConfig::default(), &rib).unwrap();
+    assert_verified(&snapshot, &rib, 2000, "auto on IPv6");
+    let ranking = &updater.choice().ranking;
+    let dxr6 = ranking.iter().find(|r| r.spec == "dxr6").unwrap();
+    assert!(dxr6.predicted_ns.is_none() && dxr6.error.is_none());
+    // Without a model dxr6 is always timed, beside the two cpe layouts.
+    assert_eq!(ranking.len(), 3);
+    assert_best_timed_first(ranking);
+    let rows = updater.stats(&snapshot).rows();
+    assert!(
+        rows.iter()
+            .any(|(k, v)| k.ends_with("dxr6") && v.contains("no model")),
+        "{rows:?}"
+    );
+    // With the model alone dxr6 cannot be picked.
+    let (updater, _) =
+        AutoUpdater::<u128>::build(&AutoConfig::parse("auto:measure=0").unwrap(), &rib).unwrap();
+    assert!(updater.choice().pick().spec.starts_with("cpe"));
+    let err = fibkit::build::<u128>("auto:measure=0,candidates=dxr", &rib)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("dxr6: no model"), "{err}");
+}
+
+#[test]
+fn a_trace_weighs_the_model_and_is_timed() {
+    let rib = small_v4();
+    let dir = std::env::temp_dir();
+    let write = |name: &str, addrs: &[u32]| {
+        let path = dir.join(format!("fibkit-auto-{}-{name}.trace", std::process::id()));
+        let mut file = std::fs::File::create(&path).unwrap();
+        fibkit::trace::write_binary_trace(&mut file, addrs).unwrap();
+        path
+    };
+    // Every lookup on one /32 of the table.
+    let hot = write("hot", &[0x0a00_0005; 1000]);
+    let spec = format!("auto:trace={}", hot.display());
+    let config = AutoConfig::parse(&spec).unwrap();
+    assert_eq!(config.to_string(), spec);
+    let (updater, snapshot) = AutoUpdater::<u32>::build(&config, &rib).unwrap();
+    assert_verified(&snapshot, &rib, 2000, &spec);
+    let choice = updater.choice();
+    assert!(
+        choice.lookups.contains("1000 addresses"),
+        "{}",
+        choice.lookups
+    );
+    assert_best_timed_first(&choice.ranking[..MEASURE_DEFAULT]);
+
+    for (name, addrs, needle) in [
+        ("nothing", vec![0xc000_0201u32; 10], "matches a prefix"),
+        ("empty", vec![], "no IPv4 address"),
+    ] {
+        let path = write(name, &addrs);
+        let err = fibkit::build::<u32>(&format!("auto:trace={}", path.display()), &rib)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains(needle) && err.contains(&*path.to_string_lossy()),
+            "{err}"
+        );
+        let _ = std::fs::remove_file(path);
+    }
+    let missing = dir.join("fibkit-auto-no-such.trace");
+    let err = fibkit::build::<u32>(&format!("auto:trace={}", missing.display()), &rib)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("fibkit-auto-no-such.trace"), "{err}");
+    let _ = std::fs::remove_file(hot);
 }
 
 #[test]
@@ -91,6 +231,8 @@ fn bad_specs_are_named() {
         ("auto:candidates=bloom", "not dxr, cpe"),
         ("auto:k=3", "unknown parameter `k`"),
         ("auto:machine", "needs a value"),
+        ("auto:measure=17", "from 0 to 16"),
+        ("auto:measure=all", "not a count"),
     ] {
         let err = fibkit::build::<u32>(spec, &small_v4())
             .err()

@@ -1,21 +1,38 @@
 //! `auto`: the engine the performance model picks for the table at hand.
 //!
-//! `auto[:machine=FILE][,candidates=dxr|cpe]` predicts, with the models of
-//! [`super::dxr`] and [`super::cpe`] (Narlikar and Zane §4: access counts
-//! per cache line, Equation 2 misses, Equation 1 time), the average
-//! dependent lookup time of every candidate under uniformly random lookups,
-//! and builds the fastest. A uniform trace needs no file: each range of the
-//! table's range view gets lookups in proportion to its size.
+//! `auto[:machine=FILE][,candidates=dxr|cpe][,trace=FILE][,measure=N]`
+//! predicts, with the models of [`super::dxr`] and [`super::cpe`] (Narlikar
+//! and Zane §4: access counts per cache line, Equation 2 misses, Equation 1
+//! time), the average dependent lookup time of every candidate, then builds
+//! the `N` fastest predicted (default [`MEASURE_DEFAULT`]) and every
+//! candidate without a model, times each on the table in alternating rounds
+//! (independent lookups, RND, and dependent ones, SEQ), and keeps the one
+//! whose worse ratio to the fastest of the two patterns is smallest.
+//! `measure=0` keeps the fastest predicted without timing anything (a
+//! build that depends on nothing but the table and the machine file).
+//!
+//! Why both: the model ranks the layouts from their cache behaviour alone,
+//! and on a machine whose caches are shared with other work its latencies
+//! are off by a factor (docs/BENCHMARKS.md, "The performance model"); a
+//! short measurement of its best few on this table corrects the order
+//! among them at the cost of a few tenths of a second per build.
+//!
+//! Lookups: uniformly random addresses, or with `trace=FILE` (a trace of
+//! `fibkit trace gen` or one address per line) the trace's addresses: the
+//! model weighs each range by the trace's lookups in it and the measurement
+//! replays the trace. Without a trace each range of the table's range
+//! view gets lookups in proportion to its size.
 //!
 //! Candidates:
 //! ```text
 //! IPv4   dxr:k=16 .. dxr:k=22            (candidates=dxr)
 //!        cpe:levels=2, 3, 4              (candidates=cpe)
-//! IPv6   cpe, cpe:levels=12              (candidates=cpe; dxr6 has no model)
+//! IPv6   dxr6                            (candidates=dxr; no model: always timed)
+//!        cpe, cpe:levels=12              (candidates=cpe)
 //! ```
 //! The `cpe` model walks the built trie, so each `cpe` candidate is built
 //! once to be predicted; `dxr` is predicted from the range view alone and
-//! only the winner is built.
+//! built only when it is timed.
 //!
 //! Machine: `machine=FILE` reads a file of `fibkit model calibrate`, refused
 //! when it was made by another version or on another CPU or cache
@@ -62,6 +79,26 @@ pub const DXR_K: std::ops::RangeInclusive<u32> = 16..=22;
 /// CPE level counts `auto` considers on IPv4.
 pub const CPE_LEVELS_V4: [u8; 3] = [2, 3, 4];
 
+/// Candidates timed by default: the model's best three (the model's order
+/// among layouts within a few tens of percent of each other is not to be
+/// trusted on a shared machine; its top three held the measured best in
+/// every run of docs/BENCHMARKS.md's `auto` sections).
+pub const MEASURE_DEFAULT: usize = 3;
+/// The most candidates `measure=N` times.
+pub const MEASURE_MAX: usize = 16;
+/// Independent (RND) lookups per candidate and round: 2 MiB of IPv4 keys,
+/// enough that the lines they touch in a large table do not all stay in
+/// the cache between rounds.
+pub const MEASURE_KEYS: usize = 1 << 19;
+/// Dependent (SEQ) lookups per candidate and round (each waits for the
+/// previous one, so they cost a few times more each).
+pub const MEASURE_SEQ_KEYS: usize = 1 << 16;
+/// Alternating rounds: each round times every candidate once, and each
+/// candidate keeps its median round.
+pub const MEASURE_ROUNDS: usize = 3;
+/// Seed of the uniformly random keys `auto` times without a trace.
+pub const MEASURE_SEED: u64 = 0x6175_746f; // "auto"
+
 /// Which engines `auto` chooses among.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Candidates {
@@ -73,8 +110,8 @@ pub enum Candidates {
     Cpe,
 }
 
-/// `auto[:machine=FILE][,candidates=dxr|cpe]` (`candidates=dxr` or
-/// `candidates=cpe` for one family of engines).
+/// `auto[:machine=FILE][,candidates=dxr|cpe][,trace=FILE][,measure=N]`
+/// (`candidates=dxr` or `candidates=cpe` for one family of engines).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AutoConfig {
     /// A machine file of `fibkit model calibrate` (`None`: sysfs caches and
@@ -82,6 +119,12 @@ pub struct AutoConfig {
     pub machine: Option<PathBuf>,
     /// The engines to choose among.
     pub candidates: Candidates,
+    /// A trace whose lookups the model weighs and the measurement replays
+    /// (`None`: uniformly random addresses).
+    pub trace: Option<PathBuf>,
+    /// How many of the model's fastest predicted candidates are built and
+    /// timed (0: the model alone picks).
+    pub measure: usize,
 }
 
 impl Default for AutoConfig {
@@ -89,6 +132,8 @@ impl Default for AutoConfig {
         AutoConfig {
             machine: None,
             candidates: Candidates::Both,
+            trace: None,
+            measure: MEASURE_DEFAULT,
         }
     }
 }
@@ -104,6 +149,12 @@ impl fmt::Display for AutoConfig {
             Candidates::Dxr => params.push("candidates=dxr".into()),
             Candidates::Cpe => params.push("candidates=cpe".into()),
         }
+        if let Some(path) = &self.trace {
+            params.push(format!("trace={}", path.display()));
+        }
+        if self.measure != MEASURE_DEFAULT {
+            params.push(format!("measure={}", self.measure));
+        }
         if params.is_empty() {
             write!(f, "auto")
         } else {
@@ -116,7 +167,7 @@ impl EngineConfig for AutoConfig {
     const NAMES: &'static [&'static str] = &["auto"];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
-        spec.expect_only(&["machine", "candidates"])?;
+        spec.expect_only(&["machine", "candidates", "trace", "measure"])?;
         let mut config = AutoConfig::default();
         for (key, value) in &spec.params {
             let value = value
@@ -124,6 +175,19 @@ impl EngineConfig for AutoConfig {
                 .ok_or_else(|| spec.error(format!("`{key}` needs a value")))?;
             match key.as_str() {
                 "machine" => config.machine = Some(PathBuf::from(value)),
+                "trace" => config.trace = Some(PathBuf::from(value)),
+                "measure" => {
+                    config.measure = value
+                        .parse()
+                        .ok()
+                        .filter(|n| *n <= MEASURE_MAX)
+                        .ok_or_else(|| {
+                            spec.error(format!(
+                                "`measure={value}` is not a count of candidates from 0 to \
+                                 {MEASURE_MAX}"
+                            ))
+                        })?
+                }
                 _ => {
                     config.candidates = match value {
                         "dxr" => Candidates::Dxr,
@@ -201,8 +265,13 @@ pub struct Ranked {
     pub misses: Vec<f64>,
     /// Bytes of the structure.
     pub memory_bytes: u64,
-    /// Why there is no prediction.
+    /// Why there is no prediction (or no build): `None` with no prediction
+    /// means the candidate has no model and is only timed.
     pub error: Option<String>,
+    /// Measured ns per independent lookup (RND, median round), when timed.
+    pub measured_rnd_ns: Option<f64>,
+    /// Measured ns per dependent lookup (SEQ, median round), when timed.
+    pub measured_seq_ns: Option<f64>,
 }
 
 impl Ranked {
@@ -215,20 +284,35 @@ impl Ranked {
     ) -> Self {
         match prediction {
             Ok(p) => Ranked {
-                spec,
                 predicted_ns: Some(machine.time_ns(&p)),
                 misses: p.misses,
                 memory_bytes: p.memory_bytes,
-                error: None,
+                ..Ranked::unmodelled(spec)
             },
             Err(e) => Ranked {
-                spec,
-                predicted_ns: None,
-                misses: Vec::new(),
-                memory_bytes: 0,
                 error: Some(e.to_string()),
+                ..Ranked::unmodelled(spec)
             },
         }
+    }
+
+    /// The row of a candidate without a model: timed, never predicted.
+    pub fn unmodelled(spec: String) -> Self {
+        Ranked {
+            spec,
+            predicted_ns: None,
+            misses: Vec::new(),
+            memory_bytes: 0,
+            error: None,
+            measured_rnd_ns: None,
+            measured_seq_ns: None,
+        }
+    }
+
+    /// Whether the candidate can be timed: predicted, or without a model,
+    /// and not failed.
+    fn timeable(&self) -> bool {
+        self.error.is_none()
     }
 }
 
@@ -268,8 +352,10 @@ impl AutoFamily for u32 {
 impl AutoFamily for u128 {
     type Direct = Dxr6Updater;
 
+    /// `dxr6` has no model (its chunks' boundary widths and trie steps are
+    /// not simulated): it is a candidate only to be timed.
     fn direct_candidates(_: &WeightedRanges<u128>, _: &Machine) -> Vec<Ranked> {
-        Vec::new()
+        vec![Ranked::unmodelled("dxr6".into())]
     }
 
     fn cpe_candidates() -> Vec<String> {
@@ -282,7 +368,12 @@ impl AutoFamily for u128 {
 pub struct Choice {
     /// The machine the model used.
     pub machine: String,
-    /// Every candidate, fastest predicted first.
+    /// The lookups modelled and timed: uniform, or the trace's.
+    pub lookups: String,
+    /// How the pick was made: by measurement or by the model alone.
+    pub reason: String,
+    /// Every candidate: the timed ones first, best first; then the rest,
+    /// fastest predicted first.
     pub ranking: Vec<Ranked>,
 }
 
@@ -293,15 +384,102 @@ impl Choice {
     }
 }
 
-/// A built `cpe` candidate: its updater and snapshot.
-type CpeBuild<A> = (CpeUpdater<A>, CpeTrie<A>);
+/// A built candidate: its updater and snapshot.
+type Built<A> = (AutoEngine<A>, AutoSnapshot<A>);
 
-/// Predicts every candidate of `config` for uniform lookups on `rib`;
-/// returns the ranking and, when a `cpe` candidate wins, its build.
+/// Builds `spec` as one of `auto`'s engines.
+fn build_candidate<A: AutoFamily>(spec: &str, rib: &Rib<A>) -> Result<Built<A>, BuildError> {
+    if spec.starts_with("cpe") {
+        let (updater, trie) = CpeUpdater::build(&CpeConfig::parse(spec)?, rib)?;
+        Ok((AutoEngine::Cpe(updater), AutoSnapshot::Cpe(trie)))
+    } else {
+        let config = <<A::Direct as Updater<A>>::Config as EngineConfig>::parse(spec)?;
+        let (updater, snapshot) = A::Direct::build(&config, rib)?;
+        Ok((AutoEngine::Direct(updater), AutoSnapshot::Direct(snapshot)))
+    }
+}
+
+/// Orders rows by predicted time, rows without a prediction last.
+fn by_prediction(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
+    let key = |r: &Ranked| r.predicted_ns.unwrap_or(f64::INFINITY);
+    key(a).total_cmp(&key(b))
+}
+
+/// The addresses `auto` models and times, and their description.
+fn lookups<A: AutoFamily>(
+    config: &AutoConfig,
+    rib: &Rib<A>,
+) -> Result<(WeightedRanges<A>, Vec<A>, String), BuildError> {
+    let Some(path) = &config.trace else {
+        let keys = crate::bench::generate_keys(
+            &crate::bench::Pattern::Rnd,
+            MEASURE_KEYS,
+            MEASURE_SEED,
+            rib,
+        )
+        .map_err(|e| BuildError::BadSpec {
+            spec: config.to_string(),
+            why: e.to_string(),
+        })?;
+        return Ok((
+            uniform_ranges(rib),
+            keys,
+            "uniformly random addresses".into(),
+        ));
+    };
+    let bad = |why: String| BuildError::BadSpec {
+        spec: config.to_string(),
+        why: format!("trace {}: {why}", path.display()),
+    };
+    let trace = crate::trace::read_trace::<A>(path).map_err(|e| bad(e.to_string()))?;
+    if trace.is_empty() {
+        return Err(bad(format!("no {} address to model or time", A::FAMILY)));
+    }
+    let summary = super::TraceSummary::from_trace(rib, &trace);
+    if summary.matched() == 0 {
+        return Err(bad(format!(
+            "none of its {} addresses matches a prefix of the table: a trace of this \
+             table's traffic weighs its ranges (`fibkit trace gen TABLE`)",
+            trace.len()
+        )));
+    }
+    let densities = super::summary::prefix_densities(rib, &summary);
+    let view = super::summary::weighted_ranges(rib, A::ZERO, A::MAX, Some(&densities));
+    let described = format!("the {} addresses of trace {}", trace.len(), path.display());
+    // The measurement replays the trace from its start, repeated when it is
+    // shorter than a round.
+    let keys = trace.iter().copied().cycle().take(MEASURE_KEYS).collect();
+    Ok((view, keys, described))
+}
+
+/// Times every built candidate in [`MEASURE_ROUNDS`] alternating rounds,
+/// each round one RND pass over `keys` and one SEQ pass over their first
+/// [`MEASURE_SEQ_KEYS`]; returns each candidate's median RND and SEQ ns.
+fn time_candidates<A: AutoFamily>(built: &[&AutoSnapshot<A>], keys: &[A]) -> Vec<(f64, f64)> {
+    let seq_keys = &keys[..keys.len().min(MEASURE_SEQ_KEYS)];
+    let mut rounds = vec![(Vec::new(), Vec::new()); built.len()];
+    for _ in 0..MEASURE_ROUNDS {
+        for (snapshot, (rnd, seq)) in built.iter().zip(rounds.iter_mut()) {
+            rnd.push(super::rnd_ns(*snapshot, keys, std::time::Duration::ZERO));
+            seq.push(super::seq_ns(
+                *snapshot,
+                seq_keys,
+                std::time::Duration::ZERO,
+            ));
+        }
+    }
+    rounds
+        .iter_mut()
+        .map(|(rnd, seq)| (super::median(rnd), super::median(seq)))
+        .collect()
+}
+
+/// Predicts every candidate of `config` on `rib`, times the model's best
+/// `config.measure` (and those without a model) and builds the pick.
 fn choose<A: AutoFamily>(
     config: &AutoConfig,
     rib: &Rib<A>,
-) -> Result<(Choice, Option<CpeBuild<A>>), BuildError> {
+) -> Result<(Choice, Built<A>), BuildError> {
     let spec_error = |why: String| BuildError::BadSpec {
         spec: config.to_string(),
         why,
@@ -316,63 +494,154 @@ fn choose<A: AutoFamily>(
             "caches from sysfs, default latencies (no machine file)".to_string(),
         ),
     };
-    let view = uniform_ranges(rib);
+    let (view, keys, described) = lookups(config, rib)?;
     let mut ranking = Vec::new();
     if config.candidates != Candidates::Cpe {
         ranking.extend(A::direct_candidates(&view, &machine));
     }
-    let mut best_cpe: Option<(f64, CpeUpdater<A>, CpeTrie<A>)> = None;
+    // The `cpe` model needs the built trie; builds are kept for timing.
+    let mut builds: Vec<(String, Built<A>)> = Vec::new();
     if config.candidates != Candidates::Dxr {
         for spec in A::cpe_candidates() {
-            let built = CpeConfig::parse(&spec).and_then(|c| CpeUpdater::build(&c, rib));
-            let (updater, trie) = match built {
-                Ok(built) => built,
-                Err(e) => {
-                    ranking.push(Ranked::new(
-                        spec,
-                        Err(ModelError::Input(e.to_string())),
+            match build_candidate::<A>(&spec, rib) {
+                Ok(built) => {
+                    let AutoSnapshot::Cpe(trie) = &built.1 else {
+                        unreachable!("a cpe spec builds cpe")
+                    };
+                    let ranked = Ranked::new(
+                        spec.clone(),
+                        predict_cpe(&view, trie, &machine.caches),
                         &machine,
-                    ));
-                    continue;
+                    );
+                    builds.push((spec, built));
+                    ranking.push(ranked);
                 }
-            };
-            let ranked = Ranked::new(spec, predict_cpe(&view, &trie, &machine.caches), &machine);
-            if let Some(ns) = ranked.predicted_ns {
-                if best_cpe.as_ref().is_none_or(|(best, _, _)| ns < *best) {
-                    best_cpe = Some((ns, updater, trie));
-                }
+                Err(e) => ranking.push(Ranked::new(
+                    spec,
+                    Err(ModelError::Input(e.to_string())),
+                    &machine,
+                )),
             }
-            ranking.push(ranked);
         }
     }
-    ranking.sort_by(|a, b| {
-        a.predicted_ns
-            .unwrap_or(f64::INFINITY)
-            .total_cmp(&b.predicted_ns.unwrap_or(f64::INFINITY))
-    });
-    if ranking.first().is_none_or(|r| r.predicted_ns.is_none()) {
-        return Err(BuildError::Limit {
-            engine: config.to_string(),
-            why: format!(
-                "no candidate could be built and modelled ({}); name an engine instead, \
-                 e.g. `{}`",
-                ranking
-                    .iter()
-                    .map(|r| format!("{}: {}", r.spec, r.error.as_deref().unwrap_or("?")))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                crate::registry::default_spec(A::FAMILY)
-            ),
-        });
+    ranking.sort_by(by_prediction);
+    let no_candidate = |ranking: &[Ranked]| BuildError::Limit {
+        engine: config.to_string(),
+        why: format!(
+            "no candidate could be built and {} ({}); name an engine instead, e.g. `{}`",
+            if config.measure == 0 {
+                "modelled"
+            } else {
+                "timed"
+            },
+            ranking
+                .iter()
+                .map(|r| format!(
+                    "{}: {}",
+                    r.spec,
+                    r.error.as_deref().unwrap_or("no model (measure=0)")
+                ))
+                .collect::<Vec<_>>()
+                .join("; "),
+            crate::registry::default_spec(A::FAMILY)
+        ),
+    };
+
+    if config.measure == 0 {
+        // The model alone: the fastest predicted.
+        if ranking.first().is_none_or(|r| r.predicted_ns.is_none()) {
+            return Err(no_candidate(&ranking));
+        }
+        let pick = ranking[0].spec.clone();
+        let built = match builds.into_iter().find(|(spec, _)| *spec == pick) {
+            Some((_, built)) => built,
+            None => build_candidate(&pick, rib)?,
+        };
+        let choice = Choice {
+            machine: source,
+            lookups: described,
+            reason: "fastest predicted (measure=0: nothing timed)".into(),
+            ranking,
+        };
+        return Ok((choice, built));
     }
+
+    // The model's best `measure` predicted, and every candidate without a
+    // model, are built and timed.
+    let mut predicted_left = config.measure;
+    let mut timed: Vec<(Ranked, Built<A>)> = Vec::new();
+    let mut rest = Vec::new();
+    for mut ranked in ranking {
+        let wanted = ranked.timeable() && (ranked.predicted_ns.is_none() || predicted_left > 0);
+        if !wanted {
+            rest.push(ranked);
+            continue;
+        }
+        let built = match builds.iter().position(|(spec, _)| *spec == ranked.spec) {
+            Some(i) => Ok(builds.swap_remove(i).1),
+            None => build_candidate(&ranked.spec, rib),
+        };
+        match built {
+            Ok(built) => {
+                if ranked.predicted_ns.is_some() {
+                    predicted_left -= 1;
+                }
+                timed.push((ranked, built));
+            }
+            Err(e) => {
+                ranked.error = Some(e.to_string());
+                rest.push(ranked);
+            }
+        }
+    }
+    // Builds of candidates not timed are freed before the timing.
+    drop(builds);
+    if timed.is_empty() {
+        rest.sort_by(by_prediction);
+        return Err(no_candidate(&rest));
+    }
+    let snapshots: Vec<&AutoSnapshot<A>> = timed.iter().map(|(_, (_, s))| s).collect();
+    let times = time_candidates(&snapshots, &keys);
+    let best_rnd = times.iter().map(|t| t.0).fold(f64::INFINITY, f64::min);
+    let best_seq = times.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+    // Each candidate's worse slowdown against the fastest of each pattern:
+    // the pick is never further from the best of either than it must be.
+    let slowdown = |(rnd, seq): (f64, f64)| (rnd / best_rnd).max(seq / best_seq);
+    let mut scored: Vec<(f64, Ranked, Built<A>)> = timed
+        .into_iter()
+        .zip(times)
+        .map(|((mut ranked, built), time)| {
+            ranked.measured_rnd_ns = Some(time.0);
+            ranked.measured_seq_ns = Some(time.1);
+            (slowdown(time), ranked, built)
+        })
+        .collect();
+    // Stable: among equal slowdowns the model's order stands.
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let count = scored.len();
+    let mut scored = scored.into_iter();
+    let (worst_ratio, pick, built) = scored.next().expect("at least one candidate was timed");
+    let reason = format!(
+        "fastest of {count} timed ({} rounds of {} RND and {} SEQ lookups): {:.1} ns RND, \
+         {:.1} ns SEQ, {:.2}x the fastest timed at worst",
+        MEASURE_ROUNDS,
+        keys.len(),
+        keys.len().min(MEASURE_SEQ_KEYS),
+        pick.measured_rnd_ns.unwrap_or(f64::NAN),
+        pick.measured_seq_ns.unwrap_or(f64::NAN),
+        worst_ratio
+    );
+    let mut ranking = vec![pick];
+    ranking.extend(scored.map(|(_, ranked, _)| ranked));
+    rest.sort_by(by_prediction);
+    ranking.extend(rest);
     let choice = Choice {
         machine: source,
+        lookups: described,
+        reason,
         ranking,
     };
-    let cpe = best_cpe
-        .filter(|_| choice.pick().spec.starts_with("cpe"))
-        .map(|(_, updater, trie)| (updater, trie));
-    Ok((choice, cpe))
+    Ok((choice, built))
 }
 
 /// The picked engine's build state.
@@ -475,8 +744,13 @@ impl<A: AutoFamily> AutoUpdater<A> {
 pub struct AutoStats {
     /// The picked engine's spec.
     pub pick: String,
-    /// Its predicted ns per dependent lookup under uniform lookups.
+    /// Its predicted ns per dependent lookup (NaN: a candidate without a
+    /// model).
     pub predicted_ns: f64,
+    /// How the pick was made.
+    pub reason: String,
+    /// The lookups modelled and timed.
+    pub lookups: String,
     /// The machine the model used.
     pub machine: String,
     /// Every candidate, fastest predicted first.
@@ -489,23 +763,33 @@ impl EngineStats for AutoStats {
     fn rows(&self) -> Vec<(String, String)> {
         let mut rows = vec![
             ("pick".to_string(), self.pick.clone()),
+            ("why".to_string(), self.reason.clone()),
+            ("lookups".to_string(), self.lookups.clone()),
             (
-                "predicted ns per lookup (uniform, dependent)".to_string(),
-                format!("{:.1}", self.predicted_ns),
+                "predicted ns per lookup (dependent)".to_string(),
+                if self.predicted_ns.is_nan() {
+                    "- (no model)".to_string()
+                } else {
+                    format!("{:.1}", self.predicted_ns)
+                },
             ),
             ("machine".to_string(), self.machine.clone()),
         ];
         for (rank, r) in self.ranking.iter().enumerate() {
-            let value = match (r.predicted_ns, &r.error) {
-                (Some(ns), _) => format!(
+            let mut parts = Vec::new();
+            if let (Some(rnd), Some(seq)) = (r.measured_rnd_ns, r.measured_seq_ns) {
+                parts.push(format!("{rnd:.1} ns RND, {seq:.1} ns SEQ measured"));
+            }
+            match (r.predicted_ns, &r.error) {
+                (Some(ns), _) => parts.push(format!(
                     "{ns:.1} ns predicted, misses {:.2?}, {:.1} MiB",
                     r.misses,
                     r.memory_bytes as f64 / (1 << 20) as f64
-                ),
-                (None, Some(e)) => format!("not built: {e}"),
-                (None, None) => "-".to_string(),
-            };
-            rows.push((format!("#{} {}", rank + 1, r.spec), value));
+                )),
+                (None, Some(e)) => parts.push(format!("not built: {e}")),
+                (None, None) => parts.push("no model".to_string()),
+            }
+            rows.push((format!("#{} {}", rank + 1, r.spec), parts.join("; ")));
         }
         rows.extend(
             self.engine
@@ -522,16 +806,7 @@ impl<A: AutoFamily> Updater<A> for AutoUpdater<A> {
     type Stats = AutoStats;
 
     fn build(config: &AutoConfig, rib: &Rib<A>) -> Result<(Self, AutoSnapshot<A>), BuildError> {
-        let (choice, cpe) = choose(config, rib)?;
-        let (engine, snapshot) = match cpe {
-            Some((updater, trie)) => (AutoEngine::Cpe(updater), AutoSnapshot::Cpe(trie)),
-            None => {
-                let spec = &choice.pick().spec;
-                let direct = <<A::Direct as Updater<A>>::Config as EngineConfig>::parse(spec)?;
-                let (updater, snapshot) = A::Direct::build(&direct, rib)?;
-                (AutoEngine::Direct(updater), AutoSnapshot::Direct(snapshot))
-            }
-        };
+        let (choice, (engine, snapshot)) = choose(config, rib)?;
         let updater = AutoUpdater {
             config: config.clone(),
             choice,
@@ -575,6 +850,8 @@ impl<A: AutoFamily> Updater<A> for AutoUpdater<A> {
         AutoStats {
             pick: self.choice.pick().spec.clone(),
             predicted_ns: self.choice.pick().predicted_ns.unwrap_or(f64::NAN),
+            reason: self.choice.reason.clone(),
+            lookups: self.choice.lookups.clone(),
             machine: self.choice.machine.clone(),
             ranking: self.choice.ranking.clone(),
             engine,

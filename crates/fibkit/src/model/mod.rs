@@ -102,6 +102,31 @@ pub fn seq_ns<A: Addr, L: Lookup<A> + ?Sized>(
     median(&mut chunk_ns)
 }
 
+/// Average ns per independent lookup (the RND pattern: the engine's
+/// per-key loop over `keys`), passes repeated for at least `min`; the
+/// median of [`CHUNK_LOOKUPS`]-lookup chunks as in [`seq_ns`].
+pub fn rnd_ns<A: Addr, L: Lookup<A> + ?Sized>(
+    engine: &L,
+    keys: &[A],
+    min: std::time::Duration,
+) -> f64 {
+    let mut out = vec![None; CHUNK_LOOKUPS];
+    let mut chunk_ns = Vec::new();
+    let start = std::time::Instant::now();
+    loop {
+        for chunk in keys.chunks(CHUNK_LOOKUPS) {
+            let begun = std::time::Instant::now();
+            engine.lookup_each(chunk, &mut out);
+            std::hint::black_box(&out);
+            chunk_ns.push(begun.elapsed().as_nanos() as f64 / chunk.len() as f64);
+        }
+        if start.elapsed() >= min || chunk_ns.is_empty() {
+            break;
+        }
+    }
+    median(&mut chunk_ns)
+}
+
 /// Dependent lookups timed together in [`seq_ns`] (tens of microseconds:
 /// shorter than a scheduler time slice, long against the clock's cost).
 pub const CHUNK_LOOKUPS: usize = 1024;
