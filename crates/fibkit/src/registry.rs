@@ -143,9 +143,9 @@ pub const ENGINES: &[EngineInfo] = &[
         ipv4: true,
         ipv6: true,
         about: "the fastest for this table of dxr:k=16..22 and cpe:levels=2..4 (IPv6: dxr6, \
-                cpe): the performance model ranks them, the best measure=N (default 3) are \
-                timed; machine=FILE (fibkit model calibrate), candidates=dxr|cpe, \
-                trace=FILE",
+                cpe): the performance model ranks them, its best measure=N|all (default all; 0: \
+                the model alone) are timed for pattern=rnd|seq|both (default both); \
+                machine=FILE (fibkit model calibrate), candidates=dxr|cpe, trace=FILE",
     },
 ];
 

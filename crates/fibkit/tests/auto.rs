@@ -9,7 +9,6 @@ use fibkit::engine::{EngineConfig, EngineStats, Updater};
 use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
 use fibkit::model::auto::{
     default_machine, fallback_caches, read_machine, AutoConfig, AutoUpdater, Ranked,
-    MEASURE_DEFAULT,
 };
 use fibkit::model::cpe::predict_cpe;
 use fibkit::model::dxr::predict_dxr;
@@ -30,21 +29,11 @@ fn auto_builds_its_pick_and_names_it() {
     let choice = updater.choice();
     assert_eq!(choice.ranking.len(), 7 + 3);
     assert!(choice.ranking.iter().all(|r| r.predicted_ns.is_some()));
-    // The model's best three were timed and come first, the pick the one
-    // whose worse ratio to the fastest RND and SEQ time is smallest; the
-    // others follow, fastest predicted first.
-    let (timed, untimed) = choice.ranking.split_at(MEASURE_DEFAULT);
-    assert_best_timed_first(timed);
-    assert!(untimed.iter().all(|r| r.measured_rnd_ns.is_none()));
-    let slowest_timed = timed
-        .iter()
-        .map(|r| r.predicted_ns.unwrap())
-        .fold(0.0, f64::max);
-    let times: Vec<f64> = untimed.iter().map(|r| r.predicted_ns.unwrap()).collect();
-    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
-    assert!(times[0] >= slowest_timed, "{times:?} after {slowest_timed}");
+    // Every candidate was timed, the pick the one whose worse ratio to the
+    // fastest RND and SEQ time is smallest.
+    assert_best_timed_first(&choice.ranking, |rnd, seq| rnd.max(seq));
     assert!(
-        choice.reason.contains("fastest of 3 timed"),
+        choice.reason.contains("fastest of 10 timed"),
         "{}",
         choice.reason
     );
@@ -66,9 +55,9 @@ fn auto_builds_its_pick_and_names_it() {
     }
 }
 
-/// Checks that every row of `timed` was measured and that the first has
-/// the smallest worse ratio to the fastest RND and SEQ times.
-fn assert_best_timed_first(timed: &[Ranked]) {
+/// Checks that every row of `timed` was measured and that they are in the
+/// order of `score` of their ratios to the fastest RND and SEQ times.
+fn assert_best_timed_first(timed: &[Ranked], score: impl Fn(f64, f64) -> f64) {
     let rnd: Vec<f64> = timed.iter().map(|r| r.measured_rnd_ns.unwrap()).collect();
     let seq: Vec<f64> = timed.iter().map(|r| r.measured_seq_ns.unwrap()).collect();
     assert!(
@@ -80,7 +69,7 @@ fn assert_best_timed_first(timed: &[Ranked]) {
     let slowdown: Vec<f64> = rnd
         .iter()
         .zip(&seq)
-        .map(|(r, s)| (r / best_rnd).max(s / best_seq))
+        .map(|(r, s)| score(r / best_rnd, s / best_seq))
         .collect();
     assert!(
         slowdown.windows(2).all(|w| w[0] <= w[1]),
@@ -105,14 +94,60 @@ fn measure_sets_how_many_candidates_are_timed() {
         .collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
     assert!(choice.reason.contains("measure=0"), "{}", choice.reason);
-    // measure=16: every candidate timed.
+    // measure=3: the model's best three timed and first, the others after
+    // them, fastest predicted first.
     let (updater, snapshot) =
-        AutoUpdater::<u32>::build(&AutoConfig::parse("auto:measure=16").unwrap(), &rib).unwrap();
-    assert_verified(&snapshot, &rib, 2000, "auto:measure=16");
-    assert_best_timed_first(&updater.choice().ranking);
+        AutoUpdater::<u32>::build(&AutoConfig::parse("auto:measure=3").unwrap(), &rib).unwrap();
+    assert_verified(&snapshot, &rib, 2000, "auto:measure=3");
+    let choice = updater.choice();
+    let (timed, untimed) = choice.ranking.split_at(3);
+    assert_best_timed_first(timed, |rnd, seq| rnd.max(seq));
+    assert!(untimed.iter().all(|r| r.measured_rnd_ns.is_none()));
+    let slowest_timed = timed
+        .iter()
+        .map(|r| r.predicted_ns.unwrap())
+        .fold(0.0, f64::max);
+    let times: Vec<f64> = untimed.iter().map(|r| r.predicted_ns.unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(times[0] >= slowest_timed, "{times:?} after {slowest_timed}");
+    assert!(
+        choice.reason.contains("fastest of 3 timed"),
+        "{}",
+        choice.reason
+    );
     assert_eq!(
-        AutoConfig::parse("auto:measure=3").unwrap().to_string(),
+        AutoConfig::parse("auto:measure=all").unwrap().to_string(),
         "auto"
+    );
+    assert_eq!(
+        AutoConfig::parse("auto:measure=16").unwrap().to_string(),
+        "auto:measure=16"
+    );
+}
+
+#[test]
+fn pattern_picks_the_fastest_of_one_pattern() {
+    let rib = small_v4();
+    for (spec, score) in [
+        (
+            "auto:pattern=rnd",
+            (|rnd: f64, _: f64| rnd) as fn(f64, f64) -> f64,
+        ),
+        ("auto:pattern=seq", |_, seq| seq),
+        ("auto:pattern=both", |rnd: f64, seq: f64| rnd.max(seq)),
+    ] {
+        let config = AutoConfig::parse(spec).unwrap();
+        let (updater, snapshot) = AutoUpdater::<u32>::build(&config, &rib).unwrap();
+        assert_verified(&snapshot, &rib, 1000, spec);
+        assert_best_timed_first(&updater.choice().ranking, score);
+    }
+    assert_eq!(
+        AutoConfig::parse("auto:pattern=both").unwrap().to_string(),
+        "auto"
+    );
+    assert_eq!(
+        AutoConfig::parse("auto:pattern=seq").unwrap().to_string(),
+        "auto:pattern=seq"
     );
 }
 
@@ -126,7 +161,7 @@ fn ipv6_times_dxr6_beside_the_cpe_layouts() {
     assert!(dxr6.predicted_ns.is_none() && dxr6.error.is_none());
     // Without a model dxr6 is always timed, beside the two cpe layouts.
     assert_eq!(ranking.len(), 3);
-    assert_best_timed_first(ranking);
+    assert_best_timed_first(ranking, |rnd, seq| rnd.max(seq));
     let rows = updater.stats(&snapshot).rows();
     assert!(
         rows.iter()
@@ -167,7 +202,7 @@ fn a_trace_weighs_the_model_and_is_timed() {
         "{}",
         choice.lookups
     );
-    assert_best_timed_first(&choice.ranking[..MEASURE_DEFAULT]);
+    assert_best_timed_first(&choice.ranking, |rnd, seq| rnd.max(seq));
 
     for (name, addrs, needle) in [
         ("nothing", vec![0xc000_0201u32; 10], "matches a prefix"),
@@ -232,7 +267,8 @@ fn bad_specs_are_named() {
         ("auto:k=3", "unknown parameter `k`"),
         ("auto:machine", "needs a value"),
         ("auto:measure=17", "from 0 to 16"),
-        ("auto:measure=all", "not a count"),
+        ("auto:measure=every", "not `all` or a count"),
+        ("auto:pattern=zipf", "not rnd, seq or both"),
     ] {
         let err = fibkit::build::<u32>(spec, &small_v4())
             .err()

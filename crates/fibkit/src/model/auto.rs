@@ -1,21 +1,33 @@
 //! `auto`: the engine the performance model picks for the table at hand.
 //!
-//! `auto[:machine=FILE][,candidates=dxr|cpe][,trace=FILE][,measure=N]`
-//! predicts, with the models of [`super::dxr`] and [`super::cpe`] (Narlikar
-//! and Zane §4: access counts per cache line, Equation 2 misses, Equation 1
-//! time), the average dependent lookup time of every candidate, then builds
-//! the `N` fastest predicted (default [`MEASURE_DEFAULT`]) and every
-//! candidate without a model, times each on the table in alternating rounds
-//! (independent lookups, RND, and dependent ones, SEQ), and keeps the one
-//! whose worse ratio to the fastest of the two patterns is smallest.
-//! `measure=0` keeps the fastest predicted without timing anything (a
-//! build that depends on nothing but the table and the machine file).
+//! `auto[:machine=FILE][,candidates=dxr|cpe][,trace=FILE][,measure=N|all]
+//! [,pattern=rnd|seq|both]` predicts, with the models of [`super::dxr`] and
+//! [`super::cpe`] (Narlikar and Zane §4: access counts per cache line,
+//! Equation 2 misses, Equation 1 time), the average dependent lookup time of
+//! every candidate, then builds the `N` fastest predicted (default: every
+//! candidate) and every candidate without a model, times each on the table
+//! in alternating rounds (independent lookups, RND, and dependent ones,
+//! SEQ), and keeps the fastest for `pattern`: `rnd` or `seq` the fastest of
+//! that pattern, `both` (the default) the one whose worse ratio to the
+//! fastest of each pattern is smallest. `measure=0` keeps the fastest
+//! predicted without timing anything (a build that depends on nothing but
+//! the table and the machine file).
 //!
-//! Why both: the model ranks the layouts from their cache behaviour alone,
-//! and on a machine whose caches are shared with other work its latencies
-//! are off by a factor (docs/BENCHMARKS.md, "The performance model"); a
-//! short measurement of its best few on this table corrects the order
-//! among them at the cost of a few tenths of a second per build.
+//! Why both: the model ranks the layouts from their cache behaviour alone
+//! and explains them (misses per level, bytes); its order among layouts a
+//! few tens of percent apart is not reliable (on dfz-v4-nh with the default
+//! latencies it ranks `dxr:k=20`, the fastest on RND, seventh of ten:
+//! docs/BENCHMARKS.md, "The performance model"). Timing every candidate
+//! costs about 0.3 s of a 2–3 s build (the `cpe` candidates are built for
+//! the model anyway), so it is the default; `measure=N` times only the
+//! model's best `N`.
+//!
+//! Why `pattern`: no single layout need be the fastest of both patterns.
+//! On dfz-v4-nh `dxr:k=20` is the fastest on independent lookups and 0.6x
+//! the fastest on dependent ones (`dxr:k=17`, 0.8x on RND): `both` then
+//! picks the layout in between, within about 0.87x of each; a program that
+//! knows its lookups are independent (packets of a batch) says
+//! `pattern=rnd`.
 //!
 //! Lookups: uniformly random addresses, or with `trace=FILE` (a trace of
 //! `fibkit trace gen` or one address per line) the trace's addresses: the
@@ -79,12 +91,10 @@ pub const DXR_K: std::ops::RangeInclusive<u32> = 16..=22;
 /// CPE level counts `auto` considers on IPv4.
 pub const CPE_LEVELS_V4: [u8; 3] = [2, 3, 4];
 
-/// Candidates timed by default: the model's best three (the model's order
-/// among layouts within a few tens of percent of each other is not to be
-/// trusted on a shared machine; its top three held the measured best in
-/// every run of docs/BENCHMARKS.md's `auto` sections).
-pub const MEASURE_DEFAULT: usize = 3;
-/// The most candidates `measure=N` times.
+/// `measure=all`, the default: every candidate is timed.
+pub const MEASURE_ALL: usize = usize::MAX;
+/// The largest count `measure=N` takes (more than any family has
+/// candidates).
 pub const MEASURE_MAX: usize = 16;
 /// Independent (RND) lookups per candidate and round: 2 MiB of IPv4 keys,
 /// enough that the lines they touch in a large table do not all stay in
@@ -110,8 +120,20 @@ pub enum Candidates {
     Cpe,
 }
 
-/// `auto[:machine=FILE][,candidates=dxr|cpe][,trace=FILE][,measure=N]`
-/// (`candidates=dxr` or `candidates=cpe` for one family of engines).
+/// The lookups `auto` picks the fastest engine for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PickFor {
+    /// Independent lookups (RND: a batch of packets).
+    Rnd,
+    /// Dependent lookups (SEQ: each waits for the previous answer).
+    Seq,
+    /// Both: the smallest worse ratio to the fastest of each (the default).
+    Both,
+}
+
+/// `auto[:machine=FILE][,candidates=dxr|cpe][,trace=FILE][,measure=N|all]
+/// [,pattern=rnd|seq|both]` (`candidates=dxr` or `candidates=cpe` for one
+/// family of engines).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AutoConfig {
     /// A machine file of `fibkit model calibrate` (`None`: sysfs caches and
@@ -123,8 +145,10 @@ pub struct AutoConfig {
     /// (`None`: uniformly random addresses).
     pub trace: Option<PathBuf>,
     /// How many of the model's fastest predicted candidates are built and
-    /// timed (0: the model alone picks).
+    /// timed (0: the model alone picks; [`MEASURE_ALL`]: every one).
     pub measure: usize,
+    /// The lookups the timed pick is fastest for.
+    pub pattern: PickFor,
 }
 
 impl Default for AutoConfig {
@@ -133,7 +157,8 @@ impl Default for AutoConfig {
             machine: None,
             candidates: Candidates::Both,
             trace: None,
-            measure: MEASURE_DEFAULT,
+            measure: MEASURE_ALL,
+            pattern: PickFor::Both,
         }
     }
 }
@@ -152,8 +177,13 @@ impl fmt::Display for AutoConfig {
         if let Some(path) = &self.trace {
             params.push(format!("trace={}", path.display()));
         }
-        if self.measure != MEASURE_DEFAULT {
+        if self.measure != MEASURE_ALL {
             params.push(format!("measure={}", self.measure));
+        }
+        match self.pattern {
+            PickFor::Both => {}
+            PickFor::Rnd => params.push("pattern=rnd".into()),
+            PickFor::Seq => params.push("pattern=seq".into()),
         }
         if params.is_empty() {
             write!(f, "auto")
@@ -167,7 +197,7 @@ impl EngineConfig for AutoConfig {
     const NAMES: &'static [&'static str] = &["auto"];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
-        spec.expect_only(&["machine", "candidates", "trace", "measure"])?;
+        spec.expect_only(&["machine", "candidates", "trace", "measure", "pattern"])?;
         let mut config = AutoConfig::default();
         for (key, value) in &spec.params {
             let value = value
@@ -176,6 +206,7 @@ impl EngineConfig for AutoConfig {
             match key.as_str() {
                 "machine" => config.machine = Some(PathBuf::from(value)),
                 "trace" => config.trace = Some(PathBuf::from(value)),
+                "measure" if value == "all" => config.measure = MEASURE_ALL,
                 "measure" => {
                     config.measure = value
                         .parse()
@@ -183,10 +214,22 @@ impl EngineConfig for AutoConfig {
                         .filter(|n| *n <= MEASURE_MAX)
                         .ok_or_else(|| {
                             spec.error(format!(
-                                "`measure={value}` is not a count of candidates from 0 to \
-                                 {MEASURE_MAX}"
+                                "`measure={value}` is not `all` or a count of candidates from \
+                                 0 to {MEASURE_MAX}"
                             ))
                         })?
+                }
+                "pattern" => {
+                    config.pattern = match value {
+                        "rnd" => PickFor::Rnd,
+                        "seq" => PickFor::Seq,
+                        "both" => PickFor::Both,
+                        _ => {
+                            return Err(
+                                spec.error(format!("`pattern={value}` is not rnd, seq or both"))
+                            )
+                        }
+                    }
                 }
                 _ => {
                     config.candidates = match value {
@@ -604,9 +647,15 @@ fn choose<A: AutoFamily>(
     let times = time_candidates(&snapshots, &keys);
     let best_rnd = times.iter().map(|t| t.0).fold(f64::INFINITY, f64::min);
     let best_seq = times.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
-    // Each candidate's worse slowdown against the fastest of each pattern:
-    // the pick is never further from the best of either than it must be.
-    let slowdown = |(rnd, seq): (f64, f64)| (rnd / best_rnd).max(seq / best_seq);
+    // Each candidate's slowdown against the fastest for the pattern; for
+    // both, the worse of the two, so the pick is never further from the
+    // best of either than it must be.
+    let pattern = config.pattern;
+    let slowdown = |(rnd, seq): (f64, f64)| match pattern {
+        PickFor::Rnd => rnd / best_rnd,
+        PickFor::Seq => seq / best_seq,
+        PickFor::Both => (rnd / best_rnd).max(seq / best_seq),
+    };
     let mut scored: Vec<(f64, Ranked, Built<A>)> = timed
         .into_iter()
         .zip(times)
@@ -622,14 +671,24 @@ fn choose<A: AutoFamily>(
     let mut scored = scored.into_iter();
     let (worst_ratio, pick, built) = scored.next().expect("at least one candidate was timed");
     let reason = format!(
-        "fastest of {count} timed ({} rounds of {} RND and {} SEQ lookups): {:.1} ns RND, \
-         {:.1} ns SEQ, {:.2}x the fastest timed at worst",
+        "fastest of {count} timed for {} ({} rounds of {} RND and {} SEQ lookups): {:.1} ns \
+         RND, {:.1} ns SEQ, {:.2}x the time of the fastest{}",
+        match pattern {
+            PickFor::Rnd => "independent lookups",
+            PickFor::Seq => "dependent lookups",
+            PickFor::Both => "independent and dependent lookups",
+        },
         MEASURE_ROUNDS,
         keys.len(),
         keys.len().min(MEASURE_SEQ_KEYS),
         pick.measured_rnd_ns.unwrap_or(f64::NAN),
         pick.measured_seq_ns.unwrap_or(f64::NAN),
-        worst_ratio
+        worst_ratio,
+        if pattern == PickFor::Both {
+            " of each, at worst"
+        } else {
+            ""
+        }
     );
     let mut ranking = vec![pick];
     ranking.extend(scored.map(|(_, ranked, _)| ranked));
