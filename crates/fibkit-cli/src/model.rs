@@ -12,7 +12,9 @@ use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
 use fibkit::engines::levels::TreeNode;
 use fibkit::model::auto::{AutoFamily, Ranked};
 use fibkit::model::cpe::predict_cpe;
-use fibkit::model::machine::{chase_latency_ns, cpu_model, describe, fit_costs, os_caches};
+use fibkit::model::machine::{
+    cpu_model, curve_sizes, describe, fit_costs, latency_curve, measured_levels, os_caches,
+};
 use fibkit::model::summary::{prefix_densities, weighted_ranges};
 use fibkit::model::{
     build_levels, error_percent, median, seq_ns, trie_model, Machine, Prediction, TraceSummary,
@@ -246,29 +248,23 @@ const CALIBRATION: &[&[u8]] = &[
 ];
 
 fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result<bool> {
-    let caches = os_caches()?;
-    let mut latency_ns = Vec::new();
-    let line = caches[0].line_bytes as usize;
-    for cache in &caches {
-        latency_ns.push(chase_latency_ns(
-            cache.size_bytes as usize / 2,
-            line,
-            millis,
-            1,
-        ));
-    }
-    let largest = caches.last().map_or(1 << 20, |c| c.size_bytes as usize);
-    latency_ns.push(chase_latency_ns(
-        (largest * 8).max(256 << 20),
-        line,
-        millis,
-        1,
-    ));
+    let os = os_caches()?;
+    let line = os[0].line_bytes as usize;
+    // The curve runs to well past the largest level the OS lists, but not
+    // past 512 MiB: the model's structures are smaller, and a chase through
+    // a working set that large takes seconds to set up.
+    let largest = os.last().map_or(1 << 20, |c| c.size_bytes);
+    let max_bytes = (largest * 2).clamp(256 << 20, 512 << 20);
+    let curve = latency_curve(&curve_sizes(&os, max_bytes), line, millis / 4);
+    let (caches, latency_ns) = measured_levels(&curve, &os)
+        .context("the latency curve shows no plateau: calibrate on a quieter machine")?;
     let mut machine = Machine {
         version: fibkit::model::machine::MACHINE_VERSION,
         cpu_model: cpu_model(),
         caches,
+        os_caches: os,
         latency_ns,
+        curve,
         trie_ns: 0.0,
         tree_ns: 0.0,
         const_ns: 0.0,
@@ -285,11 +281,24 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
     let text = serde_json::to_string_pretty(&machine)?;
     std::fs::write(out, text + "\n").with_context(|| format!("writing {}", out.display()))?;
     println!(
-        "machine: {} ({})",
+        "machine: {} (OS: {})",
         machine.cpu_model,
-        describe(&machine.caches)
+        describe(&machine.os_caches)
     );
-    println!("latency per level (ns): {:.1?}", machine.latency_ns);
+    println!(
+        "latency curve (working set: ns per dependent load): {}",
+        machine
+            .curve
+            .iter()
+            .map(|(bytes, ns)| format!("{} KiB: {ns:.1}", bytes >> 10))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!("levels measured: {}", describe(&machine.caches));
+    println!(
+        "latency per level, then memory (ns): {:.1?}",
+        machine.latency_ns
+    );
     println!(
         "t_trie {:.2} ns, t_tree {:.2} ns, t_const {:.2} ns (load average {})",
         trie,

@@ -1268,3 +1268,108 @@ fn stats_counts_lookup_work_over_a_trace() {
     );
     std::fs::remove_dir_all(trace.parent().unwrap()).unwrap();
 }
+
+#[test]
+fn model_calibrate_measures_levels_and_predict_reads_them() {
+    let dir = scratch("model");
+    let table = dir.join("table.txt");
+    std::fs::write(
+        &table,
+        "10.0.0.0/8 1\n10.1.0.0/16 2\n10.1.2.0/24 3\n192.168.0.0/16 4\n",
+    )
+    .unwrap();
+    let trace = dir.join("trace.txt");
+    let addrs: String = (0..2000)
+        .map(|i| format!("10.1.{}.{}\n", i % 7, i % 251))
+        .collect();
+    std::fs::write(&trace, addrs).unwrap();
+    let machine = dir.join("machine.json");
+    let (table, trace, machine) = (
+        table.to_str().unwrap(),
+        trace.to_str().unwrap(),
+        machine.to_str().unwrap(),
+    );
+    let out = fibkit(&[
+        "model",
+        "calibrate",
+        table,
+        "--trace",
+        trace,
+        "--out",
+        machine,
+        "--millis",
+        "8",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("latency curve") && stdout.contains("levels measured"),
+        "{stdout}"
+    );
+    // The file keeps the curve, the measured levels (one latency more:
+    // memory) and the OS's caches it is checked against.
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(machine).unwrap()).unwrap();
+    let curve = file["curve"].as_array().unwrap();
+    assert!(curve.len() >= 10, "{file}");
+    let levels = file["caches"].as_array().unwrap().len();
+    assert_eq!(
+        file["latency_ns"].as_array().unwrap().len(),
+        levels + 1,
+        "{file}"
+    );
+    assert!(!file["os_caches"].as_array().unwrap().is_empty(), "{file}");
+
+    let out = fibkit(&[
+        "model",
+        "predict",
+        table,
+        "--machine",
+        machine,
+        "--trace",
+        trace,
+        "--measure",
+        "--rounds",
+        "1",
+        "--millis",
+        "5",
+        "--top",
+        "1",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("Table 3") && stdout.contains("Table 4"),
+        "{stdout}"
+    );
+    let spec = format!("auto:machine={machine},trace={trace}");
+    let out = fibkit(&["stats", table, "--engine", &spec]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("(calibrated)") && stdout.contains("2000 addresses"),
+        "{stdout}"
+    );
+
+    // A machine file of an older version is refused with the fix.
+    let old = std::fs::read_to_string(machine)
+        .unwrap()
+        .replace("\"version\": 2", "\"version\": 1");
+    std::fs::write(machine, old).unwrap();
+    let out = fibkit(&[
+        "model",
+        "predict",
+        table,
+        "--machine",
+        machine,
+        "--trace",
+        trace,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("version 1") && stderr.contains("calibrate"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -44,7 +44,10 @@ fn auto_builds_its_pick_and_names_it() {
     let StatsV4::Auto(stats) = fib.stats() else {
         panic!("auto's stats are auto's");
     };
-    assert_eq!(stats.pick, choice.pick().spec);
+    // A second build times the candidates again and may pick another of
+    // those within noise of each other: the stats name its own pick.
+    assert_eq!(stats.pick, stats.ranking[0].spec);
+    assert_eq!(stats.ranking.len(), 7 + 3);
     for (candidates, prefix) in [("dxr", "dxr:"), ("cpe", "cpe:")] {
         let spec = format!("auto:candidates={candidates}");
         let config = AutoConfig::parse(&spec).unwrap();

@@ -272,8 +272,10 @@ pub fn default_machine() -> Machine {
     Machine {
         version: super::machine::MACHINE_VERSION,
         cpu_model: cpu_model(),
+        os_caches: caches.clone(),
         caches,
         latency_ns,
+        curve: Vec::new(),
         trie_ns: DEFAULT_READ_NS,
         tree_ns: DEFAULT_READ_NS,
         const_ns: DEFAULT_CONST_NS,

@@ -1,8 +1,20 @@
 //! The machine side of the model: cache levels as the OS reports them,
-//! per-level latencies from a pointer chase (as lmbench's `lat_mem_rd`,
-//! which the paper used), the fitted per-visit costs, Equation 1
-//! generalised to any number of cache levels, and the machine file that
-//! keeps a calibration for later runs.
+//! the levels a pointer chase finds (as lmbench's `lat_mem_rd`, which the
+//! paper used), the fitted per-visit costs, Equation 1 generalised to any
+//! number of cache levels, and the machine file that keeps a calibration
+//! for later runs.
+//!
+//! Why the model's levels are measured rather than read: the latency a
+//! load sees is set by more than the caches the OS lists. In a virtual
+//! machine whose last-level cache is shared with other guests, and whose
+//! TLB misses walk two page tables, the latency of a chase through a
+//! working set rises where the TLB's reach or the guest's share of the
+//! cache ends, far below the listed L3 size (on the machine of
+//! docs/BENCHMARKS.md: 6–8 ns to 1 MiB, about 35 ns to 8 MiB, 130–190 ns
+//! beyond 16 MiB, with a "300 MiB" L3). A chase through half the listed L3 then
+//! gives an L3 latency of memory, and the model charges it to every L2
+//! miss of a structure that fits in 8 MiB. [`measured_levels`] takes the
+//! plateaus of the measured latency curve as the levels instead.
 
 use std::path::Path;
 
@@ -10,7 +22,13 @@ use super::predict::Prediction;
 use super::ModelError;
 
 /// Version of the machine file format (and of the calibration method).
-pub const MACHINE_VERSION: u32 = 1;
+pub const MACHINE_VERSION: u32 = 2;
+
+/// Between two working sets of the latency curve (about 1.41x apart) the
+/// latency of one level rises by less than this factor; a larger rise
+/// means the larger working set no longer fits the level. (Measured inside
+/// plateaus: at most 1.11x; across a level's end: 1.3x to 3x.)
+pub const LEVEL_STEP: f64 = 1.25;
 
 /// One data cache level.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -102,11 +120,18 @@ pub struct Machine {
     pub version: u32,
     /// CPU model name the calibration was made on.
     pub cpu_model: String,
-    /// Data caches, innermost first.
+    /// The levels the model uses, innermost first: those [`measured_levels`]
+    /// found, or the OS's caches without a calibration.
     pub caches: Vec<CacheLevel>,
-    /// Load-to-use latency of a hit in each cache level, then of memory
+    /// The data caches the OS reports (what a machine file is checked
+    /// against).
+    pub os_caches: Vec<CacheLevel>,
+    /// Load-to-use latency of a hit in each of `caches`, then of memory
     /// (one more entry than `caches`), in ns.
     pub latency_ns: Vec<f64>,
+    /// The measured latency curve: (working set bytes, ns per dependent
+    /// load) of each chase, smallest first (empty without a calibration).
+    pub curve: Vec<(u64, f64)>,
     /// Cost of visiting a trie entry that hits L1 (the paper's t_trie).
     pub trie_ns: f64,
     /// Cost of visiting a tree node that hits L1 (t_tree).
@@ -120,24 +145,27 @@ impl Machine {
     /// 8-way L2, 32-byte lines, 10 ns L1 miss, 100 ns L2 miss, t_trie 2.5,
     /// t_tree 16, t_const 4.5 ns.
     pub fn paper_pentium_iii() -> Self {
+        let caches = vec![
+            CacheLevel {
+                level: 1,
+                size_bytes: 16 << 10,
+                ways: 4,
+                line_bytes: 32,
+            },
+            CacheLevel {
+                level: 2,
+                size_bytes: 256 << 10,
+                ways: 8,
+                line_bytes: 32,
+            },
+        ];
         Machine {
             version: MACHINE_VERSION,
             cpu_model: "700 MHz Pentium III (Narlikar and Zane, Table 2)".into(),
-            caches: vec![
-                CacheLevel {
-                    level: 1,
-                    size_bytes: 16 << 10,
-                    ways: 4,
-                    line_bytes: 32,
-                },
-                CacheLevel {
-                    level: 2,
-                    size_bytes: 256 << 10,
-                    ways: 8,
-                    line_bytes: 32,
-                },
-            ],
+            os_caches: caches.clone(),
+            caches,
             latency_ns: vec![0.0, 10.0, 110.0],
+            curve: Vec::new(),
             trie_ns: 2.5,
             tree_ns: 16.0,
             const_ns: 4.5,
@@ -162,14 +190,61 @@ impl Machine {
             + self.const_ns
     }
 
-    /// The part of Equation 1 spent waiting for caches and memory.
+    /// The part of Equation 1 spent waiting for caches and memory. With a
+    /// measured curve, a miss in the last level costs what the curve shows
+    /// for a working set of the structure's size ([`Self::memory_latency_ns`])
+    /// rather than memory's latency.
     pub fn memory_ns(&self, prediction: &Prediction) -> f64 {
+        let mut penalties = self.miss_penalties_ns();
+        if let (Some(last), Some(&inner)) = (
+            penalties.last_mut(),
+            self.latency_ns
+                .len()
+                .checked_sub(2)
+                .and_then(|i| self.latency_ns.get(i)),
+        ) {
+            *last = (self.memory_latency_ns(prediction.memory_bytes) - inner).max(0.0);
+        }
         prediction
             .misses
             .iter()
-            .zip(self.miss_penalties_ns())
+            .zip(penalties)
             .map(|(m, t)| m * t)
             .sum()
+    }
+
+    /// The latency of a load that misses every level, for a structure of
+    /// `bytes`: the measured curve at that working set (interpolated on a
+    /// log scale of sizes), kept between the last level's latency and
+    /// memory's; memory's latency without a curve.
+    ///
+    /// Why: the levels end where the curve first rises, but it rises in
+    /// steps (on the machine of docs/BENCHMARKS.md, 35 ns at 8 MiB, 60 ns
+    /// at 12 MiB, 126 ns at 16 MiB); a structure of 9 MiB that misses the
+    /// 8 MiB level is still mostly served at 40–60 ns, not at the 150 ns
+    /// of a chase through hundreds of MiB.
+    pub fn memory_latency_ns(&self, bytes: u64) -> f64 {
+        let memory = self.latency_ns.last().copied().unwrap_or(0.0);
+        let floor = self
+            .latency_ns
+            .len()
+            .checked_sub(2)
+            .and_then(|i| self.latency_ns.get(i))
+            .copied()
+            .unwrap_or(0.0);
+        let Some(upper) = self.curve.iter().position(|&(size, _)| size >= bytes) else {
+            return memory;
+        };
+        let at = if upper == 0 {
+            self.curve[0].1
+        } else {
+            let (lo, lo_ns) = self.curve[upper - 1];
+            let (hi, hi_ns) = self.curve[upper];
+            let t =
+                ((bytes as f64).ln() - (lo as f64).ln()) / ((hi as f64).ln() - (lo as f64).ln());
+            lo_ns + (hi_ns - lo_ns) * t
+        };
+        at.clamp(floor.min(memory), memory)
     }
 
     /// Fails unless this file was made by this version on a machine with
@@ -182,12 +257,12 @@ impl Machine {
                 self.version
             )));
         }
-        if self.cpu_model != cpu_model || self.caches != caches {
+        if self.cpu_model != cpu_model || self.os_caches != caches {
             return Err(ModelError::Input(format!(
                 "the machine file was made on `{}` with caches {}, this is `{cpu_model}` with \
                  caches {}: run `fibkit model calibrate` on this machine",
                 self.cpu_model,
-                describe(&self.caches),
+                describe(&self.os_caches),
                 describe(caches)
             )));
         }
@@ -255,6 +330,98 @@ pub fn chase_latency_ns(bytes: usize, line_bytes: usize, millis: u64, seed: u64)
     }
     std::hint::black_box(at);
     super::median(&mut burst_ns)
+}
+
+/// The working sets [`latency_curve`] chases: from half the innermost
+/// cache to `max_bytes`, each about 1.41x the one before (sizes of a power
+/// of two and one and a half times one).
+pub fn curve_sizes(os: &[CacheLevel], max_bytes: u64) -> Vec<u64> {
+    let first = os
+        .first()
+        .map_or(16 << 10, |c| (c.size_bytes / 2).max(4096));
+    let mut sizes = Vec::new();
+    let mut size = first.next_power_of_two() / 2;
+    while size <= max_bytes {
+        for s in [size, size + size / 2] {
+            if s >= first && s <= max_bytes {
+                sizes.push(s);
+            }
+        }
+        size *= 2;
+    }
+    sizes
+}
+
+/// Sweeps over `sizes` that [`latency_curve`] makes.
+pub const CURVE_SWEEPS: usize = 3;
+
+/// The latency curve: [`chase_latency_ns`] through each of `sizes`, about
+/// `millis` each, in [`CURVE_SWEEPS`] sweeps from the smallest to the
+/// largest; each size keeps its median sweep. Why sweeps: on a machine
+/// whose last-level cache is shared with other work, one chase can catch a
+/// burst of someone else's traffic and put a false step in the curve; a
+/// burst seconds long rarely hits the same size in two sweeps.
+pub fn latency_curve(sizes: &[u64], line_bytes: usize, millis: u64) -> Vec<(u64, f64)> {
+    let mut sweeps = vec![Vec::with_capacity(CURVE_SWEEPS); sizes.len()];
+    for sweep in 0..CURVE_SWEEPS {
+        for (&bytes, ns) in sizes.iter().zip(sweeps.iter_mut()) {
+            ns.push(chase_latency_ns(
+                bytes as usize,
+                line_bytes,
+                millis,
+                sweep as u64 + 1,
+            ));
+        }
+    }
+    sizes
+        .iter()
+        .zip(sweeps.iter_mut())
+        .map(|(&bytes, ns)| (bytes, super::median(ns)))
+        .collect()
+}
+
+/// The levels of the memory hierarchy a latency `curve` shows. The curve
+/// (smallest working set first) is cut into runs wherever a point's
+/// latency exceeds the one before by more than [`LEVEL_STEP`]; runs of two
+/// points or more are plateaus, single points between them the working sets
+/// that straddle two levels. Each plateau but the last is a level whose
+/// capacity is its largest working set and whose latency is its median; the
+/// last plateau is memory. Levels take the line size and associativity of
+/// the OS's level of the same rank (16 ways beyond the OS's levels).
+/// Returns the levels and their latencies followed by memory's, or `None`
+/// when the curve has no plateau.
+pub fn measured_levels(
+    curve: &[(u64, f64)],
+    os: &[CacheLevel],
+) -> Option<(Vec<CacheLevel>, Vec<f64>)> {
+    let mut runs: Vec<Vec<(u64, f64)>> = Vec::new();
+    for (i, &point) in curve.iter().enumerate() {
+        match runs.last_mut() {
+            Some(run) if point.1 <= curve[i - 1].1 * LEVEL_STEP => run.push(point),
+            _ => runs.push(vec![point]),
+        }
+    }
+    let mut plateaus: Vec<Vec<(u64, f64)>> = runs.into_iter().filter(|r| r.len() >= 2).collect();
+    let median_ns = |points: &[(u64, f64)]| {
+        let mut ns: Vec<f64> = points.iter().map(|p| p.1).collect();
+        super::median(&mut ns)
+    };
+    let line_bytes = os.first().map_or(64, |c| c.line_bytes);
+    let memory = plateaus.pop()?;
+    let mut levels = Vec::new();
+    let mut latency_ns = Vec::new();
+    for (i, plateau) in plateaus.iter().enumerate() {
+        let same_rank = os.get(i);
+        levels.push(CacheLevel {
+            level: i as u32 + 1,
+            size_bytes: plateau.last().expect("plateaus have two points").0,
+            ways: same_rank.map_or(16, |c| c.ways),
+            line_bytes: same_rank.map_or(line_bytes, |c| c.line_bytes),
+        });
+        latency_ns.push(median_ns(plateau));
+    }
+    latency_ns.push(median_ns(&memory));
+    Some((levels, latency_ns))
 }
 
 /// Least squares for `y ≈ a x1 + b x2 + c` over the rows `(x1, x2, y)`, with
@@ -356,6 +523,96 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("version 0"), "{err}");
+    }
+
+    #[test]
+    fn plateaus_of_the_curve_are_the_levels() {
+        let os = [
+            CacheLevel {
+                level: 1,
+                size_bytes: 48 << 10,
+                ways: 12,
+                line_bytes: 64,
+            },
+            CacheLevel {
+                level: 2,
+                size_bytes: 2 << 20,
+                ways: 16,
+                line_bytes: 64,
+            },
+            CacheLevel {
+                level: 3,
+                size_bytes: 300 << 20,
+                ways: 20,
+                line_bytes: 64,
+            },
+        ];
+        // A curve as a virtual machine shows it: L1, L2, a fast part of L3
+        // up to 8 MiB, then memory latencies rising slowly.
+        const MIB: u64 = 1 << 20;
+        let curve = [
+            (24 << 10, 2.0),
+            (32 << 10, 2.1),
+            (64 << 10, 7.5),
+            (512 << 10, 7.9),
+            (MIB, 9.0),
+            (3 * MIB / 2, 14.6),
+            (3 * MIB, 38.0),
+            (8 * MIB, 44.2),
+            (12 * MIB, 99.5),
+            (64 * MIB, 160.3),
+            (512 * MIB, 197.2),
+        ];
+        let (levels, latency) = measured_levels(&curve, &os).unwrap();
+        let sizes: Vec<u64> = levels.iter().map(|l| l.size_bytes).collect();
+        // 1.5 MiB (14.6 ns) and 12 MiB (99.5 ns) straddle two levels.
+        assert_eq!(sizes, [32 << 10, MIB, 8 * MIB]);
+        assert_eq!(
+            levels.iter().map(|l| l.ways).collect::<Vec<_>>(),
+            [12, 16, 20]
+        );
+        assert_eq!(latency, [2.1, 7.9, 44.2, 197.2]);
+        // A flat curve is memory alone; one point is no plateau.
+        let (levels, latency) = measured_levels(&curve[..2], &os).unwrap();
+        assert!(levels.is_empty() && latency == [2.1]);
+        assert!(measured_levels(&curve[..1], &os).is_none());
+        assert!(measured_levels(&[(1, 1.0), (2, 3.0), (4, 9.0)], &os).is_none());
+        // Sizes: from half the L1, about 1.41x apart, up to the limit.
+        let sizes = curve_sizes(&os, 256 * MIB);
+        assert_eq!(sizes[0], 24 << 10);
+        assert_eq!(*sizes.last().unwrap(), 256 * MIB);
+        assert!(sizes.windows(2).all(|w| w[1] > w[0] && w[1] <= w[0] * 2));
+    }
+
+    #[test]
+    fn a_miss_of_every_level_costs_the_curve_at_the_structures_size() {
+        const MIB: u64 = 1 << 20;
+        let mut machine = Machine::paper_pentium_iii();
+        // Without a curve: memory's latency whatever the size.
+        assert_eq!(machine.memory_latency_ns(MIB), 110.0);
+        machine.curve = vec![
+            (MIB, 8.0),
+            (8 * MIB, 40.0),
+            (16 * MIB, 120.0),
+            (64 * MIB, 150.0),
+        ];
+        machine.latency_ns = vec![1.0, 8.0, 40.0, 150.0];
+        // Inside the curve, interpolated on a log scale; kept between the
+        // last level's latency and memory's.
+        assert!((machine.memory_latency_ns(8 * MIB) - 40.0).abs() < 1e-9);
+        assert!((machine.memory_latency_ns(32 * MIB) - 135.0).abs() < 1e-9);
+        assert_eq!(machine.memory_latency_ns(2 * MIB), 40.0);
+        assert_eq!(machine.memory_latency_ns(1 << 40), 150.0);
+        // Equation 1 charges a last-level miss that latency less the last
+        // level's: 80 ns at 16 MiB.
+        let prediction = Prediction {
+            strides: vec![],
+            trie_visits: 0.0,
+            tree_visits: 0.0,
+            misses: vec![0.0, 0.0, 1.0],
+            memory_bytes: 16 * MIB,
+        };
+        assert!((machine.memory_ns(&prediction) - 80.0).abs() < 1e-9);
     }
 
     #[test]
