@@ -41,9 +41,10 @@ pub enum ModelCommand {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Measure this machine: per-level latencies by pointer chasing, then
-    /// t_trie, t_tree and t_const fitted by least squares to dependent
-    /// lookups of a few `levels` structures on the trace.
+    /// Measure this machine: a pointer-chase latency curve from half the L1
+    /// to 256-512 MiB (three sweeps), whose plateaus become the model's
+    /// levels, then t_trie, t_tree and t_const fitted by least squares to
+    /// dependent lookups of a few `levels` structures on the trace.
     Calibrate {
         #[command(flatten)]
         table: TableArgs,
@@ -53,7 +54,8 @@ pub enum ModelCommand {
         /// The machine file to write.
         #[arg(long, default_value = "fibkit-machine.json")]
         out: PathBuf,
-        /// Milliseconds per measurement.
+        /// Milliseconds per measurement (a quarter of it per size and sweep
+        /// of the latency curve).
         #[arg(long, default_value_t = 300)]
         millis: u64,
     },
