@@ -108,6 +108,10 @@ pub struct PredictArgs {
     /// JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// With --measure: also write an SVG plot of predicted against measured
+    /// time, one colour per trace (the paper's Figures 7-9).
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
     /// Instead of the `levels` structures: predicted against measured
     /// dependent lookups of other engines' layouts, `dxr` (dxr:k=16..22,
     /// IPv4) and `cpe` (cpe:levels=2..4; IPv6: cpe, cpe:levels=12), and the
@@ -420,6 +424,9 @@ fn predict(args: &PredictArgs) -> Result<bool> {
     if !args.engines.is_empty() {
         return predict_engines(args, &machine, &table.v4, &table.v6);
     }
+    if args.svg.is_some() && !args.measure {
+        bail!("--svg plots predicted against measured times: add --measure");
+    }
     let mut results = Vec::new();
     for path in &args.traces {
         let (v4, v6) = traces_of(path)?;
@@ -429,7 +436,161 @@ fn predict(args: &PredictArgs) -> Result<bool> {
             evaluate(args, &machine, &table.v6, &v6, path)?
         });
     }
+    if args.measure {
+        // Every trace's predicted optimum is measured on every trace, for
+        // the measured Table 5.
+        let optima: Vec<Vec<u8>> = results.iter().map(|r| r.rows[0].strides.clone()).collect();
+        for result in &mut results {
+            let (v4, v6) = traces_of(&result.path)?;
+            if !v4.is_empty() {
+                measure_rows(args, &table.v4, &v4, result, &optima)?;
+            } else {
+                measure_rows(args, &table.v6, &v6, result, &optima)?;
+            }
+        }
+    }
+    if let Some(svg) = &args.svg {
+        std::fs::write(svg, scatter_svg(&results))
+            .with_context(|| format!("writing {}", svg.display()))?;
+    }
     report(args, &machine, &results)
+}
+
+/// Measures, on `trace`, the rows of `result` that Table 3 validates (and
+/// the predicted top 3), plus the structures of `also`.
+fn measure_rows<A: Addr>(
+    args: &PredictArgs,
+    rib: &Rib<A>,
+    trace: &[A],
+    result: &mut TraceResult,
+    also: &[Vec<u8>],
+) -> Result<()>
+where
+    TreeNode<A>: Plain,
+{
+    let summary = checked_summary(rib, trace)?;
+    let mut wanted = validation_set();
+    wanted.extend(result.rows.iter().take(3).map(|r| r.strides.clone()));
+    wanted.extend(also.iter().cloned());
+    for row in result
+        .rows
+        .iter_mut()
+        .filter(|r| wanted.contains(&r.strides))
+    {
+        let engine = build_levels(rib, &summary, &row.strides)?;
+        let mut rounds: Vec<f64> = (0..args.rounds.max(1))
+            .map(|_| seq_ns(&engine, trace, Duration::from_millis(args.millis)))
+            .collect();
+        rounds.sort_by(f64::total_cmp);
+        row.measured_ns = Some(rounds[rounds.len() / 2]);
+    }
+    Ok(())
+}
+
+/// An SVG scatter plot of predicted against measured ns of every measured
+/// row, one colour per trace, with the line where the two are equal.
+/// Written by hand: a plot library lays out its text with a font backend
+/// (a system font library or a bundled font), which a scatter plot of a
+/// few dozen points does not need.
+fn scatter_svg(results: &[TraceResult]) -> String {
+    const COLOURS: [&str; 6] = [
+        "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
+    ];
+    let (width, height, margin) = (640.0, 520.0, 60.0);
+    let points: Vec<Vec<(f64, f64)>> = results
+        .iter()
+        .map(|r| {
+            r.rows
+                .iter()
+                .filter_map(|row| Some((row.measured_ns?, row.predicted_ns)))
+                .collect()
+        })
+        .collect();
+    let top = points
+        .iter()
+        .flatten()
+        .map(|&(m, p)| m.max(p))
+        .fold(1.0, f64::max);
+    // Axis ends on a round number of ns.
+    let step = [
+        1.0, 2.0, 5.0, 10.0, 20.0, 25.0, 50.0, 100.0, 200.0, 250.0, 500.0, 1000.0,
+    ]
+    .into_iter()
+    .find(|s| top / s <= 8.0)
+    .unwrap_or(1000.0);
+    let end = (top / step).ceil() * step;
+    let x = |ns: f64| margin + ns / end * (width - 2.0 * margin);
+    let y = |ns: f64| height - margin - ns / end * (height - 2.0 * margin);
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">Predicted against \
+         measured average lookup time (dependent lookups)</text>\n",
+        width / 2.0
+    );
+    let mut tick = 0.0;
+    while tick <= end + 1e-9 {
+        svg += &format!(
+            "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" stroke=\"#ddd\"/>\n\
+             <line x1=\"{3:.1}\" y1=\"{4:.1}\" x2=\"{5:.1}\" y2=\"{4:.1}\" stroke=\"#ddd\"/>\n\
+             <text x=\"{0:.1}\" y=\"{6:.1}\" text-anchor=\"middle\">{7}</text>\n\
+             <text x=\"{8:.1}\" y=\"{9:.1}\" text-anchor=\"end\">{7}</text>\n",
+            x(tick),
+            y(0.0),
+            y(end),
+            x(0.0),
+            y(tick),
+            x(end),
+            y(0.0) + 18.0,
+            tick,
+            x(0.0) - 6.0,
+            y(tick) + 4.0
+        );
+        tick += step;
+    }
+    svg += &format!(
+        "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"black\" \
+         stroke-dasharray=\"4 3\"/>\n\
+         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">measured ns</text>\n\
+         <text x=\"16\" y=\"{:.1}\" text-anchor=\"middle\" \
+         transform=\"rotate(-90 16 {:.1})\">predicted ns</text>\n",
+        x(0.0),
+        y(0.0),
+        x(end),
+        y(end),
+        width / 2.0,
+        height - 16.0,
+        height / 2.0,
+        height / 2.0
+    );
+    for (i, (r, pts)) in results.iter().zip(&points).enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        for &(m, p) in pts {
+            svg += &format!(
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{colour}\"/>\n",
+                x(m),
+                y(p)
+            );
+        }
+        let name = r.path.file_name().map_or_else(
+            || r.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let name = name
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        let ly = margin + 10.0 + 18.0 * i as f64;
+        svg += &format!(
+            "<circle cx=\"{:.1}\" cy=\"{ly:.1}\" r=\"4\" fill=\"{colour}\"/>\n\
+             <text x=\"{:.1}\" y=\"{:.1}\">{name}</text>\n",
+            x(0.0) + 14.0,
+            x(0.0) + 24.0,
+            ly + 4.0
+        );
+    }
+    svg + "</svg>\n"
 }
 
 fn evaluate<A: Addr>(
@@ -456,18 +617,6 @@ where
         })
         .collect();
     rows.sort_by(|a, b| a.predicted_ns.total_cmp(&b.predicted_ns));
-    if args.measure {
-        let mut wanted = validation_set();
-        wanted.extend(rows.iter().take(3).map(|r| r.strides.clone()));
-        for row in rows.iter_mut().filter(|r| wanted.contains(&r.strides)) {
-            let engine = build_levels(rib, &summary, &row.strides)?;
-            let mut rounds: Vec<f64> = (0..args.rounds.max(1))
-                .map(|_| seq_ns(&engine, trace, Duration::from_millis(args.millis)))
-                .collect();
-            rounds.sort_by(f64::total_cmp);
-            row.measured_ns = Some(rounds[rounds.len() / 2]);
-        }
-    }
     Ok(TraceResult {
         path: path.to_path_buf(),
         rows,
@@ -602,6 +751,28 @@ fn report(args: &PredictArgs, machine: &Machine, results: &[TraceResult]) -> Res
                 })
                 .collect();
             println!("  {:<40} {}", r.path.display(), cells.join("  "));
+        }
+        if args.measure {
+            println!("\nTable 5, measured: % more time on the row's trace with the column trace's predicted optimum than with the row trace's own");
+            for r in results {
+                let measured = |strides: &[u8]| {
+                    r.rows
+                        .iter()
+                        .find(|row| row.strides == strides)
+                        .and_then(|row| row.measured_ns)
+                };
+                let own = measured(&best_predicted(r).strides);
+                let cells: Vec<String> = results
+                    .iter()
+                    .map(
+                        |other| match (measured(&best_predicted(other).strides), own) {
+                            (Some(ns), Some(own)) => format!("{:.1}", (ns / own - 1.0) * 100.0),
+                            _ => "-".into(),
+                        },
+                    )
+                    .collect();
+                println!("  {:<40} {}", r.path.display(), cells.join("  "));
+            }
         }
     }
     Ok(true)

@@ -1342,6 +1342,63 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
         stdout.contains("Table 3") && stdout.contains("Table 4"),
         "{stdout}"
     );
+    // Two traces: Table 5 predicted and measured, and the plot of both.
+    let svg = dir.join("plot.svg");
+    let svg = svg.to_str().unwrap();
+    let out = fibkit(&[
+        "model",
+        "predict",
+        table,
+        "--machine",
+        machine,
+        "--trace",
+        trace,
+        "--trace",
+        trace,
+        "--measure",
+        "--rounds",
+        "1",
+        "--millis",
+        "5",
+        "--top",
+        "1",
+        "--svg",
+        svg,
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("Table 5, measured"), "{stdout}");
+    let plot = std::fs::read_to_string(svg).unwrap();
+    assert!(
+        plot.starts_with("<svg") && plot.trim_end().ends_with("</svg>"),
+        "{plot}"
+    );
+    // A point per measured structure and trace, and a legend entry each.
+    let measured = stdout
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('T') && !l.starts_with("Table") && !l.contains(" - "))
+        .count();
+    assert!(measured > 0, "{stdout}");
+    assert_eq!(plot.matches("<circle").count(), measured + 2, "{plot}");
+    assert!(plot.contains("trace.txt"), "{plot}");
+    let out = fibkit(&[
+        "model",
+        "predict",
+        table,
+        "--machine",
+        machine,
+        "--trace",
+        trace,
+        "--svg",
+        svg,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("add --measure"),
+        "{}",
+        text(&out.stderr)
+    );
     let spec = format!("auto:machine={machine},trace={trace}");
     let out = fibkit(&["stats", table, "--engine", &spec]);
     let stdout = text(&out.stdout);
