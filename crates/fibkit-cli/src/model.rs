@@ -481,8 +481,7 @@ where
         let mut rounds: Vec<f64> = (0..args.rounds.max(1))
             .map(|_| seq_ns(&engine, trace, Duration::from_millis(args.millis)))
             .collect();
-        rounds.sort_by(f64::total_cmp);
-        row.measured_ns = Some(rounds[rounds.len() / 2]);
+        row.measured_ns = Some(median(&mut rounds));
     }
     Ok(())
 }

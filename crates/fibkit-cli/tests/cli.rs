@@ -1320,22 +1320,14 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
     );
     assert!(!file["os_caches"].as_array().unwrap().is_empty(), "{file}");
 
-    let out = fibkit(&[
-        "model",
-        "predict",
-        table,
-        "--machine",
-        machine,
-        "--trace",
-        trace,
-        "--measure",
-        "--rounds",
-        "1",
-        "--millis",
-        "5",
-        "--top",
-        "1",
-    ]);
+    // `model predict` with the machine file, measuring briefly.
+    let predict = |extra: &[&str]| {
+        let mut args = vec!["model", "predict", table, "--machine", machine];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--measure", "--rounds", "1", "--millis", "5", "--top", "1"]);
+        fibkit(&args)
+    };
+    let out = predict(&["--trace", trace]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(
@@ -1345,26 +1337,7 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
     // Two traces: Table 5 predicted and measured, and the plot of both.
     let svg = dir.join("plot.svg");
     let svg = svg.to_str().unwrap();
-    let out = fibkit(&[
-        "model",
-        "predict",
-        table,
-        "--machine",
-        machine,
-        "--trace",
-        trace,
-        "--trace",
-        trace,
-        "--measure",
-        "--rounds",
-        "1",
-        "--millis",
-        "5",
-        "--top",
-        "1",
-        "--svg",
-        svg,
-    ]);
+    let out = predict(&["--trace", trace, "--trace", trace, "--svg", svg]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("Table 5, measured"), "{stdout}");

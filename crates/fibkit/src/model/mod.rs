@@ -29,6 +29,7 @@ pub use summary::{TraceSummary, WeightedRanges};
 use crate::addr::Addr;
 use crate::engine::{BuildError, Lookup};
 use crate::engines::levels::{LevelsConfig, LevelsUpdater, TreeNode};
+use crate::prefix::Label;
 use crate::rib::Rib;
 use crate::storage::Plain;
 
@@ -84,22 +85,12 @@ pub fn seq_ns<A: Addr, L: Lookup<A> + ?Sized>(
     trace: &[A],
     min: std::time::Duration,
 ) -> f64 {
-    let mut out = vec![None; CHUNK_LOOKUPS];
-    let mut chunk_ns = Vec::new();
-    let start = std::time::Instant::now();
     let mut previous = 0;
-    loop {
-        for chunk in trace.chunks(CHUNK_LOOKUPS) {
-            let begun = std::time::Instant::now();
-            previous = engine.lookup_chained(chunk, &mut out, previous);
-            chunk_ns.push(begun.elapsed().as_nanos() as f64 / chunk.len() as f64);
-        }
-        if start.elapsed() >= min || chunk_ns.is_empty() {
-            break;
-        }
-    }
+    let ns = median_chunk_ns(trace, min, |chunk, out| {
+        previous = engine.lookup_chained(chunk, out, previous);
+    });
     std::hint::black_box(previous);
-    median(&mut chunk_ns)
+    ns
 }
 
 /// Average ns per independent lookup (the RND pattern: the engine's
@@ -110,14 +101,26 @@ pub fn rnd_ns<A: Addr, L: Lookup<A> + ?Sized>(
     keys: &[A],
     min: std::time::Duration,
 ) -> f64 {
+    median_chunk_ns(keys, min, |chunk, out| {
+        engine.lookup_each(chunk, out);
+        std::hint::black_box(&*out);
+    })
+}
+
+/// Passes of `lookups` over `keys` in chunks of [`CHUNK_LOOKUPS`], repeated
+/// for at least `min`: the median ns per lookup of the timed chunks.
+fn median_chunk_ns<A: Addr>(
+    keys: &[A],
+    min: std::time::Duration,
+    mut lookups: impl FnMut(&[A], &mut [Option<Label>]),
+) -> f64 {
     let mut out = vec![None; CHUNK_LOOKUPS];
     let mut chunk_ns = Vec::new();
     let start = std::time::Instant::now();
     loop {
         for chunk in keys.chunks(CHUNK_LOOKUPS) {
             let begun = std::time::Instant::now();
-            engine.lookup_each(chunk, &mut out);
-            std::hint::black_box(&out);
+            lookups(chunk, &mut out);
             chunk_ns.push(begun.elapsed().as_nanos() as f64 / chunk.len() as f64);
         }
         if start.elapsed() >= min || chunk_ns.is_empty() {
