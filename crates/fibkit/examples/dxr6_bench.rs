@@ -11,8 +11,10 @@
 //!   ratio column. Modes: `key` (one `SnapshotV6::lookup` per key, what a
 //!   program holding the registry's snapshot calls), `typed` (the same
 //!   loop over the engine's own snapshot type, `Dxr6`), `batch` (one
-//!   `lookup_batch` over all keys) and `burstN` (`lookup_batch` on N keys
-//!   at a time);
+//!   `lookup_batch` over all keys), `burstN` (`lookup_batch` on N keys
+//!   at a time; with AVX-512 F and BW, the vector walk) and `portable` /
+//!   `portableN` (the batch path of CPUs without them,
+//!   `Dxr6::lookup_batch_portable`, on all keys or N at a time);
 //! - with `--replay N`: a generated stream of N changes
 //!   (`fibkit::trace::generate_changes`, seed 1) applied one change per
 //!   batch through `LocalFib`, with the time of every change, against the
@@ -23,7 +25,8 @@
 //!     [--rounds R] [--patterns announced,rnd-public] [--modes key,typed,batch,burst32]
 //!     [--replay N] SPEC...
 //! ```
-//! Specs may name any IPv6 engine; `typed` applies to `dxr6` specs only.
+//! Specs may name any IPv6 engine; `typed` and `portable` apply to `dxr6`
+//! specs only.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -60,6 +63,9 @@ enum Mode {
     Typed,
     Batch,
     Burst(usize),
+    /// `lookup_batch`'s path for CPUs without AVX-512 (`Dxr6::lookup_batch_portable`)
+    /// on the engine's own type: the whole slice (0) or bursts of N.
+    Portable(usize),
 }
 
 impl Mode {
@@ -68,6 +74,12 @@ impl Mode {
             "key" => Mode::Key,
             "typed" => Mode::Typed,
             "batch" => Mode::Batch,
+            "portable" => Mode::Portable(0),
+            _ if text.starts_with("portable") => Mode::Portable(
+                text["portable".len()..]
+                    .parse()
+                    .unwrap_or_else(|_| panic!("unknown mode `{text}`")),
+            ),
             _ => Mode::Burst(
                 text.strip_prefix("burst")
                     .and_then(|n| n.parse().ok())
@@ -82,6 +94,8 @@ impl Mode {
             Mode::Typed => "typed".into(),
             Mode::Batch => "batch".into(),
             Mode::Burst(n) => format!("burst{n}"),
+            Mode::Portable(0) => "portable".into(),
+            Mode::Portable(n) => format!("portable{n}"),
         }
     }
 }
@@ -100,6 +114,18 @@ fn run<L: Lookup<u128>>(engine: &L, mode: Mode, keys: &[u128], out: &mut [Option
                     engine.lookup_batch(keys, out);
                 }
             }
+            Mode::Portable(_) => unreachable!("run_portable runs this mode"),
+        }
+        black_box(&mut *out);
+    })
+}
+
+/// [`Mode::Portable`] on `dxr6`'s own type.
+fn run_portable(engine: &Dxr6, burst: usize, keys: &[u128], out: &mut [Option<Label>]) -> f64 {
+    let burst = if burst == 0 { keys.len().max(1) } else { burst };
+    timed(keys.len(), || {
+        for (keys, out) in keys.chunks(burst).zip(out.chunks_mut(burst)) {
+            engine.lookup_batch_portable(keys, out);
         }
         black_box(&mut *out);
     })
@@ -187,7 +213,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut out = vec![None; keys.len()];
         let rows: Vec<(usize, Mode)> = (0..engines.len())
             .flat_map(|e| modes.iter().map(move |&m| (e, m)))
-            .filter(|&(e, m)| !matches!(m, Mode::Typed) || engines[e].typed.is_some())
+            .filter(|&(e, m)| {
+                !matches!(m, Mode::Typed | Mode::Portable(_)) || engines[e].typed.is_some()
+            })
             .collect();
         let mut mlps = vec![Vec::new(); rows.len()];
         let started = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -196,6 +224,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let engine = &engines[e];
                 mlps[row].push(match (mode, &engine.typed) {
                     (Mode::Typed, Some(typed)) => run(typed, mode, &keys, &mut out),
+                    (Mode::Portable(n), Some(typed)) => run_portable(typed, n, &keys, &mut out),
                     _ => run(&engine.snapshot, mode, &keys, &mut out),
                 });
             }

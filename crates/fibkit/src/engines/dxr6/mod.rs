@@ -62,6 +62,8 @@
 mod build;
 mod image;
 mod search;
+#[cfg(target_arch = "x86_64")]
+mod wide;
 
 use std::fmt;
 
@@ -487,6 +489,29 @@ impl<S: Storage> Lookup<u128> for Dxr6<S> {
 
     fn lookup_batch(&self, addrs: &[u128], out: &mut [Option<Label>]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        #[cfg(target_arch = "x86_64")]
+        if wide::available() {
+            // SAFETY: `available` checked the CPU's AVX-512 F and BW.
+            unsafe { self.lookup_batch_wide(addrs, out) };
+            return;
+        }
+        self.lookup_batch_portable(addrs, out);
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.entries.len() * 4
+            + self.leaves.len() * std::mem::size_of::<LeafLine>()
+            + self.results.len() * std::mem::size_of::<LabelSlot>()
+    }
+}
+
+impl<S: Storage> Dxr6<S> {
+    /// The batch lookup without AVX-512: groups of keys walked in passes
+    /// with prefetches ([`Self::lookup_group`]). What `lookup_batch` runs
+    /// on a CPU without AVX-512 F and BW; public so that tests and
+    /// benchmarks on a CPU with them can run it too.
+    #[doc(hidden)]
+    pub fn lookup_batch_portable(&self, addrs: &[u128], out: &mut [Option<Label>]) {
         // PERF: a short burst gets a group no larger than itself: clearing
         // the walks of a 32-key group cost bursts of 8 random keys a
         // quarter of their speed (docs/BENCHMARKS.md, "IPv6: dxr6").
@@ -495,12 +520,6 @@ impl<S: Storage> Lookup<u128> for Dxr6<S> {
             9..=16 => self.lookup_groups::<16>(addrs, out),
             _ => self.lookup_groups::<GROUP>(addrs, out),
         }
-    }
-
-    fn memory_bytes(&self) -> usize {
-        self.entries.len() * 4
-            + self.leaves.len() * std::mem::size_of::<LeafLine>()
-            + self.results.len() * std::mem::size_of::<LabelSlot>()
     }
 }
 
