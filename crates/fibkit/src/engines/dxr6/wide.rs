@@ -1,6 +1,7 @@
 //! The AVX-512 batch lookup of `dxr6`: the keys of a group walk the root
 //! and node entries together, eight per vector, one gather per vector and
-//! level, and each leaf is counted with one 64-byte compare.
+//! level, and the leaves of a vector's lanes are searched together by
+//! gathered binary-search steps.
 //!
 //! Why: on keys inside announced prefixes a `dxr6` lookup passes the root
 //! and one to six node entries before its leaf (on `dfz-v6-nh`: one node
@@ -11,7 +12,7 @@
 //! kind test, a prefetch. Here eight lanes take a step in a few vector
 //! instructions, and one masked gather issues the next read of every lane
 //! still at a node. Measured on `dfz-v6-nh` (docs/BENCHMARKS.md, "dxr6
-//! with AVX-512"): about 2.1x the portable batch on announced keys, 0.9x
+//! with AVX-512"): about 2.3x the portable batch on announced keys, 0.86x
 //! on random keys, where nearly every lookup ends at its root entry and
 //! the scalar loop is already short.
 //!
@@ -25,9 +26,11 @@
 
 use std::arch::x86_64::*;
 
+use super::search::LINE_WORDS;
 use super::{
-    has_wide_labels, is_leaf, label_of, line_of, offset_of, starts_of, width_code, Dxr6, Walk,
-    KIND_NODE, KIND_SHIFT, LABEL_MASK, LEAF_BIT, NODE_BASE_MASK, STRIDE_MASK, STRIDE_SHIFT,
+    Dxr6, Walk, KIND_NODE, KIND_SHIFT, LABEL_MASK, LEAF_BIT, LINE_MASK, NODE_BASE_MASK,
+    OFFSET_MASK, OFFSET_SHIFT, STARTS_MASK, STARTS_SHIFT, STRIDE_MASK, STRIDE_SHIFT,
+    WIDE_LABELS_BIT, WIDTH_SHIFT,
 };
 use crate::prefix::Label;
 use crate::storage::Storage;
@@ -157,92 +160,117 @@ impl<S: Storage> Dxr6<S> {
     }
 
     /// Writes the answers of the first `out.len()` lanes of `lanes`, each
-    /// at a label or leaf entry: with two gathers and one store when every
-    /// lane is at a label (nearly every vector of random keys), otherwise
-    /// lane by lane.
+    /// at a label or leaf entry, for all eight lanes at once: a
+    /// branch-free binary search over each leaf's starts (at most 15: four
+    /// steps), each step one gather of the 64-bit words holding the probed
+    /// starts, then one gather for the label word, one for the label slot
+    /// and one store. Lanes at leaves with 128-bit starts or 32-bit label
+    /// indices (rare) take the portable count afterwards.
+    ///
+    /// Why not one 64-byte compare per leaf, as the portable path does: the
+    /// compare needs each lane's line and probe in scalar registers, and
+    /// that per-lane loop measured about 20% slower on announced keys
+    /// (docs/BENCHMARKS.md, "dxr6 with AVX-512").
     #[target_feature(enable = "avx512f,avx512bw")]
     fn finish_wide(&self, lanes: &Lanes, out: &mut [Option<Label>]) {
         debug_assert!(out.len() <= LANES);
-        if _mm512_test_epi64_mask(lanes.entry, _mm512_set1_epi64(LEAF_BIT as i64)) == 0 {
-            let index = _mm512_min_epu64(
-                _mm512_and_si512(lanes.entry, _mm512_set1_epi64(LABEL_MASK as i64)),
-                _mm512_set1_epi64(self.results.len() as i64 - 1),
-            );
-            // SAFETY: indices clamped to the last slot; scale 8 matches the
-            // u64 slots.
-            let slots =
-                unsafe { _mm512_i64gather_epi64::<8>(index, self.results.as_ptr() as *const i64) };
-            let count = ((1u32 << out.len()) - 1) as u8;
-            // SAFETY: the store writes the first `out.len()` (<= 8)
-            // elements of `out`, 8 bytes each. A slot's bits are its answer
-            // as an `Option<Label>` (the layout `LabelSlot::get` checks at
-            // compile time and relies on in the same way).
-            unsafe { _mm512_mask_storeu_epi64(out.as_mut_ptr() as *mut i64, count, slots) };
-            return;
-        }
-        let mut entry = [0u64; LANES];
-        let mut hi = [0u64; LANES];
-        let mut lo = [0u64; LANES];
-        // SAFETY: each array is 64 bytes, one unaligned 512-bit store.
-        unsafe {
-            _mm512_storeu_si512(entry.as_mut_ptr() as *mut __m512i, lanes.entry);
-            _mm512_storeu_si512(hi.as_mut_ptr() as *mut __m512i, lanes.hi);
-            _mm512_storeu_si512(lo.as_mut_ptr() as *mut __m512i, lanes.lo);
-        }
-        for (j, answer) in out.iter_mut().enumerate() {
-            let entry = entry[j] as u32;
-            // A branch on the kind: choosing without one (a label
-            // searching line 0 as a one-start leaf, as the portable path
-            // does) and counting the leaves of all eight lanes in vectors
-            // both measured slower (docs/BENCHMARKS.md).
-            let index = if is_leaf(entry) {
-                self.leaf_label_wide(entry, hi[j], lo[j])
-            } else {
-                label_of(entry)
-            };
-            *answer = self.results[index].get();
-        }
-    }
-
-    /// [`Self::leaf_label`] with one 64-byte compare of the line for 16-,
-    /// 32- and 64-bit starts (128-bit starts take the portable count).
-    #[target_feature(enable = "avx512f,avx512bw")]
-    fn leaf_label_wide(&self, entry: u32, hi: u64, lo: u64) -> usize {
-        let line = &self.leaves[line_of(entry)].0;
-        // SAFETY: a line is 32 u16 = 64 readable bytes; the load needs no
-        // alignment.
-        let words = unsafe { _mm512_loadu_si512(line.as_ptr() as *const __m512i) };
-        let (at, starts) = (offset_of(entry), starts_of(entry));
-        let (at_most, first_lane, width_words) = match width_code(entry) {
-            0 => (
-                _mm512_cmple_epu16_mask(words, _mm512_set1_epi16((hi >> 48) as i16)) as u64,
-                at,
-                1,
-            ),
-            1 => (
-                _mm512_cmple_epu32_mask(words, _mm512_set1_epi32((hi >> 32) as i32)) as u64,
-                at / 2,
-                2,
-            ),
-            2 => (
-                _mm512_cmple_epu64_mask(words, _mm512_set1_epi64(hi as i64)) as u64,
-                at / 4,
-                4,
-            ),
-            _ => {
-                return self.leaf_label(Walk {
-                    entry,
-                    rest: (hi as u128) << 64 | lo as u128,
-                })
-            }
+        let e = lanes.entry;
+        let field = |shift: u32, mask: u32| {
+            _mm512_and_si512(
+                _mm512_srlv_epi64(e, _mm512_set1_epi64(shift as i64)),
+                _mm512_set1_epi64(mask as i64),
+            )
         };
-        let range = ((at_most >> first_lane) & ((1u64 << starts) - 1)).trailing_ones() as usize;
-        let labels = at + starts * width_words;
-        if has_wide_labels(entry) {
-            let at = labels + 2 * range;
-            line[at] as usize | (line[at + 1] as usize) << 16
+        let count = ((1u32 << out.len()) - 1) as u8;
+        let leaf = _mm512_test_epi64_mask(e, _mm512_set1_epi64(LEAF_BIT as i64)) & count;
+        let code = field(WIDTH_SHIFT, 3);
+        let scalar = leaf
+            & (_mm512_test_epi64_mask(e, _mm512_set1_epi64(WIDE_LABELS_BIT as i64))
+                | _mm512_cmpeq_epi64_mask(code, _mm512_set1_epi64(3)));
+        let searched = leaf & !scalar;
+        let labels = _mm512_and_si512(e, _mm512_set1_epi64(LABEL_MASK as i64));
+        // Vectors of random keys have every lane at a label: no search.
+        let index = if searched == 0 {
+            labels
         } else {
-            line[labels + range] as usize
+            let starts = field(STARTS_SHIFT, STARTS_MASK);
+            let first_word = _mm512_add_epi64(
+                _mm512_slli_epi64::<5>(field(0, LINE_MASK)),
+                field(OFFSET_SHIFT, OFFSET_MASK),
+            );
+            let width = _mm512_sllv_epi64(_mm512_set1_epi64(16), code);
+            let sixty_four = _mm512_set1_epi64(64);
+            let probe = _mm512_srlv_epi64(lanes.hi, _mm512_sub_epi64(sixty_four, width));
+            let width_mask =
+                _mm512_srlv_epi64(_mm512_set1_epi64(-1), _mm512_sub_epi64(sixty_four, width));
+            let last_word = _mm512_set1_epi64((self.leaves.len() * LINE_WORDS / 4) as i64 - 1);
+            let leaves = self.leaves.as_ptr() as *const i64;
+            let three = _mm512_set1_epi64(3);
+            // The 16-bit word `word` of the leaves, as a 64-bit lane: the
+            // aligned 64-bit word holding it, shifted down (a start never
+            // crosses one: starts are aligned to their width).
+            let read = |lanes: u8, word: __m512i, mask: __m512i| {
+                let at = _mm512_min_epu64(_mm512_srli_epi64::<2>(word), last_word);
+                // SAFETY: indices clamped to the leaves' last 64-bit word;
+                // scale 8; lanes outside `lanes` read nothing.
+                let q = unsafe {
+                    _mm512_mask_i64gather_epi64::<8>(_mm512_setzero_si512(), lanes, at, leaves)
+                };
+                _mm512_and_si512(
+                    _mm512_srlv_epi64(q, _mm512_slli_epi64::<4>(_mm512_and_si512(word, three))),
+                    mask,
+                )
+            };
+            let mut below = _mm512_setzero_si512();
+            for step in [8i64, 4, 2, 1] {
+                let step = _mm512_set1_epi64(step);
+                let next = _mm512_add_epi64(below, step);
+                let probed = _mm512_mask_cmple_epu64_mask(searched, next, starts);
+                let word = _mm512_add_epi64(
+                    first_word,
+                    _mm512_sllv_epi64(_mm512_sub_epi64(next, _mm512_set1_epi64(1)), code),
+                );
+                let start = read(probed, word, width_mask);
+                let at_most = _mm512_mask_cmple_epu64_mask(probed, start, probe);
+                below = _mm512_mask_mov_epi64(below, at_most, next);
+            }
+            let label_word = _mm512_add_epi64(
+                _mm512_add_epi64(first_word, _mm512_sllv_epi64(starts, code)),
+                below,
+            );
+            let label = read(searched, label_word, _mm512_set1_epi64(0xffff));
+            _mm512_mask_mov_epi64(labels, searched, label)
+        };
+        let index = _mm512_min_epu64(index, _mm512_set1_epi64(self.results.len() as i64 - 1));
+        // SAFETY: indices clamped to the last slot; scale 8 matches the
+        // u64 slots.
+        let slots =
+            unsafe { _mm512_i64gather_epi64::<8>(index, self.results.as_ptr() as *const i64) };
+        // SAFETY: the store writes the first `out.len()` (<= 8) elements
+        // of `out`, 8 bytes each. A slot's bits are its answer as an
+        // `Option<Label>` (the layout `LabelSlot::get` checks at compile
+        // time and relies on in the same way).
+        unsafe { _mm512_mask_storeu_epi64(out.as_mut_ptr() as *mut i64, count, slots) };
+        if scalar != 0 {
+            let mut entry = [0u64; LANES];
+            let mut hi = [0u64; LANES];
+            let mut lo = [0u64; LANES];
+            // SAFETY: each array is 64 bytes, one unaligned 512-bit store.
+            unsafe {
+                _mm512_storeu_si512(entry.as_mut_ptr() as *mut __m512i, e);
+                _mm512_storeu_si512(hi.as_mut_ptr() as *mut __m512i, lanes.hi);
+                _mm512_storeu_si512(lo.as_mut_ptr() as *mut __m512i, lanes.lo);
+            }
+            let mut left = scalar;
+            while left != 0 {
+                let j = left.trailing_zeros() as usize;
+                left &= left - 1;
+                let walk = Walk {
+                    entry: entry[j] as u32,
+                    rest: (hi[j] as u128) << 64 | lo[j] as u128,
+                };
+                out[j] = self.results[self.leaf_label(walk)].get();
+            }
         }
     }
 }
