@@ -1,20 +1,20 @@
-//! The AVX-512 batch lookup of `dxr6`: the keys of a group walk the root
-//! and node entries together, eight per vector, one gather per vector and
-//! level, and the leaves of a vector's lanes are searched together by
-//! gathered binary-search steps.
+//! The AVX-512 batch lookup of `dxr6`: the keys of a group that do not
+//! end at their root entry walk the node entries together, eight per
+//! vector, one gather per vector and level, and the leaves of a vector's
+//! lanes are searched together by gathered binary-search steps.
 //!
 //! Why: on keys inside announced prefixes a `dxr6` lookup passes the root
 //! and one to six node entries before its leaf (on `dfz-v6-nh`: one node
-//! for half of them, two for a quarter, three for a fifth), so a group of
-//! keys has reads at several depths in flight, and the portable batch
-//! (`Dxr6::lookup_batch_portable`) pays for each key's step in scalar
-//! bookkeeping: a 128-bit shift by the node's stride, the child index, the
-//! kind test, a prefetch. Here eight lanes take a step in a few vector
-//! instructions, and one masked gather issues the next read of every lane
-//! still at a node. Measured on `dfz-v6-nh` (docs/BENCHMARKS.md, "dxr6
-//! with AVX-512"): about 2.3x the portable batch on announced keys, 0.86x
-//! on random keys, where nearly every lookup ends at its root entry and
-//! the scalar loop is already short.
+//! for half of them, two for a quarter, three for a fifth), and the
+//! portable batch (`Dxr6::lookup_batch_portable`) pays for each key's step
+//! in scalar bookkeeping: a 128-bit shift by the node's stride, the child
+//! index, the kind test, a prefetch. Here eight lanes take a step in a few
+//! vector instructions, and one masked gather issues the next read of
+//! every lane still at a node. The root entry is still read key by key:
+//! random keys nearly all end there, where a scalar read and test beat
+//! loading the keys into vectors. Measured on `dfz-v6-nh`
+//! (docs/BENCHMARKS.md, "dxr6 with AVX-512"): about 2x the portable batch
+//! on announced keys and 1.2x on random public keys.
 //!
 //! Each lane keeps the address bits after its depth, left-aligned, as two
 //! 64-bit halves (`hi`, `lo`): a node's child index is the top `stride`
@@ -28,15 +28,18 @@ use std::arch::x86_64::*;
 
 use super::search::LINE_WORDS;
 use super::{
-    Dxr6, Walk, KIND_NODE, KIND_SHIFT, LABEL_MASK, LEAF_BIT, LINE_MASK, NODE_BASE_MASK,
-    OFFSET_MASK, OFFSET_SHIFT, STARTS_MASK, STARTS_SHIFT, STRIDE_MASK, STRIDE_SHIFT,
-    WIDE_LABELS_BIT, WIDTH_SHIFT,
+    is_label, label_of, Dxr6, Walk, KIND_NODE, KIND_SHIFT, LABEL_MASK, LEAF_BIT, LINE_MASK,
+    NODE_BASE_MASK, OFFSET_MASK, OFFSET_SHIFT, STARTS_MASK, STARTS_SHIFT, STRIDE_MASK,
+    STRIDE_SHIFT, WIDE_LABELS_BIT, WIDTH_SHIFT,
 };
 use crate::prefix::Label;
 use crate::storage::Storage;
 
 /// Keys per vector: 64-bit lanes of a 512-bit register.
 const LANES: usize = 8;
+
+/// Keys per group: four vectors.
+const GROUP_KEYS: usize = 4 * LANES;
 
 /// Whether this CPU runs [`Dxr6::lookup_batch_wide`] (AVX-512 F and BW);
 /// `std` caches the answer, so a call costs a load and a test.
@@ -59,35 +62,33 @@ struct Lanes {
 
 impl<S: Storage> Dxr6<S> {
     /// [`Lookup::lookup_batch`](crate::engine::Lookup::lookup_batch) with
-    /// AVX-512: groups of `4 * LANES` keys (fewer for a shorter slice).
+    /// AVX-512: groups of [`GROUP_KEYS`] keys (fewer for a shorter slice).
     ///
     /// # Safety
     /// The CPU must have AVX-512 F and BW ([`available`]).
     #[target_feature(enable = "avx512f,avx512bw")]
     pub(super) unsafe fn lookup_batch_wide(&self, addrs: &[u128], out: &mut [Option<Label>]) {
         debug_assert!(out.len() >= addrs.len());
-        // PERF: four vectors (32 keys) per group: two measured 13% slower
-        // on announced keys, eight no faster; a burst of at most eight keys
-        // takes one vector (docs/BENCHMARKS.md, "dxr6 with AVX-512").
+        // PERF: groups of four vectors (32 keys): two measured 13% slower
+        // on announced keys, eight no faster (docs/BENCHMARKS.md, "dxr6
+        // with AVX-512").
         if addrs.len() <= LANES {
-            self.wide_group::<1>(addrs, out);
+            self.wide_burst(addrs, out);
             return;
         }
-        let group = 4 * LANES;
-        let mut start = 0;
-        while start < addrs.len() {
-            let end = addrs.len().min(start + group);
-            self.wide_group::<4>(&addrs[start..end], &mut out[start..end]);
-            start = end;
+        for (keys, out) in addrs.chunks(GROUP_KEYS).zip(out.chunks_mut(GROUP_KEYS)) {
+            self.wide_group(keys, out);
         }
     }
 
-    /// Looks up at most `V * LANES` keys: the root entries, then rounds of
-    /// one node level for every lane still at a node, then each lane's
-    /// label or leaf.
+    /// Looks up at most eight keys with their root entries gathered: a
+    /// burst this short has no group to amortise [`Self::wide_group`]'s
+    /// per-key root pass and its position arrays over, and measured 1.8x
+    /// faster this way on announced keys (0.85x on random ones;
+    /// docs/BENCHMARKS.md, "dxr6 with AVX-512").
     #[target_feature(enable = "avx512f,avx512bw")]
-    fn wide_group<const V: usize>(&self, keys: &[u128], out: &mut [Option<Label>]) {
-        debug_assert!(keys.len() <= V * LANES && out.len() >= keys.len());
+    fn wide_burst(&self, keys: &[u128], out: &mut [Option<Label>]) {
+        debug_assert!(keys.len() <= LANES && out.len() >= keys.len());
         let entries = self.entries.as_ptr() as *const i32;
         let last_entry = _mm512_set1_epi64(self.entries.len() as i64 - 1);
         let root_bits = self.root_bits & 31;
@@ -95,7 +96,7 @@ impl<S: Storage> Dxr6<S> {
             entry: _mm512_set1_epi64(0),
             hi: _mm512_set1_epi64(0),
             lo: _mm512_set1_epi64(0),
-        }; V];
+        }; 1];
         for (v, lane) in lanes.iter_mut().enumerate() {
             let (hi, lo) = load_keys(keys, v * LANES);
             let root = _mm512_min_epu64(
@@ -112,6 +113,25 @@ impl<S: Storage> Dxr6<S> {
                 lo,
             };
         }
+        self.walk(&mut lanes);
+        for (v, lane) in lanes.iter().enumerate() {
+            let first = v * LANES;
+            if first >= keys.len() {
+                break;
+            }
+            self.finish_wide(lane, &mut out[first..keys.len().min(first + LANES)]);
+        }
+    }
+
+    /// Rounds of one node level for every lane still at a node, until
+    /// every lane is at a label or leaf entry.
+    // PERF: inlined into both callers, so that the lanes stay in
+    // registers across the rounds.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn walk<const V: usize>(&self, lanes: &mut [Lanes; V]) {
+        let entries = self.entries.as_ptr() as *const i32;
+        let last_entry = _mm512_set1_epi64(self.entries.len() as i64 - 1);
         let node_kind = _mm512_set1_epi64(KIND_NODE as i64);
         let stride_mask = _mm512_set1_epi64(STRIDE_MASK as i64);
         let base_mask = _mm512_set1_epi64(NODE_BASE_MASK as i64);
@@ -137,8 +157,9 @@ impl<S: Storage> Dxr6<S> {
                     _mm512_srlv_epi64(lane.hi, _mm512_sub_epi64(sixty_four, stride)),
                 );
                 let child = _mm512_min_epu64(child, last_entry);
-                // SAFETY: as at the root: indices clamped to the last
-                // entry; lanes outside `nodes` read nothing.
+                // SAFETY: every index is at most the last entry (the
+                // clamp above); the scale 4 matches the u32 entries; lanes
+                // outside `nodes` read nothing.
                 let next = unsafe {
                     _mm512_mask_i64gather_epi32::<4>(_mm256_setzero_si256(), nodes, child, entries)
                 };
@@ -150,12 +171,107 @@ impl<S: Storage> Dxr6<S> {
                 };
             }
         }
+    }
+
+    /// Looks up at most [`GROUP_KEYS`] keys. The root entry is read key by
+    /// key, as the portable path does, and a key at a label entry answered
+    /// at once; only the others (their positions in `marked`) fill the
+    /// vectors that walk. Why: on random keys nearly every lookup ends at
+    /// its root entry, and loading every key into vectors to gather the
+    /// root entries measured 0.86-0.89x the portable path there, against 1.14-1.17x
+    /// this way, with announced keys as fast either way
+    /// (docs/BENCHMARKS.md, "dxr6 with AVX-512").
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn wide_group(&self, keys: &[u128], out: &mut [Option<Label>]) {
+        debug_assert!(keys.len() <= GROUP_KEYS && out.len() >= keys.len());
+        let mut marked = [0u32; GROUP_KEYS];
+        let mut roots = [0u32; GROUP_KEYS];
+        let mut count = 0;
+        for (j, (&addr, answer)) in keys.iter().zip(out.iter_mut()).enumerate() {
+            let entry = self.entries[self.root_index(addr)];
+            // A branch: it goes the same way for nearly every key of a
+            // pattern (random keys: labels; announced keys: nodes).
+            if is_label(entry) {
+                *answer = self.results[label_of(entry)].get();
+                continue;
+            }
+            marked[count] = j as u32;
+            roots[count] = entry;
+            count += 1;
+        }
+        match count.div_ceil(LANES) {
+            0 => {}
+            1 => self.walk_marked::<1>(keys, &marked, &roots, count, out),
+            2 => self.walk_marked::<2>(keys, &marked, &roots, count, out),
+            3 => self.walk_marked::<3>(keys, &marked, &roots, count, out),
+            _ => self.walk_marked::<4>(keys, &marked, &roots, count, out),
+        }
+    }
+
+    /// Walks and answers the `count` keys of `keys` at positions `marked`,
+    /// whose root entries (nodes or leaves) are `roots`.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn walk_marked<const V: usize>(
+        &self,
+        keys: &[u128],
+        marked: &[u32; GROUP_KEYS],
+        roots: &[u32; GROUP_KEYS],
+        count: usize,
+        out: &mut [Option<Label>],
+    ) {
+        let root_bits = _mm512_set1_epi64((self.root_bits & 31) as i64);
+        let words = keys.as_ptr() as *const i64;
+        let mut lanes = [Lanes {
+            entry: _mm512_set1_epi64(0),
+            hi: _mm512_set1_epi64(0),
+            lo: _mm512_set1_epi64(0),
+        }; V];
+        for (v, lane) in lanes.iter_mut().enumerate() {
+            let filled = ((1u32 << count.saturating_sub(v * LANES).min(LANES)) - 1) as u8;
+            // SAFETY: `marked` and `roots` hold GROUP_KEYS >= (v + 1) * 8
+            // u32s, so each 32-byte load stays inside them.
+            let (at, entry) = unsafe {
+                (
+                    _mm256_loadu_si256(marked.as_ptr().add(v * LANES) as *const __m256i),
+                    _mm256_loadu_si256(roots.as_ptr().add(v * LANES) as *const __m256i),
+                )
+            };
+            let low_word = _mm512_slli_epi64::<1>(_mm512_cvtepu32_epi64(at));
+            // SAFETY: the filled lanes hold positions of keys inside
+            // `keys`, whose words 2j (low) and 2j + 1 (high) are read; the
+            // other lanes read nothing.
+            let (hi, lo) = unsafe {
+                (
+                    _mm512_mask_i64gather_epi64::<8>(
+                        _mm512_setzero_si512(),
+                        filled,
+                        _mm512_add_epi64(low_word, _mm512_set1_epi64(1)),
+                        words,
+                    ),
+                    _mm512_mask_i64gather_epi64::<8>(
+                        _mm512_setzero_si512(),
+                        filled,
+                        low_word,
+                        words,
+                    ),
+                )
+            };
+            let (hi, lo) = shift_left(hi, lo, root_bits);
+            *lane = Lanes {
+                entry: _mm512_maskz_mov_epi64(filled, _mm512_cvtepu32_epi64(entry)),
+                hi,
+                lo,
+            };
+        }
+        self.walk(&mut lanes);
         for (v, lane) in lanes.iter().enumerate() {
             let first = v * LANES;
-            if first >= keys.len() {
-                break;
+            let filled = (count - first).min(LANES);
+            let mut answers = [None; LANES];
+            self.finish_wide(lane, &mut answers[..filled]);
+            for (&at, answer) in marked[first..first + filled].iter().zip(answers) {
+                out[at as usize] = answer;
             }
-            self.finish_wide(lane, &mut out[first..keys.len().min(first + LANES)]);
         }
     }
 
