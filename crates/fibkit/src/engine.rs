@@ -78,6 +78,19 @@ pub trait Lookup<A: Addr>: Send + Sync {
     /// If `out` is shorter than `addrs`.
     fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        // A burst gets a buffer of its own size class: clearing the 8 KiB
+        // one below on every call of a few keys costs more than their
+        // lookups.
+        const BURST: usize = 64;
+        if addrs.len() <= BURST {
+            let mut found = [None; BURST];
+            let found = &mut found[..addrs.len()];
+            self.lookup_batch(addrs, found);
+            for (word, answer) in out.iter_mut().zip(found.iter()) {
+                *word = word_of(*answer);
+            }
+            return;
+        }
         // Chunks of this many keys keep an engine's prefetch pipeline
         // running for most of each chunk while the answers (8 KiB) stay
         // in L1 for the conversion.

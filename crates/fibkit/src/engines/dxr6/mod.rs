@@ -512,6 +512,7 @@ impl<S: Storage> Dxr6<S> {
     /// benchmarks on a CPU with them can run it too.
     #[doc(hidden)]
     pub fn lookup_batch_portable(&self, addrs: &[u128], out: &mut [Option<Label>]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
         // PERF: a short burst gets a group no larger than itself: clearing
         // the walks of a 32-key group cost bursts of 8 random keys a
         // quarter of their speed (docs/BENCHMARKS.md, "IPv6: dxr6").

@@ -178,8 +178,8 @@ impl<S: Storage> Dxr6<S> {
     /// at once; only the others (their positions in `marked`) fill the
     /// vectors that walk. Why: on random keys nearly every lookup ends at
     /// its root entry, and loading every key into vectors to gather the
-    /// root entries measured 0.86-0.89x the portable path there, against 1.14-1.17x
-    /// this way, with announced keys as fast either way
+    /// root entries measured 0.86-0.89x the portable path there, against
+    /// 1.14-1.17x this way, with announced keys as fast either way
     /// (docs/BENCHMARKS.md, "dxr6 with AVX-512").
     #[target_feature(enable = "avx512f,avx512bw")]
     fn wide_group(&self, keys: &[u128], out: &mut [Option<Label>]) {
