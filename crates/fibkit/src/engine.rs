@@ -79,34 +79,36 @@ pub trait Lookup<A: Addr>: Send + Sync {
     fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
         // A burst gets a buffer of its own size class: clearing the 8 KiB
-        // one below on every call of a few keys costs more than their
-        // lookups.
-        const BURST: usize = 64;
-        if addrs.len() <= BURST {
-            let mut found = [None; BURST];
-            let found = &mut found[..addrs.len()];
-            self.lookup_batch(addrs, found);
-            for (word, answer) in out.iter_mut().zip(found.iter()) {
-                *word = word_of(*answer);
-            }
-            return;
-        }
-        // Chunks of this many keys keep an engine's prefetch pipeline
-        // running for most of each chunk while the answers (8 KiB) stay
-        // in L1 for the conversion.
-        const CHUNK: usize = 1024;
-        let mut found = [None; CHUNK];
-        for (keys, words) in addrs.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-            let found = &mut found[..keys.len()];
-            self.lookup_batch(keys, found);
-            for (word, answer) in words.iter_mut().zip(found.iter()) {
-                *word = word_of(*answer);
-            }
+        // one on every call of a few keys costs more than their lookups.
+        // Otherwise chunks of 1024 keys keep an engine's prefetch pipeline
+        // running for most of each chunk while the answers (8 KiB) stay in
+        // L1 for the conversion.
+        if addrs.len() <= 64 {
+            words_through::<A, Self, 64>(self, addrs, out);
+        } else {
+            words_through::<A, Self, 1024>(self, addrs, out);
         }
     }
 
     /// Bytes of memory the lookup structures occupy.
     fn memory_bytes(&self) -> usize;
+}
+
+/// [`Lookup::lookup_batch_words`] through a buffer of `N` answers:
+/// `lookup_batch` on chunks of `N` keys, each chunk's answers converted.
+fn words_through<A: Addr, L: Lookup<A> + ?Sized, const N: usize>(
+    engine: &L,
+    addrs: &[A],
+    out: &mut [u64],
+) {
+    let mut found = [None; N];
+    for (keys, words) in addrs.chunks(N).zip(out.chunks_mut(N)) {
+        let found = &mut found[..keys.len()];
+        engine.lookup_batch(keys, found);
+        for (word, answer) in words.iter_mut().zip(found.iter()) {
+            *word = word_of(*answer);
+        }
+    }
 }
 
 impl<A: Addr, L: Lookup<A> + ?Sized> Lookup<A> for &L {

@@ -60,6 +60,19 @@ struct Lanes {
     lo: __m512i,
 }
 
+impl Lanes {
+    /// Every lane at entry 0 with no address bits.
+    #[target_feature(enable = "avx512f")]
+    fn zero() -> Lanes {
+        let zero = _mm512_setzero_si512();
+        Lanes {
+            entry: zero,
+            hi: zero,
+            lo: zero,
+        }
+    }
+}
+
 impl<S: Storage> Dxr6<S> {
     /// [`Lookup::lookup_batch`](crate::engine::Lookup::lookup_batch) with
     /// AVX-512: groups of [`GROUP_KEYS`] keys (fewer for a shorter slice).
@@ -92,11 +105,7 @@ impl<S: Storage> Dxr6<S> {
         let entries = self.entries.as_ptr() as *const i32;
         let last_entry = _mm512_set1_epi64(self.entries.len() as i64 - 1);
         let root_bits = self.root_bits & 31;
-        let mut lanes = [Lanes {
-            entry: _mm512_set1_epi64(0),
-            hi: _mm512_set1_epi64(0),
-            lo: _mm512_set1_epi64(0),
-        }; 1];
+        let mut lanes = [Lanes::zero(); 1];
         for (v, lane) in lanes.iter_mut().enumerate() {
             let (hi, lo) = load_keys(keys, v * LANES);
             let root = _mm512_min_epu64(
@@ -221,11 +230,7 @@ impl<S: Storage> Dxr6<S> {
     ) {
         let root_bits = _mm512_set1_epi64((self.root_bits & 31) as i64);
         let words = keys.as_ptr() as *const i64;
-        let mut lanes = [Lanes {
-            entry: _mm512_set1_epi64(0),
-            hi: _mm512_set1_epi64(0),
-            lo: _mm512_set1_epi64(0),
-        }; V];
+        let mut lanes = [Lanes::zero(); V];
         for (v, lane) in lanes.iter_mut().enumerate() {
             let filled = ((1u32 << count.saturating_sub(v * LANES).min(LANES)) - 1) as u8;
             // SAFETY: `marked` and `roots` hold GROUP_KEYS >= (v + 1) * 8
