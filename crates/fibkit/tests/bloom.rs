@@ -104,6 +104,42 @@ fn batches_of_every_length() {
     }
 }
 
+/// Batches longer than the chunk whose fallbacks run together (1,024
+/// keys) agree with per-key lookups across the chunk boundaries, with
+/// many fallbacks (a small filter) and few.
+#[test]
+fn long_batches_across_chunks() {
+    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
+    let addrs = generate(rib, &TraceKind::Mix, 5000, 5).unwrap();
+    let rib6 = &shared_table("dfz-v6-nh.txt.gz").v6;
+    let addrs6 = generate(rib6, &TraceKind::Mix, 5000, 5).unwrap();
+    fn check<A: EngineFamily>(spec: &str, rib: &Rib<A>, addrs: &[A]) {
+        let engine = build(spec, rib).unwrap();
+        let want: Vec<Option<Label>> = addrs.iter().map(|&a| engine.lookup(a)).collect();
+        for len in [1023, 1024, 1025, 2047, 2049, 5000] {
+            for offset in [0, 7] {
+                let keys = &addrs[offset..len.min(addrs.len() - offset) + offset];
+                let mut out = vec![Some(u32::MAX); keys.len()];
+                engine.lookup_batch(keys, &mut out);
+                assert_eq!(
+                    out,
+                    want[offset..offset + keys.len()],
+                    "{spec}: batch of {len} at {offset}"
+                );
+            }
+        }
+    }
+    for spec in [
+        "bloom",
+        "bloom:search=linear",
+        "bloom:bits=4096,k=9",
+        "bloom:search=linear,bits=4096,k=2",
+    ] {
+        check(spec, rib, &addrs);
+        check(spec, rib6, &addrs6);
+    }
+}
+
 /// The bloom snapshot itself (for its counting path).
 fn snapshot(spec: &str, rib: &Rib<u32>) -> Bloom<u32> {
     let config = BloomConfig::parse(spec).unwrap();

@@ -618,59 +618,211 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
     }
 }
 
-/// Keys whose walks a batch lookup interleaves: each step hashes and
-/// prefetches the filter line of every key of the group before it reads
-/// any, so the group's cache misses overlap instead of queueing.
-// PERF: guided ÷ linear in lookups/s (bloom_tables, 2026-11-23, load
-// 12-15): IPv6 random 2.62x -> 3.12x, IPv6 prefix-frequency 1.02x ->
-// 1.23x, IPv4 by-space 1.50x -> 1.92x against the per-key loop; the 7.4 MB
-// IPv6 filter misses the L2 at every walk step.
-const GROUP: usize = 8;
+/// Keys a batch lookup searches together: each step of their searches
+/// (a filter line, an exact-table slot) is prefetched for every key of the
+/// group before any is read, so the group's cache misses overlap instead of
+/// queueing.
+const GROUP: usize = 32;
+/// Keys whose guided searches end together, each stage (decode and
+/// confirming line, exact-table slot) prefetched for all of them before
+/// the next reads: far enough apart that the lines arrive in time.
+const RESOLVE: usize = 128;
+/// Keys of a batch whose guided walks run before their fallbacks to linear
+/// search run together (indices of `u16`).
+const CHUNK: usize = 1024;
+const _: () = assert!(CHUNK <= 1 << 16 && GROUP <= 32 && RESOLVE <= 128);
 
 impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
-    /// The guided search of [`Bloom::guided`] for up to [`GROUP`] keys at
-    /// once: the tree walks advance in lockstep (one filter line per key
-    /// and step, prefetched for the whole group first), then each key is
-    /// resolved as a single lookup would.
+    /// Starts loading the exact-table slot where key `addr/plen` (hash
+    /// `hash`) begins its probe.
+    #[inline(always)]
+    fn prefetch_exact(&self, hash: KeyHash) {
+        super::prefetch(
+            self.table
+                .as_ptr()
+                .wrapping_add(hash.slot(self.table.len())),
+        );
+    }
+
+    /// Algorithm 1 for the keys `queue` (`(index in addrs, top length
+    /// index)`), [`GROUP`] of them searching at any time. The searching
+    /// keys move down their lengths in lockstep: a round hashes and
+    /// prefetches the filter line of each, then tests their bits and
+    /// prefetches the exact-table slot of each filter hit, then reads those
+    /// slots; a key whose search ends hands its place to the next key of
+    /// the queue, so the group stays full however long single searches
+    /// run. The answers are written to `out`.
     #[inline]
-    fn guided_group(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        debug_assert!(addrs.len() <= GROUP && out.len() == addrs.len());
-        let root = if self.tree.is_empty() { NO_NODE } else { 0 };
-        let mut node = [root; GROUP];
+    fn linear_rolling(&self, addrs: &[A], queue: &[(u16, u8)], out: &mut [Option<Label>]) {
+        let mut lanes = [(0u16, 0u8); GROUP];
         let mut hash = [KeyHash::of(A::ZERO, 0); GROUP];
-        let mut last_hit: [Option<(TreeNode, KeyHash)>; GROUP] = [None; GROUP];
-        let keys = addrs.len();
+        let mut queued = queue.iter();
+        let mut count = 0;
         loop {
-            let mut walking = false;
-            for i in 0..keys {
-                if node[i] != NO_NODE {
-                    let plen = self.tree[node[i] as usize].plen;
-                    hash[i] = KeyHash::of(addrs[i].masked(plen), plen);
-                    super::prefetch(self.block(hash[i]));
-                    walking = true;
+            // Refill the free lanes; a key with no length left answers
+            // the default route at once.
+            while count < GROUP {
+                let Some(&(key, top)) = queued.next() else {
+                    break;
+                };
+                if top == 0 {
+                    out[key as usize] = self.label(0);
+                } else {
+                    lanes[count] = (key, top);
+                    count += 1;
                 }
             }
-            if !walking {
-                break;
+            if count == 0 {
+                return;
             }
-            for i in 0..keys {
-                if node[i] != NO_NODE {
-                    let n = self.tree[node[i] as usize];
-                    node[i] = if self.block(hash[i]).bit(hash[i].position(0)) {
-                        last_hit[i] = Some((n, hash[i]));
+            for (lane, hash) in lanes[..count].iter().zip(&mut hash) {
+                let (key, index) = *lane;
+                let plen = self.lengths[index as usize];
+                *hash = KeyHash::of(addrs[key as usize].masked(plen), plen);
+                super::prefetch(self.block(*hash));
+            }
+            let mut hits = 0u32;
+            for (a, hash) in hash[..count].iter().enumerate() {
+                if self.has_bits(*hash, 0, self.k, &mut NoProbe) {
+                    self.prefetch_exact(*hash);
+                    hits |= 1 << a;
+                }
+            }
+            let mut next = 0;
+            for a in 0..count {
+                let (key, index) = lanes[a];
+                if hits & (1 << a) != 0 {
+                    let plen = self.lengths[index as usize];
+                    let value = self.exact(addrs[key as usize], plen, hash[a], &mut NoProbe);
+                    if value != 0 && !exact::is_marker(value) {
+                        out[key as usize] = self.label(exact::label_of(value));
+                        continue;
+                    }
+                }
+                if index == 1 {
+                    out[key as usize] = self.label(0);
+                    continue;
+                }
+                lanes[next] = (key, index - 1);
+                next += 1;
+            }
+            count = next;
+        }
+    }
+
+    /// The guided search of [`Bloom::guided`] for up to [`CHUNK`] keys, in
+    /// stages that each prefetch before they read. The tree walks run
+    /// [`GROUP`] at a time in lockstep (one filter line per key and step),
+    /// a finished walk handing its place to the next key, so the group
+    /// stays full whatever the walks' depths (a weighted tree's differ).
+    /// Then, a group at a time, the BMP decode and the confirming key's
+    /// line, then the exact-table slot. The keys that fall back are
+    /// appended to `fallbacks` (`(index in addrs, top length index)`) for
+    /// [`Bloom::linear_rolling`]; the others are answered in `out`.
+    #[inline]
+    fn guided_chunk(
+        &self,
+        addrs: &[A],
+        out: &mut [Option<Label>],
+        fallbacks: &mut [(u16, u8); CHUNK],
+    ) -> usize {
+        debug_assert!(addrs.len() <= CHUNK && out.len() == addrs.len());
+        // The last node each walk hit (NO_NODE: none) and its key's hash.
+        let mut hit_node = [NO_NODE; CHUNK];
+        let mut hit_hash = [KeyHash::of(A::ZERO, 0); CHUNK];
+        let root = if self.tree.is_empty() { NO_NODE } else { 0 };
+        let mut lanes = [(0u16, 0u8); GROUP];
+        let mut hash = [KeyHash::of(A::ZERO, 0); GROUP];
+        let mut count = 0;
+        let mut queued = 0;
+        if root != NO_NODE {
+            loop {
+                while count < GROUP && queued < addrs.len() {
+                    lanes[count] = (queued as u16, root);
+                    count += 1;
+                    queued += 1;
+                }
+                if count == 0 {
+                    break;
+                }
+                for (lane, hash) in lanes[..count].iter().zip(&mut hash) {
+                    let (key, node) = *lane;
+                    let plen = self.tree[node as usize].plen;
+                    *hash = KeyHash::of(addrs[key as usize].masked(plen), plen);
+                    super::prefetch(self.block(*hash));
+                }
+                let mut next = 0;
+                for a in 0..count {
+                    let (key, node) = lanes[a];
+                    let n = self.tree[node as usize];
+                    let child = if self.block(hash[a]).bit(hash[a].position(0)) {
+                        hit_node[key as usize] = node;
+                        hit_hash[key as usize] = hash[a];
                         n.right
                     } else {
                         n.left
                     };
+                    if child != NO_NODE {
+                        lanes[next] = (key, child);
+                        next += 1;
+                    }
                 }
+                count = next;
             }
         }
-        for i in 0..keys {
-            out[i] = match last_hit[i] {
-                None => self.label(0),
-                Some((hit, hash)) => self.resolve(addrs[i], hit, hash, &mut NoProbe),
-            };
+        let mut fallen = 0;
+        let confirm_from = 1 + self.bmp_bits;
+        for start in (0..addrs.len()).step_by(RESOLVE) {
+            let end = (start + RESOLVE).min(addrs.len());
+            // The key whose remaining bits confirm each walk's BMP code
+            // (the hit itself for a prefix, the coded length's key for a
+            // marker), its line prefetched; `None`: a code no walk can
+            // confirm.
+            let mut confirm: [Option<KeyHash>; RESOLVE] = [None; RESOLVE];
+            for i in start..end {
+                if hit_node[i] == NO_NODE {
+                    out[i] = self.label(0);
+                    continue;
+                }
+                let hit = self.tree[hit_node[i] as usize];
+                let code = self.decode(hit_hash[i], &mut NoProbe);
+                confirm[i - start] = if code == self.prefix_code() {
+                    Some(hit_hash[i])
+                } else if code < hit.index as u32 {
+                    let plen = self.lengths[code as usize];
+                    let bmp_hash = KeyHash::of(addrs[i].masked(plen), plen);
+                    super::prefetch(self.block(bmp_hash));
+                    Some(bmp_hash)
+                } else {
+                    None
+                };
+            }
+            let mut confirmed = 0u128;
+            for i in start..end {
+                if let Some(check) = confirm[i - start] {
+                    if self.has_bits(check, confirm_from, self.k, &mut NoProbe) {
+                        self.prefetch_exact(hit_hash[i]);
+                        confirmed |= 1 << (i - start);
+                    }
+                }
+            }
+            for i in start..end {
+                if hit_node[i] == NO_NODE {
+                    continue;
+                }
+                let hit = self.tree[hit_node[i] as usize];
+                if confirmed & (1 << (i - start)) != 0 {
+                    let value = self.exact(addrs[i], hit.plen, hit_hash[i], &mut NoProbe);
+                    if value != 0 {
+                        out[i] = self.label(exact::label_of(value));
+                        continue;
+                    }
+                }
+                fallbacks[fallen] = (i as u16, hit.index - 1);
+                fallen += 1;
+            }
         }
+        fallen
     }
 }
 
@@ -685,8 +837,20 @@ impl<A: Addr + Plain, S: Storage> Lookup<A> for Bloom<A, S> {
         let out = &mut out[..addrs.len()];
         match self.search {
             Search::Guided if addrs.len() > 1 => {
-                for (addrs, out) in addrs.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
-                    self.guided_group(addrs, out);
+                let mut fallbacks = [(0u16, 0u8); CHUNK];
+                for (addrs, out) in addrs.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+                    let count = self.guided_chunk(addrs, out, &mut fallbacks);
+                    self.linear_rolling(addrs, &fallbacks[..count], out);
+                }
+            }
+            Search::Linear if addrs.len() > 1 => {
+                let top = (self.lengths.len() - 1) as u8;
+                let mut queue = [(0u16, top); CHUNK];
+                for (i, key) in queue.iter_mut().enumerate() {
+                    key.0 = i as u16;
+                }
+                for (addrs, out) in addrs.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+                    self.linear_rolling(addrs, &queue[..addrs.len()], out);
                 }
             }
             _ => self.lookup_each(addrs, out),
