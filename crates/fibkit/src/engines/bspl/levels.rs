@@ -154,14 +154,17 @@ pub fn plan_levels<A: Addr>(
     };
     let most = levels.map_or(super::MAX_HASH_LEVELS, |l| l.saturating_sub(1) as usize);
     let rounds = most.clamp(1, d);
+    // The program runs to the most tables a build allows even when fewer
+    // are asked for, so that a refusal can name the fewest that work.
+    let all = rounds.max(super::MAX_HASH_LEVELS.min(d));
     // best[r][j]: least bytes covering positions 1..=j with r tables, the
     // last at j; from[r][j] the previous table's position.
-    let mut best = vec![vec![f64::INFINITY; d + 1]; rounds + 1];
-    let mut from = vec![vec![0usize; d + 1]; rounds + 1];
+    let mut best = vec![vec![f64::INFINITY; d + 1]; all + 1];
+    let mut from = vec![vec![0usize; d + 1]; all + 1];
     for (j, bytes) in best[1].iter_mut().enumerate().skip(1) {
         *bytes = cost(0, j);
     }
-    for r in 2..=rounds {
+    for r in 2..=all {
         for j in r..=d {
             for m in r - 1..j {
                 let total = best[r - 1][m] + cost(m, j);
@@ -177,12 +180,18 @@ pub fn plan_levels<A: Addr>(
         .min_by(f64::total_cmp)
         .expect("at least one round");
     if !least.is_finite() {
-        return Err(format!(
+        let what = format!(
             "{} levels cannot expand every prefix by at most {MAX_EXPANSION_BITS} bits \
-             (the table has {d} lengths above {first}; use levels={})",
-            rounds + 1,
-            (d + 1).min(super::MAX_HASH_LEVELS + 1)
-        ));
+             (the table has {d} lengths above {first}",
+            rounds + 1
+        );
+        return Err(match (rounds + 1..=all).find(|&r| best[r][d].is_finite()) {
+            Some(fewest) => format!("{what}; use levels={})", fewest + 1),
+            None => format!(
+                "{what}, and no level count up to {} can; use a longer first level)",
+                all + 1
+            ),
+        });
     }
     let slack = if levels.is_some() { 1.0 } else { AUTO_SLACK };
     let (rounds, bytes) = (1..=rounds)
@@ -258,8 +267,11 @@ mod tests {
     #[test]
     fn wide_gaps_are_refused_or_bridged() {
         let table: Vec<(u128, u8)> = vec![(0, 20), (0, 60), (0, 128)];
+        // Three tables are the fewest that work: the refusal names them.
         let err = plan_levels(&table, 16, Some(2)).unwrap_err();
-        assert!(err.contains("levels="), "{err}");
+        assert!(err.contains("use levels=4"), "{err}");
+        let err = plan_levels(&table, 16, Some(3)).unwrap_err();
+        assert!(err.contains("use levels=4"), "{err}");
         let plan = plan_levels(&table, 16, Some(4)).unwrap();
         assert_eq!(plan.lengths, vec![20, 60, 128]);
         assert_eq!(
