@@ -630,7 +630,10 @@ const RESOLVE: usize = 128;
 /// Keys of a batch whose guided walks run before their fallbacks to linear
 /// search run together (indices of `u16`).
 const CHUNK: usize = 1024;
-const _: () = assert!(CHUNK <= 1 << 16 && GROUP <= 32 && RESOLVE <= 128);
+/// Slices this short (a datapath's bursts) use chunk arrays of this many
+/// keys, so that a call does not clear arrays sized for [`CHUNK`] keys.
+const SHORT: usize = 64;
+const _: () = assert!(CHUNK <= 1 << 16 && GROUP <= 32 && RESOLVE <= 128 && SHORT <= CHUNK);
 
 impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
     /// Starts loading the exact-table slot where key `addr/plen` (hash
@@ -710,26 +713,26 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
         }
     }
 
-    /// The guided search of [`Bloom::guided`] for up to [`CHUNK`] keys, in
+    /// The guided search of [`Bloom::guided`] for up to `N` keys, in
     /// stages that each prefetch before they read. The tree walks run
     /// [`GROUP`] at a time in lockstep (one filter line per key and step),
     /// a finished walk handing its place to the next key, so the group
     /// stays full whatever the walks' depths (a weighted tree's differ).
-    /// Then, a group at a time, the BMP decode and the confirming key's
-    /// line, then the exact-table slot. The keys that fall back are
+    /// Then, [`RESOLVE`] keys at a time, the BMP decode and the confirming
+    /// key's line, then the exact-table slot. The keys that fall back are
     /// appended to `fallbacks` (`(index in addrs, top length index)`) for
     /// [`Bloom::linear_rolling`]; the others are answered in `out`.
     #[inline]
-    fn guided_chunk(
+    fn guided_chunk<const N: usize>(
         &self,
         addrs: &[A],
         out: &mut [Option<Label>],
-        fallbacks: &mut [(u16, u8); CHUNK],
+        fallbacks: &mut [(u16, u8); N],
     ) -> usize {
-        debug_assert!(addrs.len() <= CHUNK && out.len() == addrs.len());
+        debug_assert!(addrs.len() <= N && out.len() == addrs.len());
         // The last node each walk hit (NO_NODE: none) and its key's hash.
-        let mut hit_node = [NO_NODE; CHUNK];
-        let mut hit_hash = [KeyHash::of(A::ZERO, 0); CHUNK];
+        let mut hit_node = [NO_NODE; N];
+        let mut hit_hash = [KeyHash::of(A::ZERO, 0); N];
         let root = if self.tree.is_empty() { NO_NODE } else { 0 };
         let mut lanes = [(0u16, 0u8); GROUP];
         let mut hash = [KeyHash::of(A::ZERO, 0); GROUP];
@@ -824,6 +827,31 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
         }
         fallen
     }
+
+    /// The guided batch lookup in chunks of `N` keys: each chunk's walks
+    /// and ends, then its fallbacks together.
+    #[inline]
+    fn guided_batch<const N: usize>(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        let mut fallbacks = [(0u16, 0u8); N];
+        for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
+            let count = self.guided_chunk(addrs, out, &mut fallbacks);
+            self.linear_rolling(addrs, &fallbacks[..count], out);
+        }
+    }
+
+    /// The linear batch lookup in chunks of `N` keys, each key from the
+    /// longest length.
+    #[inline]
+    fn linear_batch<const N: usize>(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        let top = (self.lengths.len() - 1) as u8;
+        let mut queue = [(0u16, top); N];
+        for (i, key) in queue.iter_mut().enumerate() {
+            key.0 = i as u16;
+        }
+        for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
+            self.linear_rolling(addrs, &queue[..addrs.len()], out);
+        }
+    }
 }
 
 impl<A: Addr + Plain, S: Storage> Lookup<A> for Bloom<A, S> {
@@ -837,20 +865,17 @@ impl<A: Addr + Plain, S: Storage> Lookup<A> for Bloom<A, S> {
         let out = &mut out[..addrs.len()];
         match self.search {
             Search::Guided if addrs.len() > 1 => {
-                let mut fallbacks = [(0u16, 0u8); CHUNK];
-                for (addrs, out) in addrs.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-                    let count = self.guided_chunk(addrs, out, &mut fallbacks);
-                    self.linear_rolling(addrs, &fallbacks[..count], out);
+                if addrs.len() <= SHORT {
+                    self.guided_batch::<SHORT>(addrs, out);
+                } else {
+                    self.guided_batch::<CHUNK>(addrs, out);
                 }
             }
             Search::Linear if addrs.len() > 1 => {
-                let top = (self.lengths.len() - 1) as u8;
-                let mut queue = [(0u16, top); CHUNK];
-                for (i, key) in queue.iter_mut().enumerate() {
-                    key.0 = i as u16;
-                }
-                for (addrs, out) in addrs.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-                    self.linear_rolling(addrs, &queue[..addrs.len()], out);
+                if addrs.len() <= SHORT {
+                    self.linear_batch::<SHORT>(addrs, out);
+                } else {
+                    self.linear_batch::<CHUNK>(addrs, out);
                 }
             }
             _ => self.lookup_each(addrs, out),
