@@ -561,6 +561,28 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
         self.resolve(addr, hit, hash, probe)
     }
 
+    /// The key whose remaining bits confirm the BMP code of a walk that
+    /// last hit `hit` (key hash `hash`): the hit itself for a prefix, the
+    /// coded length's key for a marker; `None` for a code no walk can
+    /// confirm.
+    #[inline(always)]
+    fn confirming_key<P: Probe>(
+        &self,
+        addr: A,
+        hit: TreeNode,
+        hash: KeyHash,
+        probe: &mut P,
+    ) -> Option<KeyHash> {
+        let code = self.decode(hash, probe);
+        if code == self.prefix_code() {
+            Some(hash)
+        } else if code < hit.index as u32 {
+            Some(self.hash(addr, self.lengths[code as usize], probe))
+        } else {
+            None
+        }
+    }
+
     /// The end of a guided lookup whose walk last hit `hit` (key hash
     /// `hash`): decode, confirm, exact lookup, or fall back.
     #[inline]
@@ -571,17 +593,10 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
         hash: KeyHash,
         probe: &mut P,
     ) -> Option<Label> {
-        let code = self.decode(hash, probe);
         let confirm_from = 1 + self.bmp_bits;
-        let confirmed = if code == self.prefix_code() {
-            self.has_bits(hash, confirm_from, self.k, probe)
-        } else if code < hit.index as u32 {
-            let plen = self.lengths[code as usize];
-            let bmp_hash = self.hash(addr, plen, probe);
-            self.has_bits(bmp_hash, confirm_from, self.k, probe)
-        } else {
-            false
-        };
+        let confirmed = self
+            .confirming_key(addr, hit, hash, probe)
+            .is_some_and(|key| self.has_bits(key, confirm_from, self.k, probe));
         if confirmed {
             let value = self.exact(addr, hit.plen, hash, probe);
             if value != 0 {
@@ -777,10 +792,8 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
         let confirm_from = 1 + self.bmp_bits;
         for start in (0..addrs.len()).step_by(RESOLVE) {
             let end = (start + RESOLVE).min(addrs.len());
-            // The key whose remaining bits confirm each walk's BMP code
-            // (the hit itself for a prefix, the coded length's key for a
-            // marker), its line prefetched; `None`: a code no walk can
-            // confirm.
+            // Each walk's confirming key, its line prefetched (a prefix's
+            // own line is already cached).
             let mut confirm: [Option<KeyHash>; RESOLVE] = [None; RESOLVE];
             for i in start..end {
                 if hit_node[i] == NO_NODE {
@@ -788,17 +801,11 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
                     continue;
                 }
                 let hit = self.tree[hit_node[i] as usize];
-                let code = self.decode(hit_hash[i], &mut NoProbe);
-                confirm[i - start] = if code == self.prefix_code() {
-                    Some(hit_hash[i])
-                } else if code < hit.index as u32 {
-                    let plen = self.lengths[code as usize];
-                    let bmp_hash = KeyHash::of(addrs[i].masked(plen), plen);
-                    super::prefetch(self.block(bmp_hash));
-                    Some(bmp_hash)
-                } else {
-                    None
-                };
+                let key = self.confirming_key(addrs[i], hit, hit_hash[i], &mut NoProbe);
+                if let Some(key) = key {
+                    super::prefetch(self.block(key));
+                }
+                confirm[i - start] = key;
             }
             let mut confirmed = 0u128;
             for i in start..end {

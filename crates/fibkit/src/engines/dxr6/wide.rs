@@ -105,31 +105,22 @@ impl<S: Storage> Dxr6<S> {
         let entries = self.entries.as_ptr() as *const i32;
         let last_entry = _mm512_set1_epi64(self.entries.len() as i64 - 1);
         let root_bits = self.root_bits & 31;
-        let mut lanes = [Lanes::zero(); 1];
-        for (v, lane) in lanes.iter_mut().enumerate() {
-            let (hi, lo) = load_keys(keys, v * LANES);
-            let root = _mm512_min_epu64(
-                _mm512_srlv_epi64(hi, _mm512_set1_epi64(64 - root_bits as i64)),
-                last_entry,
-            );
-            // SAFETY: every index is at most the last entry (the clamp
-            // above); the scale 4 matches the u32 entries.
-            let entry = unsafe { _mm512_i64gather_epi32::<4>(root, entries) };
-            let (hi, lo) = shift_left(hi, lo, _mm512_set1_epi64(root_bits as i64));
-            *lane = Lanes {
-                entry: _mm512_cvtepu32_epi64(entry),
-                hi,
-                lo,
-            };
-        }
+        let (hi, lo) = load_keys(keys, 0);
+        let root = _mm512_min_epu64(
+            _mm512_srlv_epi64(hi, _mm512_set1_epi64(64 - root_bits as i64)),
+            last_entry,
+        );
+        // SAFETY: every index is at most the last entry (the clamp above);
+        // the scale 4 matches the u32 entries.
+        let entry = unsafe { _mm512_i64gather_epi32::<4>(root, entries) };
+        let (hi, lo) = shift_left(hi, lo, _mm512_set1_epi64(root_bits as i64));
+        let mut lanes = [Lanes {
+            entry: _mm512_cvtepu32_epi64(entry),
+            hi,
+            lo,
+        }];
         self.walk(&mut lanes);
-        for (v, lane) in lanes.iter().enumerate() {
-            let first = v * LANES;
-            if first >= keys.len() {
-                break;
-            }
-            self.finish_wide(lane, &mut out[first..keys.len().min(first + LANES)]);
-        }
+        self.finish_wide(&lanes[0], &mut out[..keys.len()]);
     }
 
     /// Rounds of one node level for every lane still at a node, until
