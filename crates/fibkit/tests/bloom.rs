@@ -102,18 +102,34 @@ fn batches_agree<A: EngineFamily>(
     }
 }
 
+/// [`batches_agree`] for every spec of `specs` on dfz-v4-nh and dfz-v6-nh,
+/// with `count` mixed keys of each family drawn with `seed`.
+fn batches_agree_on_both<I: Iterator<Item = (usize, usize)>>(
+    specs: &[&str],
+    count: usize,
+    seed: u64,
+    slices: impl Fn() -> I,
+) {
+    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
+    let addrs = generate(rib, &TraceKind::Mix, count, seed).unwrap();
+    let rib6 = &shared_table("dfz-v6-nh.txt.gz").v6;
+    let addrs6 = generate(rib6, &TraceKind::Mix, count, seed).unwrap();
+    for spec in specs {
+        batches_agree(spec, rib, &addrs, slices());
+        batches_agree(spec, rib6, &addrs6, slices());
+    }
+}
+
 /// Batch lookups of every length from 0 to 300 agree with per-key lookups,
 /// on a table with false positives (small filter) and without.
 #[test]
 fn batches_of_every_length() {
-    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
-    let addrs = generate(rib, &TraceKind::Mix, 300, 3).unwrap();
-    let rib6 = &shared_table("dfz-v6-nh.txt.gz").v6;
-    let addrs6 = generate(rib6, &TraceKind::Mix, 300, 3).unwrap();
-    for spec in ["bloom", "bloom:search=linear", "bloom:bits=4096,k=9"] {
-        batches_agree(spec, rib, &addrs, (0..=300).map(|len| (0, len)));
-        batches_agree(spec, rib6, &addrs6, (0..=300).map(|len| (0, len)));
-    }
+    batches_agree_on_both(
+        &["bloom", "bloom:search=linear", "bloom:bits=4096,k=9"],
+        300,
+        3,
+        || (0..=300).map(|len| (0, len)),
+    );
 }
 
 /// Batches longer than the chunk whose fallbacks run together (1,024
@@ -121,24 +137,21 @@ fn batches_of_every_length() {
 /// many fallbacks (a small filter) and few.
 #[test]
 fn long_batches_across_chunks() {
-    let rib = &shared_table("dfz-v4-nh.txt.gz").v4;
-    let addrs = generate(rib, &TraceKind::Mix, 5000, 5).unwrap();
-    let rib6 = &shared_table("dfz-v6-nh.txt.gz").v6;
-    let addrs6 = generate(rib6, &TraceKind::Mix, 5000, 5).unwrap();
-    let slices = || {
-        [1023, 1024, 1025, 2047, 2049, 4993]
-            .into_iter()
-            .flat_map(|len| [(0, len), (7, len)])
-    };
-    for spec in [
-        "bloom",
-        "bloom:search=linear",
-        "bloom:bits=4096,k=9",
-        "bloom:search=linear,bits=4096,k=2",
-    ] {
-        batches_agree(spec, rib, &addrs, slices());
-        batches_agree(spec, rib6, &addrs6, slices());
-    }
+    batches_agree_on_both(
+        &[
+            "bloom",
+            "bloom:search=linear",
+            "bloom:bits=4096,k=9",
+            "bloom:search=linear,bits=4096,k=2",
+        ],
+        5000,
+        5,
+        || {
+            [1023, 1024, 1025, 2047, 2049, 4993]
+                .into_iter()
+                .flat_map(|len| [(0, len), (7, len)])
+        },
+    );
 }
 
 /// The bloom snapshot itself (for its counting path).
