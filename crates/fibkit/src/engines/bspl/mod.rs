@@ -558,9 +558,9 @@ impl<A: Addr, S: Storage> Bspl<A, S> {
     /// has no table entries are answered on the way.
     ///
     /// `N` (at most [`BATCH`]) sizes the search array, so a burst of 8
-    /// keys does not clear the array of 64 searches (2.5 KB) that a chunk
-    /// of 64 needs: on IPv6 keys that mostly end in the first level that
-    /// clearing made bursts of 8 a third as fast as the per-key loop.
+    /// keys does not clear the 2.5 KB array of 64 searches that a chunk of
+    /// 64 needs: on keys that end in the first level, clearing it costs
+    /// more than the burst's own lookups.
     fn lookup_chunk<const N: usize>(&self, addrs: &[A], out: &mut [Option<Label>]) {
         debug_assert!(addrs.len() <= N && N <= BATCH && out.len() >= addrs.len());
         let mut searches = [Search::default(); N];
