@@ -378,9 +378,9 @@ impl<S: Storage> Lookup<u32> for Dxr<S> {
 /// costs more than it saves on so few keys.
 // PERF: lookup_batch / a lookup loop over the same n-key slices, dxr:k=20,
 // random keys (dxr_bench --short-slices --rounds 5, Intel machine,
-// 2026-11-27 02:19-02:27 UTC): with the cut at 4, 0.65-0.68 at n=4,
-// 0.66-0.71 at 5, 0.77-0.85 at 6, 0.89-0.94 at 8, 1.12-1.20 at 12; with
-// the cut at 8, 1.05 at 4, 1.11-1.13 at 5, 1.17-1.18 at 6. At n=8 the
+// 2026-11-27 02:19-02:31 UTC): with the cut at 4, 0.65-0.68 at n=4,
+// 0.66-0.71 at 5, 0.77-0.85 at 6, 0.89-1.12 at 8, 1.12-1.20 at 12; with
+// the cut at 8 (or 10), 1.05 at 4, 1.11-1.13 at 5, 1.17-1.18 at 6. At n=8 the
 // masked pass wins on announced keys (fibkit bench bursts of 8 against a
 // cut at 10: 1.21-1.48x against 1.05-1.16x the per-key loop), so 8 stays
 // masked. (The AMD machine under load, 2026-11-23, had put the cut at 4.)
