@@ -580,8 +580,9 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
         self.resolve(addr, hit, hash, probe)
     }
 
-    /// The key hash of tree node `child` for `addr` (a dummy for
-    /// [`NO_NODE`]), its filter line requested.
+    /// The key hash of tree node `child` for `addr`, its filter line
+    /// requested; for [`NO_NODE`] a constant the walk never uses (no hash
+    /// computed at the leaves).
     #[inline(always)]
     fn child_hash(&self, addr: A, child: u8) -> KeyHash {
         match self.tree.get(child as usize) {
@@ -590,7 +591,7 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
                 super::prefetch(self.block(hash));
                 hash
             }
-            None => KeyHash::of(addr, 0),
+            None => KeyHash::of(A::ZERO, 0),
         }
     }
 
