@@ -523,11 +523,34 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
 
     /// Algorithm 1 over the lengths of index `top` down to 1, then the
     /// default route.
+    ///
+    /// The lengths' filter lines are requested [`LINEAR_AHEAD`] lengths
+    /// before they are tested: a test's miss does not decide which line
+    /// comes next, so the misses of successive lengths can overlap. Each
+    /// key is hashed once, when its line is requested, and counted when it
+    /// is tested (a search that stops early never tested the keys it
+    /// requested past its end, and the paper does not count them).
     #[inline]
     fn linear<P: Probe>(&self, addr: A, top: usize, probe: &mut P) -> Option<Label> {
+        let request = |index: usize| {
+            let plen = self.lengths[index];
+            let hash = KeyHash::of(addr.masked(plen), plen);
+            super::prefetch(self.block(hash));
+            hash
+        };
+        // Slot `index % LINEAR_AHEAD` holds the hash of length `index` from
+        // its request until its test.
+        let mut requested = [KeyHash::of(A::ZERO, 0); LINEAR_AHEAD];
+        for index in (top.saturating_sub(LINEAR_AHEAD - 1).max(1)..=top).rev() {
+            requested[index % LINEAR_AHEAD] = request(index);
+        }
         for index in (1..=top).rev() {
             let plen = self.lengths[index];
-            let hash = self.hash(addr, plen, probe);
+            let hash = requested[index % LINEAR_AHEAD];
+            probe.hash();
+            if index > LINEAR_AHEAD {
+                requested[index % LINEAR_AHEAD] = request(index - LINEAR_AHEAD);
+            }
             if self.has_bits(hash, 0, self.k, probe) {
                 let value = self.exact(addr, plen, hash, probe);
                 if value != 0 && !exact::is_marker(value) {
@@ -672,6 +695,9 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
 /// group before any is read, so the group's cache misses overlap instead of
 /// queueing.
 const GROUP: usize = 32;
+/// How many lengths ahead of its test the per-key linear search requests a
+/// filter line.
+const LINEAR_AHEAD: usize = 4;
 /// Keys whose guided searches end together, each stage (decode and
 /// confirming line, exact-table slot) prefetched for all of them before
 /// the next reads: far enough apart that the lines arrive in time.
