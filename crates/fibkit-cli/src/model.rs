@@ -1,6 +1,7 @@
 //! `fibkit model`: trace summaries, calibration and the predicted-vs-
 //! measured tables of the performance model (Narlikar and Zane).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -10,10 +11,11 @@ use clap::{Args, Subcommand};
 use fibkit::engine::{EngineConfig, Updater};
 use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
 use fibkit::engines::levels::TreeNode;
-use fibkit::model::auto::{AutoFamily, Ranked};
+use fibkit::model::auto::{engine_of, AutoFamily, Ranked};
 use fibkit::model::cpe::predict_cpe;
 use fibkit::model::machine::{
     cpu_model, curve_sizes, describe, fit_costs, latency_curve, measured_levels, os_caches,
+    EngineCosts,
 };
 use fibkit::model::summary::{prefix_densities, weighted_ranges};
 use fibkit::model::{
@@ -44,7 +46,8 @@ pub enum ModelCommand {
     /// Measure this machine: a pointer-chase latency curve from half the L1
     /// to 256-512 MiB (three sweeps), whose plateaus become the model's
     /// levels, then t_trie, t_tree and t_const fitted by least squares to
-    /// dependent lookups of a few `levels` structures on the trace.
+    /// dependent lookups of a few `levels` structures on the trace, and
+    /// t_trie and t_const of `dxr` and `cpe` fitted on their own layouts.
     Calibrate {
         #[command(flatten)]
         table: TableArgs,
@@ -274,6 +277,7 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
         trie_ns: 0.0,
         tree_ns: 0.0,
         const_ns: 0.0,
+        engine_costs: BTreeMap::new(),
     };
     let (table, _) = load_table(table)?;
     let (v4, v6) = traces_of(trace)?;
@@ -284,6 +288,11 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
     };
     let [trie, tree, fixed] = fit_costs(&rows);
     (machine.trie_ns, machine.tree_ns, machine.const_ns) = (trie, tree, fixed);
+    machine.engine_costs = if !v4.is_empty() {
+        fit_engine_costs(&machine, &table.v4, &v4, millis)?
+    } else {
+        fit_engine_costs(&machine, &table.v6, &v6, millis)?
+    };
     let text = serde_json::to_string_pretty(&machine)?;
     std::fs::write(out, text + "\n").with_context(|| format!("writing {}", out.display()))?;
     println!(
@@ -312,8 +321,62 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
         fixed,
         load_average()
     );
+    for (engine, costs) in &machine.engine_costs {
+        println!(
+            "{engine}: t_trie {:.2} ns, t_const {:.2} ns (fitted on its own layouts)",
+            costs.trie_ns, costs.const_ns
+        );
+    }
     println!("wrote {}", out.display());
     Ok(true)
+}
+
+/// t_trie and t_const of each engine with a model (`dxr` where the family
+/// has one, `cpe`), fitted by least squares to dependent lookups of its
+/// candidate layouts on the trace, as [`fit_rows`] does for the `levels`
+/// structures. An engine with fewer than two modelled layouts gets none.
+fn fit_engine_costs<A: AutoFamily + EngineFamily>(
+    machine: &Machine,
+    rib: &Rib<A>,
+    trace: &[A],
+    millis: u64,
+) -> Result<BTreeMap<String, EngineCosts>> {
+    let summary = checked_summary(rib, trace)?;
+    let densities = prefix_densities(rib, &summary);
+    let view = weighted_ranges(rib, A::ZERO, A::MAX, Some(&densities));
+    let duration = Duration::from_millis(millis);
+    let mut rows: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
+    let mut row = |spec: &str, prediction: &Prediction, measured: f64| {
+        rows.entry(engine_of(spec).to_string()).or_default().push((
+            prediction.trie_visits,
+            prediction.tree_visits,
+            measured - machine.memory_ns(prediction),
+        ));
+    };
+    for (spec, prediction) in A::direct_predictions(&view, &machine.caches) {
+        let Ok(prediction) = prediction else {
+            continue;
+        };
+        let snapshot = fibkit::build::<A>(&spec, rib)?;
+        row(&spec, &prediction, seq_ns(&snapshot, trace, duration));
+    }
+    for spec in A::cpe_candidates() {
+        let (_, trie) = CpeUpdater::build(&CpeConfig::parse(&spec)?, rib)?;
+        let Ok(prediction) = predict_cpe(&view, &trie, &machine.caches) else {
+            continue;
+        };
+        row(&spec, &prediction, seq_ns(&trie, trace, duration));
+    }
+    Ok(rows
+        .into_iter()
+        .filter(|(_, rows)| rows.len() >= 2)
+        .map(|(engine, rows)| {
+            // Neither engine walks a search tree: that column is all zero
+            // and the fit leaves its cost at 0.
+            let [trie_ns, _, const_ns] = fit_costs(&rows);
+            (engine, EngineCosts { trie_ns, const_ns })
+        })
+        .collect())
 }
 
 /// `(H, S, measured - memory time)` of each calibration structure.
@@ -787,14 +850,25 @@ fn predict_engines(
 ) -> Result<bool> {
     let load = load_average();
     if !args.json {
+        let fitted: Vec<String> = machine
+            .engine_costs
+            .iter()
+            .map(|(engine, c)| {
+                format!(
+                    "; {engine}: t_trie {:.2} t_const {:.2} ns",
+                    c.trie_ns, c.const_ns
+                )
+            })
+            .collect();
         println!(
-            "machine: {} ({}); miss penalties {:.1?} ns; t_trie {:.2} t_const {:.2} ns; \
+            "machine: {} ({}); miss penalties {:.1?} ns; t_trie {:.2} t_const {:.2} ns{}; \
              load average {load}",
             machine.cpu_model,
             describe(&machine.caches),
             machine.miss_penalties_ns(),
             machine.trie_ns,
-            machine.const_ns
+            machine.const_ns,
+            fitted.concat()
         );
     }
     for path in &args.traces {

@@ -1319,6 +1319,15 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
         "{file}"
     );
     assert!(!file["os_caches"].as_array().unwrap().is_empty(), "{file}");
+    // `dxr` and `cpe` get costs of their own, fitted on their layouts.
+    for engine in ["dxr", "cpe"] {
+        let costs = &file["engine_costs"][engine];
+        assert!(
+            costs["trie_ns"].as_f64().unwrap() >= 0.0 && costs["const_ns"].as_f64().unwrap() >= 0.0,
+            "{file}"
+        );
+        assert!(stdout.contains(&format!("{engine}: t_trie")), "{stdout}");
+    }
 
     // `model predict` with the machine file, measuring briefly.
     let predict = |extra: &[&str]| {
@@ -1382,9 +1391,10 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
     );
 
     // A machine file of an older version is refused with the fix.
-    let old = std::fs::read_to_string(machine)
-        .unwrap()
-        .replace("\"version\": 2", "\"version\": 1");
+    let old = std::fs::read_to_string(machine).unwrap().replace(
+        &format!("\"version\": {}", fibkit::model::machine::MACHINE_VERSION),
+        "\"version\": 1",
+    );
     std::fs::write(machine, old).unwrap();
     let out = fibkit(&[
         "model",

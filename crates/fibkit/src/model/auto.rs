@@ -279,6 +279,7 @@ pub fn default_machine() -> Machine {
         trie_ns: DEFAULT_READ_NS,
         tree_ns: DEFAULT_READ_NS,
         const_ns: DEFAULT_CONST_NS,
+        engine_costs: Default::default(),
     }
 }
 
@@ -321,7 +322,8 @@ pub struct Ranked {
 
 impl Ranked {
     /// The row of `spec` from its prediction (timed by `machine`'s
-    /// Equation 1) or the reason there is none.
+    /// Equation 1, with the costs fitted on the spec's engine where the
+    /// machine has them) or the reason there is none.
     pub fn new(
         spec: String,
         prediction: Result<Prediction, ModelError>,
@@ -329,7 +331,7 @@ impl Ranked {
     ) -> Self {
         match prediction {
             Ok(p) => Ranked {
-                predicted_ns: Some(machine.time_ns(&p)),
+                predicted_ns: Some(machine.engine_time_ns(engine_of(&spec), &p)),
                 misses: p.misses,
                 memory_bytes: p.memory_bytes,
                 ..Ranked::unmodelled(spec)
@@ -361,14 +363,32 @@ impl Ranked {
     }
 }
 
+/// The engine name of a spec: `dxr` of `dxr:k=20`.
+pub fn engine_of(spec: &str) -> &str {
+    spec.split(':').next().unwrap_or(spec)
+}
+
 /// The families `auto` builds: each names its direct-table engine and
 /// predicts that engine's candidates.
 pub trait AutoFamily: Addr {
     /// The DXR engine of the family.
     type Direct: Updater<Self>;
 
-    /// Specs and predictions of the family's DXR candidates for `view`.
-    fn direct_candidates(view: &WeightedRanges<Self>, machine: &Machine) -> Vec<Ranked>;
+    /// Specs and predictions of the family's DXR candidates for `view`
+    /// (empty where the family's DXR engine has no model).
+    fn direct_predictions(
+        view: &WeightedRanges<Self>,
+        caches: &[CacheLevel],
+    ) -> Vec<(String, Result<Prediction, ModelError>)>;
+
+    /// Specs and predictions of the family's DXR candidates for `view`,
+    /// timed by `machine`.
+    fn direct_candidates(view: &WeightedRanges<Self>, machine: &Machine) -> Vec<Ranked> {
+        Self::direct_predictions(view, &machine.caches)
+            .into_iter()
+            .map(|(spec, prediction)| Ranked::new(spec, prediction, machine))
+            .collect()
+    }
 
     /// The family's CPE candidates.
     fn cpe_candidates() -> Vec<String>;
@@ -377,11 +397,16 @@ pub trait AutoFamily: Addr {
 impl AutoFamily for u32 {
     type Direct = DxrUpdater;
 
-    fn direct_candidates(view: &WeightedRanges<u32>, machine: &Machine) -> Vec<Ranked> {
+    fn direct_predictions(
+        view: &WeightedRanges<u32>,
+        caches: &[CacheLevel],
+    ) -> Vec<(String, Result<Prediction, ModelError>)> {
         DXR_K
             .map(|k| {
-                let spec = DxrConfig::single(k).to_string();
-                Ranked::new(spec, predict_dxr(view, k, &machine.caches), machine)
+                (
+                    DxrConfig::single(k).to_string(),
+                    predict_dxr(view, k, caches),
+                )
             })
             .collect()
     }
@@ -396,6 +421,13 @@ impl AutoFamily for u32 {
 
 impl AutoFamily for u128 {
     type Direct = Dxr6Updater;
+
+    fn direct_predictions(
+        _: &WeightedRanges<u128>,
+        _: &[CacheLevel],
+    ) -> Vec<(String, Result<Prediction, ModelError>)> {
+        Vec::new()
+    }
 
     /// `dxr6` has no model (its chunks' boundary widths and trie steps are
     /// not simulated): it is a candidate only to be timed.

@@ -22,7 +22,7 @@ use super::predict::Prediction;
 use super::ModelError;
 
 /// Version of the machine file format (and of the calibration method).
-pub const MACHINE_VERSION: u32 = 2;
+pub const MACHINE_VERSION: u32 = 3;
 
 /// Between two working sets of the latency curve (about 1.41x apart) the
 /// latency of one level rises by less than this factor; a larger rise
@@ -138,6 +138,25 @@ pub struct Machine {
     pub tree_ns: f64,
     /// Fixed cost per lookup (t_const).
     pub const_ns: f64,
+    /// Costs fitted on one engine's own layouts (keyed `dxr`, `cpe`), used
+    /// for that engine's predictions instead of `trie_ns` and `const_ns`.
+    /// Why: the per-lookup work outside the memory reads differs between
+    /// engines (a `levels` lookup walks a search tree and calls through its
+    /// leaves, a `dxr` lookup is a few arithmetic steps), so the `levels`
+    /// structures' t_const over-predicts every `dxr` layout by about as
+    /// much. Empty without a calibration.
+    #[serde(default)]
+    pub engine_costs: std::collections::BTreeMap<String, EngineCosts>,
+}
+
+/// Equation 1's per-visit and per-lookup costs fitted on one engine's
+/// layouts (their lookups visit no search tree).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EngineCosts {
+    /// Cost of one dependent read that hits L1 (t_trie).
+    pub trie_ns: f64,
+    /// Fixed cost per lookup (t_const).
+    pub const_ns: f64,
 }
 
 impl Machine {
@@ -169,6 +188,7 @@ impl Machine {
             trie_ns: 2.5,
             tree_ns: 16.0,
             const_ns: 4.5,
+            engine_costs: Default::default(),
         }
     }
 
@@ -188,6 +208,21 @@ impl Machine {
             + prediction.trie_visits * self.trie_ns
             + prediction.tree_visits * self.tree_ns
             + self.const_ns
+    }
+
+    /// Equation 1 for a layout of `engine` (`dxr`, `cpe`): with the costs
+    /// fitted on that engine's layouts where the calibration has them,
+    /// otherwise as [`Self::time_ns`].
+    pub fn engine_time_ns(&self, engine: &str, prediction: &Prediction) -> f64 {
+        match self.engine_costs.get(engine) {
+            Some(costs) => {
+                self.memory_ns(prediction)
+                    + prediction.trie_visits * costs.trie_ns
+                    + prediction.tree_visits * self.tree_ns
+                    + costs.const_ns
+            }
+            None => self.time_ns(prediction),
+        }
     }
 
     /// The part of Equation 1 spent waiting for caches and memory. With a
@@ -500,6 +535,37 @@ mod tests {
         // A negative constant is dropped rather than kept.
         let rows = [(1.0, 0.0, 1.0), (2.0, 0.0, 3.0), (3.0, 0.0, 5.0)];
         assert!(fit_costs(&rows).iter().all(|&v| v >= 0.0));
+    }
+
+    #[test]
+    fn an_engine_with_fitted_costs_is_timed_by_them() {
+        let mut machine = Machine::paper_pentium_iii();
+        let prediction = Prediction {
+            strides: Vec::new(),
+            trie_visits: 3.0,
+            tree_visits: 0.0,
+            misses: vec![1.0, 0.5],
+            memory_bytes: 1 << 20,
+        };
+        // 1 L1 miss at 10 ns, half an L2 miss at 100 ns.
+        let memory = 10.0 + 0.5 * 100.0;
+        let general = memory + 3.0 * 2.5 + 4.5;
+        assert!((machine.time_ns(&prediction) - general).abs() < 1e-9);
+        assert!((machine.engine_time_ns("dxr", &prediction) - general).abs() < 1e-9);
+        machine.engine_costs.insert(
+            "dxr".into(),
+            EngineCosts {
+                trie_ns: 1.0,
+                const_ns: 0.5,
+            },
+        );
+        let own = memory + 3.0 * 1.0 + 0.5;
+        assert!((machine.engine_time_ns("dxr", &prediction) - own).abs() < 1e-9);
+        assert!((machine.engine_time_ns("cpe", &prediction) - general).abs() < 1e-9);
+        // The costs survive the machine file.
+        let text = serde_json::to_string(&machine).unwrap();
+        let read: Machine = serde_json::from_str(&text).unwrap();
+        assert_eq!(read, machine);
     }
 
     #[test]
