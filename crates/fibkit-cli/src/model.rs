@@ -360,6 +360,13 @@ fn fit_engine_costs<A: AutoFamily + EngineFamily>(
         let snapshot = fibkit::build::<A>(&spec, rib)?;
         row(&spec, &prediction, seq_ns(&snapshot, trace, duration));
     }
+    for spec in A::built_direct_candidates() {
+        let table = build_direct::<A>(&spec, rib)?;
+        let Ok(prediction) = A::predict_built_direct(&view, &table, &machine.caches) else {
+            continue;
+        };
+        row(&spec, &prediction, seq_ns(&table, trace, duration));
+    }
     for spec in A::cpe_candidates() {
         let (_, trie) = CpeUpdater::build(&CpeConfig::parse(&spec)?, rib)?;
         let Ok(prediction) = predict_cpe(&view, &trie, &machine.caches) else {
@@ -883,6 +890,15 @@ fn predict_engines(
     Ok(true)
 }
 
+/// The snapshot of `spec` built with the family's DXR engine.
+fn build_direct<A: AutoFamily>(
+    spec: &str,
+    rib: &Rib<A>,
+) -> Result<<A::Direct as Updater<A>>::Snapshot> {
+    let config = <<A::Direct as Updater<A>>::Config as EngineConfig>::parse(spec)?;
+    Ok(A::Direct::build(&config, rib)?.1)
+}
+
 /// One candidate layout's prediction and measurement on one trace.
 #[derive(Clone, Debug, serde::Serialize)]
 struct EngineRow {
@@ -916,6 +932,16 @@ fn engine_rows<A: AutoFamily + EngineFamily>(
                 measured_ns: Some(measured),
             });
         }
+        for spec in A::built_direct_candidates() {
+            let table = build_direct::<A>(&spec, rib)?;
+            let prediction = A::predict_built_direct(&view, &table, &machine.caches);
+            let ranked = Ranked::new(spec, prediction, machine);
+            let measured = measure(&|t, d| seq_ns(&table, t, d));
+            rows.push(EngineRow {
+                ranked,
+                measured_ns: Some(measured),
+            });
+        }
     }
     if args.engines.iter().any(|e| e == "cpe") {
         for spec in A::cpe_candidates() {
@@ -931,7 +957,7 @@ fn engine_rows<A: AutoFamily + EngineFamily>(
     }
     if rows.is_empty() {
         bail!(
-            "no {} layout of {} to model (dxr has no IPv6 model; try --engines cpe)",
+            "no {} layout of {} to model (the engines modelled are dxr and cpe)",
             A::FAMILY,
             args.engines.join(",")
         );

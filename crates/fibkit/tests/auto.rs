@@ -9,6 +9,7 @@ use fibkit::engine::{EngineConfig, EngineStats, Updater};
 use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
 use fibkit::model::auto::{
     default_machine, fallback_caches, read_machine, AutoConfig, AutoUpdater, Ranked,
+    DXR6_CANDIDATES,
 };
 use fibkit::model::cpe::predict_cpe;
 use fibkit::model::dxr::predict_dxr;
@@ -148,31 +149,45 @@ fn pattern_picks_the_fastest_of_one_pattern() {
 }
 
 #[test]
-fn ipv6_times_dxr6_beside_the_cpe_layouts() {
+fn ipv6_models_and_times_dxr6_beside_the_cpe_layouts() {
     let rib = small_tables_v6().into_iter().last().unwrap();
     let (updater, snapshot) = AutoUpdater::<u128>::build(&AutoConfig::default(), &rib).unwrap();
     assert_verified(&snapshot, &rib, 2000, "auto on IPv6");
     let ranking = &updater.choice().ranking;
-    let dxr6 = ranking.iter().find(|r| r.spec == "dxr6").unwrap();
-    assert!(dxr6.predicted_ns.is_none() && dxr6.error.is_none());
-    // Without a model dxr6 is always timed, beside the two cpe layouts.
-    assert_eq!(ranking.len(), 3);
+    // Every dxr6 layout is predicted (its model walks the built table)
+    // and timed, beside the two cpe layouts.
+    for spec in DXR6_CANDIDATES {
+        let row = ranking.iter().find(|r| r.spec == spec).unwrap();
+        assert!(
+            row.predicted_ns.is_some_and(|ns| ns > 0.0) && row.error.is_none(),
+            "{row:?}"
+        );
+        assert!(
+            row.measured_rnd_ns.is_some() && row.memory_bytes > 0,
+            "{row:?}"
+        );
+    }
+    assert_eq!(ranking.len(), DXR6_CANDIDATES.len() + 2);
     assert_best_timed_first(ranking, |rnd, seq| rnd.max(seq));
-    let rows = updater.stats(&snapshot).rows();
-    assert!(
-        rows.iter()
-            .any(|(k, v)| k.ends_with("dxr6") && v.contains("no model")),
-        "{rows:?}"
-    );
-    // With the model alone dxr6 cannot be picked.
-    let (updater, _) =
-        AutoUpdater::<u128>::build(&AutoConfig::parse("auto:measure=0").unwrap(), &rib).unwrap();
-    assert!(updater.choice().pick().spec.starts_with("cpe"));
-    let err = fibkit::build::<u128>("auto:measure=0,candidates=dxr", &rib)
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(err.contains("dxr6: no model"), "{err}");
+    // With the model alone the fastest predicted is picked, dxr6 included.
+    for spec in ["auto:measure=0", "auto:measure=0,candidates=dxr"] {
+        let (updater, snapshot) =
+            AutoUpdater::<u128>::build(&AutoConfig::parse(spec).unwrap(), &rib).unwrap();
+        assert_verified(&snapshot, &rib, 2000, spec);
+        let ranking = &updater.choice().ranking;
+        let fastest = ranking
+            .iter()
+            .filter_map(|r| r.predicted_ns)
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(
+            updater.choice().pick().predicted_ns,
+            Some(fastest),
+            "{spec}"
+        );
+        if spec.ends_with("dxr") {
+            assert!(ranking.iter().all(|r| r.spec.starts_with("dxr6")));
+        }
+    }
 }
 
 #[test]

@@ -39,12 +39,12 @@
 //! ```text
 //! IPv4   dxr:k=16 .. dxr:k=22            (candidates=dxr)
 //!        cpe:levels=2, 3, 4              (candidates=cpe)
-//! IPv6   dxr6                            (candidates=dxr; no model: always timed)
+//! IPv6   dxr6, dxr6:k=12, dxr6:k=20, dxr6:density=8   (candidates=dxr)
 //!        cpe, cpe:levels=12              (candidates=cpe)
 //! ```
-//! The `cpe` model walks the built trie, so each `cpe` candidate is built
-//! once to be predicted; `dxr` is predicted from the range view alone and
-//! built only when it is timed.
+//! The `cpe` and `dxr6` models walk the built table, so each of their
+//! candidates is built once to be predicted; `dxr` is predicted from the
+//! range view alone and built only when it is timed.
 //!
 //! Machine: `machine=FILE` reads a file of `fibkit model calibrate`, refused
 //! when it was made by another version or on another CPU or cache
@@ -63,6 +63,7 @@ use std::path::{Path, PathBuf};
 
 use super::cpe::predict_cpe;
 use super::dxr::predict_dxr;
+use super::dxr6::predict_dxr6;
 use super::machine::{cpu_model, os_caches};
 use super::summary::uniform_ranges;
 use super::{CacheLevel, Machine, ModelError, Prediction, WeightedRanges};
@@ -90,6 +91,10 @@ pub const DEFAULT_CONST_NS: f64 = 2.0;
 pub const DXR_K: std::ops::RangeInclusive<u32> = 16..=22;
 /// CPE level counts `auto` considers on IPv4.
 pub const CPE_LEVELS_V4: [u8; 3] = [2, 3, 4];
+/// `dxr6` layouts `auto` considers on IPv6: the default, a smaller and a
+/// larger root, and denser nodes (fewer node levels, about 2.4x the
+/// memory on dfz-v6-nh).
+pub const DXR6_CANDIDATES: [&str; 4] = ["dxr6", "dxr6:k=12", "dxr6:k=20", "dxr6:density=8"];
 
 /// `measure=all`, the default: every candidate is timed.
 pub const MEASURE_ALL: usize = usize::MAX;
@@ -390,6 +395,17 @@ pub trait AutoFamily: Addr {
             .collect()
     }
 
+    /// The family's DXR candidates whose model walks the built table (as
+    /// `cpe`'s does) rather than the range view.
+    fn built_direct_candidates() -> Vec<String>;
+
+    /// The prediction of a built DXR candidate.
+    fn predict_built_direct(
+        view: &WeightedRanges<Self>,
+        snapshot: &<Self::Direct as Updater<Self>>::Snapshot,
+        caches: &[CacheLevel],
+    ) -> Result<Prediction, ModelError>;
+
     /// The family's CPE candidates.
     fn cpe_candidates() -> Vec<String>;
 }
@@ -411,6 +427,24 @@ impl AutoFamily for u32 {
             .collect()
     }
 
+    fn built_direct_candidates() -> Vec<String> {
+        Vec::new()
+    }
+
+    fn predict_built_direct(
+        view: &WeightedRanges<u32>,
+        snapshot: &<DxrUpdater as Updater<u32>>::Snapshot,
+        caches: &[CacheLevel],
+    ) -> Result<Prediction, ModelError> {
+        let config = snapshot.config();
+        if config.d_bits != 0 {
+            return Err(ModelError::Input(format!(
+                "`{config}`: the dxr model covers the one-level layouts `dxr:k=K`"
+            )));
+        }
+        predict_dxr(view, config.k_bits, caches)
+    }
+
     fn cpe_candidates() -> Vec<String> {
         CPE_LEVELS_V4
             .iter()
@@ -429,10 +463,18 @@ impl AutoFamily for u128 {
         Vec::new()
     }
 
-    /// `dxr6` has no model (its chunks' boundary widths and trie steps are
-    /// not simulated): it is a candidate only to be timed.
-    fn direct_candidates(_: &WeightedRanges<u128>, _: &Machine) -> Vec<Ranked> {
-        vec![Ranked::unmodelled("dxr6".into())]
+    /// `dxr6`'s node strides and leaves depend on the whole table: its
+    /// model walks the built table.
+    fn built_direct_candidates() -> Vec<String> {
+        DXR6_CANDIDATES.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn predict_built_direct(
+        view: &WeightedRanges<u128>,
+        snapshot: &<Dxr6Updater as Updater<u128>>::Snapshot,
+        caches: &[CacheLevel],
+    ) -> Result<Prediction, ModelError> {
+        predict_dxr6(view, snapshot, caches)
     }
 
     fn cpe_candidates() -> Vec<String> {
@@ -572,29 +614,34 @@ fn choose<A: AutoFamily>(
     if config.candidates != Candidates::Cpe {
         ranking.extend(A::direct_candidates(&view, &machine));
     }
-    // The `cpe` model needs the built trie; builds are kept for timing.
+    // The models of `cpe` and `dxr6` walk the built table; builds are kept
+    // for timing.
     let mut builds: Vec<(String, Built<A>)> = Vec::new();
+    let mut built_specs = Vec::new();
+    if config.candidates != Candidates::Cpe {
+        built_specs.extend(A::built_direct_candidates());
+    }
     if config.candidates != Candidates::Dxr {
-        for spec in A::cpe_candidates() {
-            match build_candidate::<A>(&spec, rib) {
-                Ok(built) => {
-                    let AutoSnapshot::Cpe(trie) = &built.1 else {
-                        unreachable!("a cpe spec builds cpe")
-                    };
-                    let ranked = Ranked::new(
-                        spec.clone(),
-                        predict_cpe(&view, trie, &machine.caches),
-                        &machine,
-                    );
-                    builds.push((spec, built));
-                    ranking.push(ranked);
-                }
-                Err(e) => ranking.push(Ranked::new(
-                    spec,
-                    Err(ModelError::Input(e.to_string())),
-                    &machine,
-                )),
+        built_specs.extend(A::cpe_candidates());
+    }
+    for spec in built_specs {
+        match build_candidate::<A>(&spec, rib) {
+            Ok(built) => {
+                let prediction = match &built.1 {
+                    AutoSnapshot::Cpe(trie) => predict_cpe(&view, trie, &machine.caches),
+                    AutoSnapshot::Direct(table) => {
+                        A::predict_built_direct(&view, table, &machine.caches)
+                    }
+                };
+                let ranked = Ranked::new(spec.clone(), prediction, &machine);
+                builds.push((spec, built));
+                ranking.push(ranked);
             }
+            Err(e) => ranking.push(Ranked::new(
+                spec,
+                Err(ModelError::Input(e.to_string())),
+                &machine,
+            )),
         }
     }
     ranking.sort_by(by_prediction);

@@ -138,7 +138,7 @@ pub struct Machine {
     pub tree_ns: f64,
     /// Fixed cost per lookup (t_const).
     pub const_ns: f64,
-    /// Costs fitted on one engine's own layouts (keyed `dxr`, `cpe`), used
+    /// Costs fitted on one engine's own layouts (keyed `dxr`, `dxr6`, `cpe`), used
     /// for that engine's predictions instead of `trie_ns` and `const_ns`.
     /// Why: the per-lookup work outside the memory reads differs between
     /// engines (a `levels` lookup walks a search tree and calls through its

@@ -9,8 +9,9 @@
 //!   Equation 2 misses per cache level, H and S for any stride vector.
 //! - [`machine`]: caches from the OS, pointer-chase latencies, the fitted
 //!   costs, Equation 1 and the machine file.
-//! - [`dxr`] and [`cpe`]: the same method for `dxr:k=K` and `cpe:levels=N`,
-//!   counting the cache lines of their flat arrays a lookup reads.
+//! - [`dxr`], [`dxr6`] and [`cpe`]: the same method for `dxr:k=K`, `dxr6`
+//!   and `cpe:levels=N`, counting the cache lines of their flat arrays a
+//!   lookup reads.
 //! - [`auto`]: the `auto` engine, which builds the candidate the model
 //!   predicts fastest for uniformly random lookups on the given table.
 
@@ -18,6 +19,7 @@ mod access;
 pub mod auto;
 pub mod cpe;
 pub mod dxr;
+pub mod dxr6;
 pub mod machine;
 pub mod predict;
 pub mod summary;

@@ -524,6 +524,44 @@ impl<S: Storage> Dxr6<S> {
     }
 }
 
+/// What an entry of a `dxr6` table leads to, for the performance model's
+/// walk (`model::dxr6`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ModelEntry {
+    /// A label: the lookup ends here.
+    Label,
+    /// A node table of `2^stride` entries from entry `base`.
+    Node { base: usize, stride: u32 },
+    /// A leaf in line `line` of the leaves.
+    Leaf { line: usize },
+}
+
+impl ModelEntry {
+    /// Decodes `entry`.
+    pub(crate) fn of(entry: u32) -> Self {
+        if is_node(entry) {
+            ModelEntry::Node {
+                base: node_base(entry),
+                stride: stride_of(entry),
+            }
+        } else if is_leaf(entry) {
+            ModelEntry::Leaf {
+                line: line_of(entry),
+            }
+        } else {
+            ModelEntry::Label
+        }
+    }
+}
+
+impl<S: Storage> Dxr6<S> {
+    /// The root's bits, the entries (root, then every node table) and the
+    /// number of leaf lines: what the performance model walks.
+    pub(crate) fn model_parts(&self) -> (u32, &[u32], usize) {
+        (self.root_bits, &self.entries[..], self.leaves.len())
+    }
+}
+
 /// The parameters of `dxr6`: `dxr6:k=K,stride=S,density=D`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dxr6Config {
