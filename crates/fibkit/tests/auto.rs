@@ -9,7 +9,7 @@ use fibkit::engine::{EngineConfig, EngineStats, Updater};
 use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
 use fibkit::model::auto::{
     default_machine, fallback_caches, read_machine, AutoConfig, AutoUpdater, Ranked,
-    DXR6_CANDIDATES,
+    DXR6_CANDIDATES, TIE_BAND,
 };
 use fibkit::model::cpe::predict_cpe;
 use fibkit::model::dxr::predict_dxr;
@@ -80,9 +80,28 @@ fn assert_best_timed_first(timed: &[Ranked], score: impl Fn(f64, f64) -> f64) {
         .zip(&seq)
         .map(|(r, s)| score(r / best_rnd, s / best_seq))
         .collect();
+    // The first is within the tie band of the fastest (the model breaks
+    // ties), the rest in order.
+    let fastest = slowdown.iter().copied().fold(f64::INFINITY, f64::min);
     assert!(
-        slowdown.windows(2).all(|w| w[0] <= w[1]),
+        slowdown[0] <= fastest * (1.0 + TIE_BAND) + 1e-12,
+        "the pick is not among the fastest timed: {slowdown:?}"
+    );
+    assert!(
+        slowdown[1..].windows(2).all(|w| w[0] <= w[1]),
         "timed rows not best first: {slowdown:?}"
+    );
+    // Among those the timing cannot tell apart, the model's fastest.
+    let predicted = |r: &Ranked| r.predicted_ns.unwrap_or(f64::INFINITY);
+    let tied_best = timed
+        .iter()
+        .zip(&slowdown)
+        .filter(|(_, s)| **s <= fastest * (1.0 + TIE_BAND))
+        .map(|(r, _)| predicted(r))
+        .fold(f64::INFINITY, f64::min);
+    assert!(
+        predicted(&timed[0]) <= tied_best || tied_best.is_infinite(),
+        "the pick is not the model's fastest of the tied: {timed:?}"
     );
 }
 

@@ -111,6 +111,12 @@ pub const MEASURE_SEQ_KEYS: usize = 1 << 16;
 /// Alternating rounds: each round times every candidate once, and each
 /// candidate keeps its median round.
 pub const MEASURE_ROUNDS: usize = 3;
+/// Candidates whose measured slowdowns are within this fraction of the
+/// fastest's are not told apart by the timing: the same candidate's
+/// median moves by 3-5% between builds of `auto` on one table
+/// (docs/BENCHMARKS.md, "`auto` with a model of `dxr6`"), so among them the
+/// model's fastest predicted is kept.
+pub const TIE_BAND: f64 = 0.05;
 /// Seed of the uniformly random keys `auto` times without a trace.
 pub const MEASURE_SEED: u64 = 0x6175_746f; // "auto"
 
@@ -745,11 +751,31 @@ fn choose<A: AutoFamily>(
     // Stable: among equal slowdowns the model's order stands.
     scored.sort_by(|a, b| a.0.total_cmp(&b.0));
     let count = scored.len();
+    let band = scored[0].0 * (1.0 + TIE_BAND);
+    let tied = scored.iter().take_while(|s| s.0 <= band).count();
+    let predicted: Vec<f64> = scored[..tied]
+        .iter()
+        .map(|s| s.1.predicted_ns.unwrap_or(f64::INFINITY))
+        .collect();
+    let model_pick = (0..tied).min_by(|&a, &b| predicted[a].total_cmp(&predicted[b]));
+    let tie_note = match model_pick {
+        Some(i) if i > 0 && predicted[i].is_finite() => {
+            let chosen = scored.remove(i);
+            scored.insert(0, chosen);
+            format!(
+                "; {tied} timed within {:.0}% of the fastest, so the model's fastest of \
+                 those ({:.1} ns predicted)",
+                TIE_BAND * 100.0,
+                predicted[i]
+            )
+        }
+        _ => String::new(),
+    };
     let mut scored = scored.into_iter();
     let (worst_ratio, pick, built) = scored.next().expect("at least one candidate was timed");
     let reason = format!(
         "fastest of {count} timed for {} ({} rounds of {} RND and {} SEQ lookups): {:.1} ns \
-         RND, {:.1} ns SEQ, {:.2}x the time of the fastest{}",
+         RND, {:.1} ns SEQ, {:.2}x the time of the fastest{}{tie_note}",
         match pattern {
             PickFor::Rnd => "independent lookups",
             PickFor::Seq => "dependent lookups",
