@@ -8,19 +8,18 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
-use fibkit::engine::{EngineConfig, Updater};
-use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
 use fibkit::engines::levels::TreeNode;
-use fibkit::model::auto::{engine_of, AutoFamily, Ranked};
-use fibkit::model::cpe::predict_cpe;
+use fibkit::model::auto::{
+    build_and_predict, build_candidate, engine_of, AutoFamily, AutoSnapshot, Ranked,
+};
 use fibkit::model::machine::{
     cpu_model, curve_sizes, describe, fit_costs, latency_curve, measured_levels, os_caches,
     EngineCosts,
 };
 use fibkit::model::summary::{prefix_densities, weighted_ranges};
 use fibkit::model::{
-    build_levels, error_percent, median, seq_ns, trie_model, Machine, Prediction, TraceSummary,
-    TrieModel,
+    build_levels, error_percent, median, seq_ns, trie_model, CacheLevel, Machine, ModelError,
+    Prediction, TraceSummary, TrieModel, WeightedRanges,
 };
 use fibkit::storage::Plain;
 use fibkit::{Addr, EngineFamily, Rib};
@@ -332,9 +331,9 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
     Ok(true)
 }
 
-/// t_trie and t_const of each engine with a model (`dxr` where the family
-/// has one, `cpe`), fitted by least squares to dependent lookups of its
-/// candidate layouts on the trace, as [`fit_rows`] does for the `levels`
+/// t_trie and t_const of each engine with a model (`dxr` or `dxr6`, and
+/// `cpe`), fitted by least squares to dependent lookups of its candidate
+/// layouts on the trace, as [`fit_rows`] does for the `levels`
 /// structures. An engine with fewer than two modelled layouts gets none.
 fn fit_engine_costs<A: AutoFamily + EngineFamily>(
     machine: &Machine,
@@ -347,33 +346,17 @@ fn fit_engine_costs<A: AutoFamily + EngineFamily>(
     let view = weighted_ranges(rib, A::ZERO, A::MAX, Some(&densities));
     let duration = Duration::from_millis(millis);
     let mut rows: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
-    let mut row = |spec: &str, prediction: &Prediction, measured: f64| {
-        rows.entry(engine_of(spec).to_string()).or_default().push((
-            prediction.trie_visits,
-            prediction.tree_visits,
-            measured - machine.memory_ns(prediction),
-        ));
-    };
-    for (spec, prediction) in A::direct_predictions(&view, &machine.caches) {
+    let engines = ["dxr".to_string(), "cpe".to_string()];
+    for (spec, prediction, snapshot) in modelled_layouts(&engines, &view, &machine.caches, rib)? {
         let Ok(prediction) = prediction else {
             continue;
         };
-        let snapshot = fibkit::build::<A>(&spec, rib)?;
-        row(&spec, &prediction, seq_ns(&snapshot, trace, duration));
-    }
-    for spec in A::built_direct_candidates() {
-        let table = build_direct::<A>(&spec, rib)?;
-        let Ok(prediction) = A::predict_built_direct(&view, &table, &machine.caches) else {
-            continue;
-        };
-        row(&spec, &prediction, seq_ns(&table, trace, duration));
-    }
-    for spec in A::cpe_candidates() {
-        let (_, trie) = CpeUpdater::build(&CpeConfig::parse(&spec)?, rib)?;
-        let Ok(prediction) = predict_cpe(&view, &trie, &machine.caches) else {
-            continue;
-        };
-        row(&spec, &prediction, seq_ns(&trie, trace, duration));
+        let measured = seq_ns(&snapshot, trace, duration);
+        rows.entry(engine_of(&spec).to_string()).or_default().push((
+            prediction.trie_visits,
+            prediction.tree_visits,
+            measured - machine.memory_ns(&prediction),
+        ));
     }
     Ok(rows
         .into_iter()
@@ -891,13 +874,35 @@ fn predict_engines(
     Ok(true)
 }
 
-/// The snapshot of `spec` built with the family's DXR engine.
-fn build_direct<A: AutoFamily>(
-    spec: &str,
+/// One layout the model covers: its spec, its prediction, and the built
+/// structure its lookups are timed on.
+type Layout<A> = (String, Result<Prediction, ModelError>, AutoSnapshot<A>);
+
+/// Every candidate layout of `engines` (`dxr`, `cpe`) for the family, built,
+/// with its prediction for the lookups of `view` in `caches`.
+fn modelled_layouts<A: AutoFamily>(
+    engines: &[String],
+    view: &WeightedRanges<A>,
+    caches: &[CacheLevel],
     rib: &Rib<A>,
-) -> Result<<A::Direct as Updater<A>>::Snapshot> {
-    let config = <<A::Direct as Updater<A>>::Config as EngineConfig>::parse(spec)?;
-    Ok(A::Direct::build(&config, rib)?.1)
+) -> Result<Vec<Layout<A>>> {
+    let mut layouts = Vec::new();
+    let mut built_specs = Vec::new();
+    if engines.iter().any(|e| e == "dxr") {
+        for (spec, prediction) in A::direct_predictions(view, caches) {
+            let (_, snapshot) = build_candidate::<A>(&spec, rib)?;
+            layouts.push((spec, prediction, snapshot));
+        }
+        built_specs.extend(A::built_direct_candidates());
+    }
+    if engines.iter().any(|e| e == "cpe") {
+        built_specs.extend(A::cpe_candidates());
+    }
+    for spec in built_specs {
+        let ((_, snapshot), prediction) = build_and_predict::<A>(&spec, rib, view, caches)?;
+        layouts.push((spec, prediction, snapshot));
+    }
+    Ok(layouts)
 }
 
 /// One candidate layout's prediction and measurement on one trace.
@@ -924,37 +929,15 @@ fn engine_rows<A: AutoFamily + EngineFamily>(
         median(&mut rounds)
     };
     let mut rows = Vec::new();
-    if args.engines.iter().any(|e| e == "dxr") {
-        for ranked in A::direct_candidates(&view, machine) {
-            let snapshot = fibkit::build::<A>(&ranked.spec, rib)?;
-            let measured = measure(&|t, d| seq_ns(&snapshot, t, d));
-            rows.push(EngineRow {
-                ranked,
-                measured_ns: Some(measured),
-            });
-        }
-        for spec in A::built_direct_candidates() {
-            let table = build_direct::<A>(&spec, rib)?;
-            let prediction = A::predict_built_direct(&view, &table, &machine.caches);
-            let ranked = Ranked::new(spec, prediction, machine);
-            let measured = measure(&|t, d| seq_ns(&table, t, d));
-            rows.push(EngineRow {
-                ranked,
-                measured_ns: Some(measured),
-            });
-        }
-    }
-    if args.engines.iter().any(|e| e == "cpe") {
-        for spec in A::cpe_candidates() {
-            let config = CpeConfig::parse(&spec)?;
-            let (_, trie) = CpeUpdater::build(&config, rib)?;
-            let ranked = Ranked::new(spec, predict_cpe(&view, &trie, &machine.caches), machine);
-            let measured = measure(&|t, d| seq_ns(&trie, t, d));
-            rows.push(EngineRow {
-                ranked,
-                measured_ns: Some(measured),
-            });
-        }
+    for (spec, prediction, snapshot) in
+        modelled_layouts(&args.engines, &view, &machine.caches, rib)?
+    {
+        let ranked = Ranked::new(spec, prediction, machine);
+        let measured = measure(&|t, d| seq_ns(&snapshot, t, d));
+        rows.push(EngineRow {
+            ranked,
+            measured_ns: Some(measured),
+        });
     }
     if rows.is_empty() {
         bail!(

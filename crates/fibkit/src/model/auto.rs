@@ -513,7 +513,7 @@ impl Choice {
 type Built<A> = (AutoEngine<A>, AutoSnapshot<A>);
 
 /// Builds `spec` as one of `auto`'s engines.
-fn build_candidate<A: AutoFamily>(spec: &str, rib: &Rib<A>) -> Result<Built<A>, BuildError> {
+pub fn build_candidate<A: AutoFamily>(spec: &str, rib: &Rib<A>) -> Result<Built<A>, BuildError> {
     if spec.starts_with("cpe") {
         let (updater, trie) = CpeUpdater::build(&CpeConfig::parse(spec)?, rib)?;
         Ok((AutoEngine::Cpe(updater), AutoSnapshot::Cpe(trie)))
@@ -522,6 +522,23 @@ fn build_candidate<A: AutoFamily>(spec: &str, rib: &Rib<A>) -> Result<Built<A>, 
         let (updater, snapshot) = A::Direct::build(&config, rib)?;
         Ok((AutoEngine::Direct(updater), AutoSnapshot::Direct(snapshot)))
     }
+}
+
+/// Builds `spec` (a `cpe` candidate or one of
+/// [`AutoFamily::built_direct_candidates`]) and predicts it for the
+/// lookups of `view` in `caches` from the built table.
+pub fn build_and_predict<A: AutoFamily>(
+    spec: &str,
+    rib: &Rib<A>,
+    view: &WeightedRanges<A>,
+    caches: &[CacheLevel],
+) -> Result<(Built<A>, Result<Prediction, ModelError>), BuildError> {
+    let built = build_candidate(spec, rib)?;
+    let prediction = match &built.1 {
+        AutoSnapshot::Cpe(trie) => predict_cpe(view, trie, caches),
+        AutoSnapshot::Direct(table) => A::predict_built_direct(view, table, caches),
+    };
+    Ok((built, prediction))
 }
 
 /// Orders rows by predicted time, rows without a prediction last.
@@ -631,14 +648,8 @@ fn choose<A: AutoFamily>(
         built_specs.extend(A::cpe_candidates());
     }
     for spec in built_specs {
-        match build_candidate::<A>(&spec, rib) {
-            Ok(built) => {
-                let prediction = match &built.1 {
-                    AutoSnapshot::Cpe(trie) => predict_cpe(&view, trie, &machine.caches),
-                    AutoSnapshot::Direct(table) => {
-                        A::predict_built_direct(&view, table, &machine.caches)
-                    }
-                };
+        match build_and_predict::<A>(&spec, rib, &view, &machine.caches) {
+            Ok((built, prediction)) => {
                 let ranked = Ranked::new(spec.clone(), prediction, &machine);
                 builds.push((spec, built));
                 ranking.push(ranked);
