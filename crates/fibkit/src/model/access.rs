@@ -95,6 +95,33 @@ impl Spread {
         };
         (self.upto(hi, cursor) - before).max(0.0)
     }
+
+    /// The lookups in each of `count` consecutive intervals of
+    /// `2^span_bits` addresses from `lo` (the entries of one direct table),
+    /// in order.
+    pub(crate) fn entry_lookups(
+        &self,
+        lo: u128,
+        count: usize,
+        span_bits: u32,
+        cursor: &mut usize,
+    ) -> Vec<f64> {
+        let mut before = if lo == 0 {
+            0.0
+        } else {
+            self.upto(lo - 1, cursor)
+        };
+        (0..count)
+            .map(|e| {
+                // `first + (2^span - 1)`: no overflow at the top of the space.
+                let last = lo + ((e as u128) << span_bits) + ((1u128 << span_bits) - 1);
+                let upto = self.upto(last, cursor);
+                let lookups = (upto - before).max(0.0);
+                before = upto;
+                lookups
+            })
+            .collect()
+    }
 }
 
 /// Accesses per cache line of one flat array.

@@ -97,20 +97,14 @@ impl Walk<'_> {
             .entries
             .get(base..base + (1usize << stride))
             .ok_or_else(corrupt)?;
-        let mut before = if lo == 0 {
-            0.0
-        } else {
-            self.spread.upto(lo - 1, &mut self.cursor)
-        };
-        for (e, &entry) in node.iter().enumerate() {
-            let first = lo + ((e as u128) << span_bits);
-            let last = first + ((1u128 << span_bits) - 1);
-            let upto = self.spread.upto(last, &mut self.cursor);
-            let accesses = (upto - before).max(0.0);
-            before = upto;
+        let lookups = self
+            .spread
+            .entry_lookups(lo, node.len(), span_bits, &mut self.cursor);
+        for (e, (&entry, accesses)) in node.iter().zip(lookups).enumerate() {
             if accesses <= 0.0 {
                 continue;
             }
+            let first = lo + ((e as u128) << span_bits);
             self.lines.add((base + e) * 4, accesses);
             self.reads += accesses;
             if is_child(entry) {
