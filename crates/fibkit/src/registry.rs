@@ -111,6 +111,13 @@ pub const ENGINES: &[EngineInfo] = &[
                 density=1..64)",
     },
     EngineInfo {
+        name: "btree",
+        ipv4: true,
+        ipv6: true,
+        about: "static B+-tree over range starts (top 64 bits), 16 keys per node counted by \
+                one SIMD compare, under a 2^K root; rebuilt on change (k=8..24)",
+    },
+    EngineInfo {
         name: "bspl",
         ipv4: true,
         ipv6: true,
@@ -451,6 +458,8 @@ engine_set! {
         Cpe(engines::cpe::CpeUpdater<u32>),
         /// `dxr`.
         Dxr(engines::dxr::DxrUpdater),
+        /// `btree`.
+        Btree(engines::btree::BtreeUpdater<u32>),
         /// `lctrie`.
         LcTrie(engines::lctrie::LcTrieUpdater<u32>),
         /// `levels`.
@@ -486,6 +495,8 @@ engine_set! {
         Cpe(engines::cpe::CpeUpdater<u128>),
         /// `dxr6`.
         Dxr6(engines::dxr6::Dxr6Updater),
+        /// `btree`.
+        Btree(engines::btree::BtreeUpdater<u128>),
         /// `lctrie`.
         LcTrie(engines::lctrie::LcTrieUpdater<u128>),
         /// `levels`.

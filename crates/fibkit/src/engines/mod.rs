@@ -3,6 +3,7 @@
 
 pub mod bloom;
 pub mod bspl;
+pub mod btree;
 pub mod cpe;
 pub mod dir24_8;
 pub mod dxr;

@@ -1,0 +1,72 @@
+//! The AVX-512 count of a node: two 512-bit compares of its sixteen keys
+//! with the address's top half, one population count. Plain code compares
+//! the keys one by one (x86-64's baseline has no unsigned 64-bit vector
+//! compare); this measured about 3x faster per level (docs/BENCHMARKS.md,
+//! "IPv6: btree").
+
+use std::arch::x86_64::*;
+
+use super::{descend_groups, top64, Btree, GROUP, MAX_LEVELS, NODE_KEYS};
+use crate::addr::Addr;
+use crate::prefix::Label;
+use crate::storage::Storage;
+
+const _: () = assert!(NODE_KEYS == 16, "a node is two vectors of eight keys");
+
+/// Whether this CPU runs the AVX-512 search (F; `popcnt` comes with it on
+/// every CPU that has it, and is checked all the same).
+pub(super) fn available() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("popcnt")
+}
+
+/// The count of `node`'s sixteen keys `<= x` (`x` broadcast).
+#[inline]
+#[target_feature(enable = "avx512f,popcnt")]
+fn count_le(node: &[u64], x: __m512i) -> usize {
+    let node = &node[..NODE_KEYS];
+    // SAFETY: `node` holds sixteen u64s (checked by the slice above): the
+    // two unaligned 64-byte loads read exactly them.
+    let (low, high) = unsafe {
+        (
+            _mm512_loadu_si512(node.as_ptr() as *const __m512i),
+            _mm512_loadu_si512(node.as_ptr().add(8) as *const __m512i),
+        )
+    };
+    let mask =
+        _mm512_cmple_epu64_mask(low, x) as u32 | (_mm512_cmple_epu64_mask(high, x) as u32) << 8;
+    mask.count_ones() as usize
+}
+
+impl<A: Addr, S: Storage> Btree<A, S> {
+    /// [`Btree::lookup_portable`] with the AVX-512 count.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F and POPCNT ([`available`]).
+    #[target_feature(enable = "avx512f,popcnt")]
+    pub(super) unsafe fn lookup_wide(&self, addr: A) -> Option<Label> {
+        let x = top64(addr);
+        let (mut level, mut node) = match self.start(x) {
+            Err(label) => return self.results[label as usize].get(),
+            Ok(start) => start,
+        };
+        let wide_x = _mm512_set1_epi64(x as i64);
+        let leaf = self.levels - 1;
+        while level < leaf {
+            node = self.child(level, node, count_le(self.node(level, node), wide_x));
+            level += 1;
+        }
+        let index = self.key_index(node, count_le(self.node(leaf, node), wide_x));
+        self.answer(index, addr)
+    }
+
+    /// [`Btree::lookup_batch_portable`] with the AVX-512 count.
+    ///
+    /// # Safety
+    /// As [`Btree::lookup_wide`].
+    #[target_feature(enable = "avx512f,popcnt")]
+    pub(super) unsafe fn lookup_batch_wide(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        descend_groups!(self, addrs, out, |node: &[u64], x: u64| {
+            count_le(node, _mm512_set1_epi64(x as i64))
+        });
+    }
+}
