@@ -69,13 +69,20 @@ use std::fmt;
 
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup};
 use crate::engines::prefetch;
-use crate::labels::LabelSlot;
+use crate::labels::{Answer, LabelSlot};
 use crate::prefix::Label;
 use crate::spec::EngineSpec;
 use crate::storage::{Owned, Plain, Storage};
 
 pub use build::Dxr6Updater;
+
 use search::{Bound, LINE_WORDS};
+/// The answers the batch loops write: [`Answer`]s that the AVX-512 path
+/// can also store from a vector of results slots.
+#[cfg(target_arch = "x86_64")]
+use wide::WideAnswer as BatchAnswer;
+#[cfg(not(target_arch = "x86_64"))]
+use Answer as BatchAnswer;
 
 /// Entry bits 31..30: what the entry holds.
 const KIND_SHIFT: u32 = 30;
@@ -417,12 +424,7 @@ impl<S: Storage> Dxr6<S> {
     /// on it mispredicts often enough to drain the loads in flight.
     // PERF: docs/BENCHMARKS.md, "IPv6: dxr6", "Batch lookup".
     #[inline(always)]
-    fn lookup_group<const N: usize>(
-        &self,
-        keys: &[u128],
-        next: &[u128],
-        out: &mut [Option<Label>],
-    ) {
+    fn lookup_group<const N: usize, T: Answer>(&self, keys: &[u128], next: &[u128], out: &mut [T]) {
         debug_assert!(keys.len() <= N && N <= GROUP && out.len() == keys.len());
         for &addr in next {
             prefetch(self.entries.as_ptr().wrapping_add(self.root_index(addr)));
@@ -435,7 +437,7 @@ impl<S: Storage> Dxr6<S> {
             // A branch: it goes the same way for nearly every key of a
             // pattern (random keys: labels; announced keys: nodes).
             if is_label(walk.entry) {
-                *result = self.results[label_of(walk.entry)].get();
+                *result = T::from_slot(self.results[label_of(walk.entry)]);
                 continue;
             }
             prefetch(self.next_read(walk));
@@ -458,7 +460,7 @@ impl<S: Storage> Dxr6<S> {
         while marked != 0 {
             let j = marked.trailing_zeros() as usize;
             marked &= marked - 1;
-            out[j] = self.results[self.finish_branchless(walks[j])].get();
+            out[j] = T::from_slot(self.results[self.finish_branchless(walks[j])]);
         }
     }
 }
@@ -466,12 +468,12 @@ impl<S: Storage> Dxr6<S> {
 impl<S: Storage> Dxr6<S> {
     /// [`Lookup::lookup_batch`] in groups of `N` keys.
     #[inline(always)]
-    fn lookup_groups<const N: usize>(&self, addrs: &[u128], out: &mut [Option<Label>]) {
+    fn lookup_groups<const N: usize, T: Answer>(&self, addrs: &[u128], out: &mut [T]) {
         let mut start = 0;
         while start < addrs.len() {
             let end = addrs.len().min(start + N);
             let next = &addrs[end..addrs.len().min(end + N)];
-            self.lookup_group::<N>(&addrs[start..end], next, &mut out[start..end]);
+            self.lookup_group::<N, T>(&addrs[start..end], next, &mut out[start..end]);
             start = end;
         }
     }
@@ -488,14 +490,13 @@ impl<S: Storage> Lookup<u128> for Dxr6<S> {
     }
 
     fn lookup_batch(&self, addrs: &[u128], out: &mut [Option<Label>]) {
-        assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        #[cfg(target_arch = "x86_64")]
-        if wide::available() {
-            // SAFETY: `available` checked the CPU's AVX-512 F and BW.
-            unsafe { self.lookup_batch_wide(addrs, out) };
-            return;
-        }
-        self.lookup_batch_portable(addrs, out);
+        self.batch(addrs, out);
+    }
+
+    /// The batch loops write the C library's words themselves: no buffer
+    /// of answers to clear and convert per call.
+    fn lookup_batch_words(&self, addrs: &[u128], out: &mut [u64]) {
+        self.batch(addrs, out);
     }
 
     fn memory_bytes(&self) -> usize {
@@ -506,21 +507,40 @@ impl<S: Storage> Lookup<u128> for Dxr6<S> {
 }
 
 impl<S: Storage> Dxr6<S> {
+    /// The batch lookup into answers of type `T`: the AVX-512 walk where
+    /// the CPU has it, otherwise the portable one.
+    #[inline]
+    fn batch<T: BatchAnswer>(&self, addrs: &[u128], out: &mut [T]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        #[cfg(target_arch = "x86_64")]
+        if wide::available() {
+            // SAFETY: `available` checked the CPU's AVX-512 F and BW.
+            unsafe { self.lookup_batch_wide(addrs, out) };
+            return;
+        }
+        self.batch_portable(addrs, out);
+    }
+
+    /// [`Self::lookup_batch_portable`] into answers of type `T`.
+    fn batch_portable<T: Answer>(&self, addrs: &[u128], out: &mut [T]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        // PERF: a short burst gets a group no larger than itself: clearing
+        // the walks of a 32-key group cost bursts of 8 random keys a
+        // quarter of their speed (docs/BENCHMARKS.md, "IPv6: dxr6").
+        match addrs.len() {
+            0..=8 => self.lookup_groups::<8, T>(addrs, out),
+            9..=16 => self.lookup_groups::<16, T>(addrs, out),
+            _ => self.lookup_groups::<GROUP, T>(addrs, out),
+        }
+    }
+
     /// The batch lookup without AVX-512: groups of keys walked in passes
     /// with prefetches ([`Self::lookup_group`]). What `lookup_batch` runs
     /// on a CPU without AVX-512 F and BW; public so that tests and
     /// benchmarks on a CPU with them can run it too.
     #[doc(hidden)]
     pub fn lookup_batch_portable(&self, addrs: &[u128], out: &mut [Option<Label>]) {
-        assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        // PERF: a short burst gets a group no larger than itself: clearing
-        // the walks of a 32-key group cost bursts of 8 random keys a
-        // quarter of their speed (docs/BENCHMARKS.md, "IPv6: dxr6").
-        match addrs.len() {
-            0..=8 => self.lookup_groups::<8>(addrs, out),
-            9..=16 => self.lookup_groups::<16>(addrs, out),
-            _ => self.lookup_groups::<GROUP>(addrs, out),
-        }
+        self.batch_portable(addrs, out);
     }
 }
 

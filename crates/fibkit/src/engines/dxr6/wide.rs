@@ -32,8 +32,29 @@ use super::{
     NODE_BASE_MASK, OFFSET_MASK, OFFSET_SHIFT, STARTS_MASK, STARTS_SHIFT, STRIDE_MASK,
     STRIDE_SHIFT, WIDE_LABELS_BIT, WIDTH_SHIFT,
 };
+use crate::labels::{Answer, LabelSlot};
 use crate::prefix::Label;
 use crate::storage::Storage;
+
+/// The answers the vector path stores from a vector of results slots:
+/// `Option<Label>` (the slots' own bits) and the C library's words.
+pub(crate) trait WideAnswer: Answer {
+    /// Whether the answer is [`LabelSlot::word`] (else the slot's bits).
+    const WORDS: bool;
+}
+
+impl WideAnswer for Option<Label> {
+    const WORDS: bool = false;
+}
+
+impl WideAnswer for u64 {
+    const WORDS: bool = true;
+}
+
+const _: () = assert!(
+    std::mem::size_of::<Option<Label>>() == 8 && std::mem::size_of::<u64>() == 8,
+    "the vector store writes 8-byte answers"
+);
 
 /// Keys per vector: 64-bit lanes of a 512-bit register.
 const LANES: usize = 8;
@@ -80,7 +101,7 @@ impl<S: Storage> Dxr6<S> {
     /// # Safety
     /// The CPU must have AVX-512 F and BW ([`available`]).
     #[target_feature(enable = "avx512f,avx512bw")]
-    pub(super) unsafe fn lookup_batch_wide(&self, addrs: &[u128], out: &mut [Option<Label>]) {
+    pub(super) unsafe fn lookup_batch_wide<T: WideAnswer>(&self, addrs: &[u128], out: &mut [T]) {
         debug_assert!(out.len() >= addrs.len());
         // PERF: groups of four vectors (32 keys): two measured 13% slower
         // on announced keys, eight no faster (docs/BENCHMARKS.md, "dxr6
@@ -100,7 +121,7 @@ impl<S: Storage> Dxr6<S> {
     /// faster this way on announced keys (0.85x on random ones;
     /// docs/BENCHMARKS.md, "dxr6 with AVX-512").
     #[target_feature(enable = "avx512f,avx512bw")]
-    fn wide_burst(&self, keys: &[u128], out: &mut [Option<Label>]) {
+    fn wide_burst<T: WideAnswer>(&self, keys: &[u128], out: &mut [T]) {
         debug_assert!(keys.len() <= LANES && out.len() >= keys.len());
         let entries = self.entries.as_ptr() as *const i32;
         let last_entry = _mm512_set1_epi64(self.entries.len() as i64 - 1);
@@ -182,7 +203,7 @@ impl<S: Storage> Dxr6<S> {
     /// 1.14-1.17x this way, with announced keys as fast either way
     /// (docs/BENCHMARKS.md, "dxr6 with AVX-512").
     #[target_feature(enable = "avx512f,avx512bw")]
-    fn wide_group(&self, keys: &[u128], out: &mut [Option<Label>]) {
+    fn wide_group<T: WideAnswer>(&self, keys: &[u128], out: &mut [T]) {
         debug_assert!(keys.len() <= GROUP_KEYS && out.len() >= keys.len());
         let mut marked = [0u32; GROUP_KEYS];
         let mut roots = [0u32; GROUP_KEYS];
@@ -192,7 +213,7 @@ impl<S: Storage> Dxr6<S> {
             // A branch: it goes the same way for nearly every key of a
             // pattern (random keys: labels; announced keys: nodes).
             if is_label(entry) {
-                *answer = self.results[label_of(entry)].get();
+                *answer = T::from_slot(self.results[label_of(entry)]);
                 continue;
             }
             marked[count] = j as u32;
@@ -201,23 +222,23 @@ impl<S: Storage> Dxr6<S> {
         }
         match count.div_ceil(LANES) {
             0 => {}
-            1 => self.walk_marked::<1>(keys, &marked, &roots, count, out),
-            2 => self.walk_marked::<2>(keys, &marked, &roots, count, out),
-            3 => self.walk_marked::<3>(keys, &marked, &roots, count, out),
-            _ => self.walk_marked::<4>(keys, &marked, &roots, count, out),
+            1 => self.walk_marked::<1, T>(keys, &marked, &roots, count, out),
+            2 => self.walk_marked::<2, T>(keys, &marked, &roots, count, out),
+            3 => self.walk_marked::<3, T>(keys, &marked, &roots, count, out),
+            _ => self.walk_marked::<4, T>(keys, &marked, &roots, count, out),
         }
     }
 
     /// Walks and answers the `count` keys of `keys` at positions `marked`,
     /// whose root entries (nodes or leaves) are `roots`.
     #[target_feature(enable = "avx512f,avx512bw")]
-    fn walk_marked<const V: usize>(
+    fn walk_marked<const V: usize, T: WideAnswer>(
         &self,
         keys: &[u128],
         marked: &[u32; GROUP_KEYS],
         roots: &[u32; GROUP_KEYS],
         count: usize,
-        out: &mut [Option<Label>],
+        out: &mut [T],
     ) {
         let root_bits = _mm512_set1_epi64((self.root_bits & 31) as i64);
         let words = keys.as_ptr() as *const i64;
@@ -263,7 +284,7 @@ impl<S: Storage> Dxr6<S> {
         for (v, lane) in lanes.iter().enumerate() {
             let first = v * LANES;
             let filled = (count - first).min(LANES);
-            let mut answers = [None; LANES];
+            let mut answers = [T::from_slot(LabelSlot::NONE); LANES];
             self.finish_wide(lane, &mut answers[..filled]);
             for (&at, answer) in marked[first..first + filled].iter().zip(answers) {
                 out[at as usize] = answer;
@@ -284,7 +305,7 @@ impl<S: Storage> Dxr6<S> {
     /// that per-lane loop measured about 20% slower on announced keys
     /// (docs/BENCHMARKS.md, "dxr6 with AVX-512").
     #[target_feature(enable = "avx512f,avx512bw")]
-    fn finish_wide(&self, lanes: &Lanes, out: &mut [Option<Label>]) {
+    fn finish_wide<T: WideAnswer>(&self, lanes: &Lanes, out: &mut [T]) {
         debug_assert!(out.len() <= LANES);
         let e = lanes.entry;
         let field = |shift: u32, mask: u32| {
@@ -358,11 +379,25 @@ impl<S: Storage> Dxr6<S> {
         // u64 slots.
         let slots =
             unsafe { _mm512_i64gather_epi64::<8>(index, self.results.as_ptr() as *const i64) };
+        let answers = if T::WORDS {
+            // `LabelSlot::word`, eight at once: the label half, or all
+            // ones where the low half (the "route" flag) is 0.
+            _mm512_or_si512(
+                _mm512_srli_epi64::<32>(slots),
+                _mm512_sub_epi64(
+                    _mm512_and_si512(slots, _mm512_set1_epi64(u32::MAX as i64)),
+                    _mm512_set1_epi64(1),
+                ),
+            )
+        } else {
+            slots
+        };
         // SAFETY: the store writes the first `out.len()` (<= 8) elements
-        // of `out`, 8 bytes each. A slot's bits are its answer as an
-        // `Option<Label>` (the layout `LabelSlot::get` checks at compile
-        // time and relies on in the same way).
-        unsafe { _mm512_mask_storeu_epi64(out.as_mut_ptr() as *mut i64, count, slots) };
+        // of `out`, 8 bytes each (`WideAnswer` is implemented for 8-byte
+        // types only). A slot's bits are its answer as an `Option<Label>`
+        // (the layout `LabelSlot::get` checks at compile time and relies
+        // on in the same way); a word is any u64.
+        unsafe { _mm512_mask_storeu_epi64(out.as_mut_ptr() as *mut i64, count, answers) };
         if scalar != 0 {
             let mut entry = [0u64; LANES];
             let mut hi = [0u64; LANES];
@@ -381,7 +416,7 @@ impl<S: Storage> Dxr6<S> {
                     entry: entry[j] as u32,
                     rest: (hi[j] as u128) << 64 | lo[j] as u128,
                 };
-                out[j] = self.results[self.leaf_label(walk)].get();
+                out[j] = T::from_slot(self.results[self.leaf_label(walk)]);
             }
         }
     }
@@ -429,6 +464,7 @@ mod tests {
     use super::available;
     use crate::engine::{Lookup, Updater};
     use crate::engines::dxr6::{Dxr6Config, Dxr6Updater};
+    use crate::labels::word_of;
     use crate::prefix::Prefix;
     use crate::rib::Rib;
 
@@ -465,6 +501,31 @@ mod tests {
         }
         addrs.extend((0..5_000).map(|_| rng.random::<u128>()));
         addrs
+    }
+
+    /// The C library's words from both batch paths on a table without a
+    /// default route, where most random keys find no route (`u64::MAX`).
+    #[test]
+    fn words_without_a_default_route() {
+        if !available() {
+            eprintln!("skipped: this CPU has no AVX-512 F and BW");
+            return;
+        }
+        let with_default = mixed_table(4);
+        let rib = Rib::from_pairs(with_default.iter().filter(|(prefix, _)| prefix.plen() > 0));
+        let (_, dxr) = Dxr6Updater::build(&Dxr6Config::default(), &rib).unwrap();
+        let addrs = probes(&rib, 4);
+        let want: Vec<u64> = addrs.iter().map(|&a| word_of(rib.lookup(a))).collect();
+        assert!(want.contains(&u64::MAX) && want.iter().any(|&w| w != u64::MAX));
+        for len in [1, 7, 8, 9, 32, 33, 1000, addrs.len()] {
+            let mut words = vec![7u64; len];
+            // SAFETY: `available` said the CPU has AVX-512 F and BW.
+            unsafe { dxr.lookup_batch_wide(&addrs[..len], &mut words) };
+            assert_eq!(words, want[..len], "{len} words");
+            let mut words = vec![7u64; len];
+            dxr.batch_portable(&addrs[..len], &mut words);
+            assert_eq!(words, want[..len], "{len} portable words");
+        }
     }
 
     /// The AVX-512 path against the per-key lookup and the portable batch
@@ -511,6 +572,17 @@ mod tests {
             // SAFETY: `available` said the CPU has AVX-512 F and BW.
             unsafe { dxr.lookup_batch_wide(&addrs, &mut all) };
             assert_eq!(all, want, "{config:?}, whole slice");
+            // The C library's words, from both paths.
+            let want_words: Vec<u64> = want.iter().map(|&w| word_of(w)).collect();
+            for len in [0, 1, 5, 8, 9, 31, 32, 33, 100, addrs.len()] {
+                let mut words = vec![7u64; len];
+                // SAFETY: as above.
+                unsafe { dxr.lookup_batch_wide(&addrs[..len], &mut words) };
+                assert_eq!(words, want_words[..len], "{config:?} {len} words");
+                let mut words = vec![7u64; len];
+                dxr.batch_portable(&addrs[..len], &mut words);
+                assert_eq!(words, want_words[..len], "{config:?} {len} portable words");
+            }
             let mut wide = vec![Some(u32::MAX); 5 * 32 + 1];
             let mut portable = wide.clone();
             for len in 0..=5 * 32 + 1 {
