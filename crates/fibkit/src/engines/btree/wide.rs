@@ -1,8 +1,9 @@
 //! The AVX-512 count of a node: two 512-bit compares of its sixteen keys
-//! with the address's top half, one population count. Plain code compares
-//! the keys one by one (x86-64's baseline has no unsigned 64-bit vector
-//! compare); this measured about 3x faster per level (docs/BENCHMARKS.md,
-//! "IPv6: btree").
+//! with the address's top half, one population count. Why: x86-64's
+//! baseline has no unsigned 64-bit vector compare, so plain code compares
+//! the keys one by one; this is the form of the count PlanB's design rests
+//! on, and the one measured (docs/BENCHMARKS.md, "`btree` and `dxr6:k=12`
+//! beside `rte_fib6`").
 
 use std::arch::x86_64::*;
 
