@@ -516,6 +516,7 @@ fn adversarial_streams_through_every_ipv4_engine() {
         "dxr:k=16",
         "dxr:d=12,x=8",
         "lctrie",
+        "btree",
     ] {
         replay_checked(spec, &base, &streams);
     }
@@ -552,7 +553,13 @@ fn adversarial_streams_through_every_ipv6_engine() {
         ("default-route flaps", flaps),
         ("random changes", random),
     ];
-    for spec in ["radix", "cpe:levels=12", "cpe:levels=12,nopush", "lctrie"] {
+    for spec in [
+        "radix",
+        "cpe:levels=12",
+        "cpe:levels=12,nopush",
+        "lctrie",
+        "btree",
+    ] {
         replay_checked(spec, &base, &streams);
     }
 }
