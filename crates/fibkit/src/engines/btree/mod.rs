@@ -197,6 +197,30 @@ fn count_le(node: &[u64], x: u64) -> usize {
         .sum()
 }
 
+/// The per-key search, with `$count(node, x)` counting a node's keys
+/// `<= x` (a macro for the same reason as [`descend_groups`]): the root
+/// entry, then one node per level from the one it names down to the leaf.
+macro_rules! search_one {
+    ($engine:expr, $addr:expr, $count:expr) => {{
+        let (engine, addr) = ($engine, $addr);
+        let count_le = $count;
+        let x = top64(addr);
+        match engine.start(x) {
+            Err(label) => engine.results[label as usize].get(),
+            Ok((mut level, mut node)) => {
+                let leaf = engine.levels - 1;
+                while level < leaf {
+                    node = engine.child(level, node, count_le(engine.node(level, node), x));
+                    level += 1;
+                }
+                let index = engine.key_index(node, count_le(engine.node(leaf, node), x));
+                engine.answer(index, addr)
+            }
+        }
+    }};
+}
+pub(crate) use search_one;
+
 /// The batch lookup, with `$count(node, x)` counting a node's keys `<= x`
 /// (a macro, so that the AVX-512 count is inlined into the function that
 /// enables it): groups of [`GROUP`] keys. The root pass answers the keys at
@@ -335,20 +359,7 @@ impl<A: Addr, S: Storage> Btree<A, S> {
     /// The per-key search in plain code.
     #[inline(always)]
     fn lookup_portable(&self, addr: A) -> Option<Label> {
-        let x = top64(addr);
-        let entry = self.root[self.root_index(x)];
-        if entry & DESCEND == 0 {
-            return self.results[entry as usize].get();
-        }
-        let mut level = ((entry >> LEVEL_SHIFT) & LEVEL_MASK) as usize;
-        let mut node = (entry & NODE_MASK) as usize;
-        let leaf = self.levels - 1;
-        while level < leaf {
-            node = self.child(level, node, count_le(self.node(level, node), x));
-            level += 1;
-        }
-        let index = self.key_index(node, count_le(self.node(leaf, node), x));
-        self.answer(index, addr)
+        search_one!(self, addr, |node: &[u64], x: u64| count_le(node, x))
     }
 
     /// Where key `addr`'s search starts, or its label index: the root

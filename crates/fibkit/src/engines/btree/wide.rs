@@ -7,7 +7,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{descend_groups, top64, Btree, GROUP, MAX_LEVELS, NODE_KEYS};
+use super::{descend_groups, search_one, top64, Btree, GROUP, MAX_LEVELS, NODE_KEYS};
 use crate::addr::Addr;
 use crate::prefix::Label;
 use crate::storage::Storage;
@@ -45,19 +45,9 @@ impl<A: Addr, S: Storage> Btree<A, S> {
     /// The CPU must have AVX-512 F and POPCNT ([`available`]).
     #[target_feature(enable = "avx512f,popcnt")]
     pub(super) unsafe fn lookup_wide(&self, addr: A) -> Option<Label> {
-        let x = top64(addr);
-        let (mut level, mut node) = match self.start(x) {
-            Err(label) => return self.results[label as usize].get(),
-            Ok(start) => start,
-        };
-        let wide_x = _mm512_set1_epi64(x as i64);
-        let leaf = self.levels - 1;
-        while level < leaf {
-            node = self.child(level, node, count_le(self.node(level, node), wide_x));
-            level += 1;
-        }
-        let index = self.key_index(node, count_le(self.node(leaf, node), wide_x));
-        self.answer(index, addr)
+        search_one!(self, addr, |node: &[u64], x: u64| {
+            count_le(node, _mm512_set1_epi64(x as i64))
+        })
     }
 
     /// [`Btree::lookup_batch_portable`] with the AVX-512 count.

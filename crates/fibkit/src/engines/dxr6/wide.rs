@@ -463,7 +463,7 @@ mod tests {
 
     use super::available;
     use crate::engine::{Lookup, Updater};
-    use crate::engines::dxr6::{Dxr6Config, Dxr6Updater};
+    use crate::engines::dxr6::{Dxr6, Dxr6Config, Dxr6Updater};
     use crate::labels::word_of;
     use crate::prefix::Prefix;
     use crate::rib::Rib;
@@ -517,14 +517,22 @@ mod tests {
         let addrs = probes(&rib, 4);
         let want: Vec<u64> = addrs.iter().map(|&a| word_of(rib.lookup(a))).collect();
         assert!(want.contains(&u64::MAX) && want.iter().any(|&w| w != u64::MAX));
-        for len in [1, 7, 8, 9, 32, 33, 1000, addrs.len()] {
+        assert_words(&dxr, &addrs, &want, "no default route");
+    }
+
+    /// Both batch paths' words for the prefixes of `addrs` of several
+    /// lengths (bursts, groups, the whole slice) are `want`'s.
+    fn assert_words(dxr: &Dxr6, addrs: &[u128], want: &[u64], what: &str) {
+        for len in [0, 1, 5, 7, 8, 9, 31, 32, 33, 100, 1000, addrs.len()] {
+            let len = len.min(addrs.len());
             let mut words = vec![7u64; len];
-            // SAFETY: `available` said the CPU has AVX-512 F and BW.
+            // SAFETY: the callers run only where `available` said the CPU
+            // has AVX-512 F and BW.
             unsafe { dxr.lookup_batch_wide(&addrs[..len], &mut words) };
-            assert_eq!(words, want[..len], "{len} words");
+            assert_eq!(words, want[..len], "{what}: {len} words");
             let mut words = vec![7u64; len];
             dxr.batch_portable(&addrs[..len], &mut words);
-            assert_eq!(words, want[..len], "{len} portable words");
+            assert_eq!(words, want[..len], "{what}: {len} portable words");
         }
     }
 
@@ -574,15 +582,7 @@ mod tests {
             assert_eq!(all, want, "{config:?}, whole slice");
             // The C library's words, from both paths.
             let want_words: Vec<u64> = want.iter().map(|&w| word_of(w)).collect();
-            for len in [0, 1, 5, 8, 9, 31, 32, 33, 100, addrs.len()] {
-                let mut words = vec![7u64; len];
-                // SAFETY: as above.
-                unsafe { dxr.lookup_batch_wide(&addrs[..len], &mut words) };
-                assert_eq!(words, want_words[..len], "{config:?} {len} words");
-                let mut words = vec![7u64; len];
-                dxr.batch_portable(&addrs[..len], &mut words);
-                assert_eq!(words, want_words[..len], "{config:?} {len} portable words");
-            }
+            assert_words(&dxr, &addrs, &want_words, &format!("{config:?}"));
             let mut wide = vec![Some(u32::MAX); 5 * 32 + 1];
             let mut portable = wide.clone();
             for len in 0..=5 * 32 + 1 {
