@@ -14,7 +14,8 @@
 //!   `lookup_batch` over all keys), `burstN` (`lookup_batch` on N keys
 //!   at a time; with AVX-512 F and BW, the vector walk) and `portable` /
 //!   `portableN` (the batch path of CPUs without them,
-//!   `Dxr6::lookup_batch_portable`, on all keys or N at a time);
+//!   `Dxr6::lookup_batch_portable` or `Btree::lookup_batch_portable`, on
+//!   all keys or N at a time);
 //! - with `--replay N`: a generated stream of N changes
 //!   (`fibkit::trace::generate_changes`, seed 1) applied one change per
 //!   batch through `LocalFib`, with the time of every change, against the
@@ -25,8 +26,8 @@
 //!     [--rounds R] [--patterns announced,rnd-public] [--modes key,typed,batch,burst32]
 //!     [--replay N] SPEC...
 //! ```
-//! Specs may name any IPv6 engine; `typed` and `portable` apply to `dxr6`
-//! specs only.
+//! Specs may name any IPv6 engine; `typed` applies to `dxr6` specs only,
+//! `portable` to `dxr6` and `btree` specs.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -34,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use fibkit::bench::thread_cpu_ns as cpu_ns;
 use fibkit::bench::{generate_keys, Pattern};
+use fibkit::engines::btree::{Btree, BtreeConfig, BtreeUpdater};
 use fibkit::engines::dxr6::{Dxr6, Dxr6Config, Dxr6Updater};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{build, EngineConfig, EngineStats, Label, LocalFib, Lookup, Rib, SnapshotV6, Updater};
@@ -120,12 +122,34 @@ fn run<L: Lookup<u128>>(engine: &L, mode: Mode, keys: &[u128], out: &mut [Option
     })
 }
 
-/// [`Mode::Portable`] on `dxr6`'s own type.
-fn run_portable(engine: &Dxr6, burst: usize, keys: &[u128], out: &mut [Option<Label>]) -> f64 {
+/// The batch path of CPUs without AVX-512, on an engine's own type.
+trait PortableBatch {
+    fn batch_portable(&self, keys: &[u128], out: &mut [Option<Label>]);
+}
+
+impl PortableBatch for Dxr6 {
+    fn batch_portable(&self, keys: &[u128], out: &mut [Option<Label>]) {
+        self.lookup_batch_portable(keys, out);
+    }
+}
+
+impl PortableBatch for Btree<u128> {
+    fn batch_portable(&self, keys: &[u128], out: &mut [Option<Label>]) {
+        self.lookup_batch_portable(keys, out);
+    }
+}
+
+/// [`Mode::Portable`] on an engine's own type.
+fn run_portable(
+    engine: &dyn PortableBatch,
+    burst: usize,
+    keys: &[u128],
+    out: &mut [Option<Label>],
+) -> f64 {
     let burst = if burst == 0 { keys.len().max(1) } else { burst };
     timed(keys.len(), || {
         for (keys, out) in keys.chunks(burst).zip(out.chunks_mut(burst)) {
-            engine.lookup_batch_portable(keys, out);
+            engine.batch_portable(keys, out);
         }
         black_box(&mut *out);
     })
@@ -140,6 +164,8 @@ struct Engine {
     spec: String,
     snapshot: SnapshotV6,
     typed: Option<Dxr6>,
+    /// The engine's own type where it has a portable batch path.
+    portable: Option<Box<dyn PortableBatch>>,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -175,14 +201,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut engines = Vec::new();
     println!("\n| engine | bytes | bytes/prefix | build ms (median of 5) |\n|---|---:|---:|---:|");
     for spec in &specs {
+        // A spec that does not build stops here with its error.
+        let snapshot = build(spec, &rib)?;
         let mut build_ms: Vec<f64> = (0..5)
             .map(|_| {
                 let started = Instant::now();
-                black_box(build(spec, &rib).expect("the spec builds"));
+                black_box(build(spec, &rib).ok());
                 started.elapsed().as_secs_f64() * 1e3
             })
             .collect();
-        let snapshot = build(spec, &rib)?;
         println!(
             "| {spec} | {} | {:.2} | {:.1} |",
             snapshot.memory_bytes(),
@@ -199,10 +226,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             Err(_) => None,
         };
+        let portable: Option<Box<dyn PortableBatch>> = match (&typed, BtreeConfig::parse(spec)) {
+            (Some(typed), _) => Some(Box::new(typed.clone())),
+            (None, Ok(config)) => Some(Box::new(BtreeUpdater::<u128>::build(&config, &rib)?.1)),
+            (None, Err(_)) => None,
+        };
         engines.push(Engine {
             spec: spec.clone(),
             snapshot,
             typed,
+            portable,
         });
     }
 
@@ -213,8 +246,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut out = vec![None; keys.len()];
         let rows: Vec<(usize, Mode)> = (0..engines.len())
             .flat_map(|e| modes.iter().map(move |&m| (e, m)))
-            .filter(|&(e, m)| {
-                !matches!(m, Mode::Typed | Mode::Portable(_)) || engines[e].typed.is_some()
+            .filter(|&(e, m)| match m {
+                Mode::Typed => engines[e].typed.is_some(),
+                Mode::Portable(_) => engines[e].portable.is_some(),
+                _ => true,
             })
             .collect();
         let mut mlps = vec![Vec::new(); rows.len()];
@@ -222,9 +257,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for _ in 0..rounds {
             for (row, &(e, mode)) in rows.iter().enumerate() {
                 let engine = &engines[e];
-                mlps[row].push(match (mode, &engine.typed) {
-                    (Mode::Typed, Some(typed)) => run(typed, mode, &keys, &mut out),
-                    (Mode::Portable(n), Some(typed)) => run_portable(typed, n, &keys, &mut out),
+                mlps[row].push(match (mode, &engine.typed, &engine.portable) {
+                    (Mode::Typed, Some(typed), _) => run(typed, mode, &keys, &mut out),
+                    (Mode::Portable(n), _, Some(portable)) => {
+                        run_portable(portable.as_ref(), n, &keys, &mut out)
+                    }
                     _ => run(&engine.snapshot, mode, &keys, &mut out),
                 });
             }

@@ -377,8 +377,11 @@ impl<A: Addr, S: Storage> Btree<A, S> {
         }
     }
 
-    /// The batch lookup in plain code (see [`descend_groups`]).
-    fn lookup_batch_portable(&self, addrs: &[A], out: &mut [Option<Label>]) {
+    /// The batch lookup in plain code (see [`descend_groups`]): what
+    /// `lookup_batch` runs on a CPU without AVX-512 F; public so that
+    /// benchmarks on a CPU with it can run it too.
+    #[doc(hidden)]
+    pub fn lookup_batch_portable(&self, addrs: &[A], out: &mut [Option<Label>]) {
         descend_groups!(self, addrs, out, |node: &[u64], x: u64| count_le(node, x));
     }
 }
