@@ -124,6 +124,67 @@ impl Spread {
     }
 }
 
+/// The walk of an array of direct tables of 4-byte entries (`cpe`'s node
+/// array, `dxr6`'s root and node tables), counted against the ranges'
+/// lookups: what the two models' walks share.
+pub(crate) struct TableWalk<'a> {
+    spread: &'a Spread,
+    /// Accesses per line of the entries.
+    pub(crate) lines: ArrayLines,
+    /// Reads, summed over the lookups.
+    pub(crate) reads: f64,
+    /// The ranges already passed (the walk moves forward in address order).
+    cursor: usize,
+}
+
+impl<'a> TableWalk<'a> {
+    /// A walk over `spread`'s lookups, counting lines of `line_bytes`.
+    pub(crate) fn new(spread: &'a Spread, line_bytes: usize) -> Self {
+        TableWalk {
+            spread,
+            lines: ArrayLines::new(line_bytes),
+            reads: 0.0,
+            cursor: 0,
+        }
+    }
+
+    /// Counts one read of each entry of the table `entries[base..base +
+    /// 2^stride]` by the lookups of its addresses (the table sits at
+    /// `depth` bits of `bits`, its first address `lo`), and returns every
+    /// entry read, with its lookups and its first address, in order, for
+    /// the caller to count what the entries lead to (tables below must be
+    /// walked in that order). `None` if the table does not lie inside
+    /// `entries` or the stride passes the address width.
+    pub(crate) fn table(
+        &mut self,
+        entries: &[u32],
+        base: usize,
+        stride: u32,
+        depth: u32,
+        bits: u32,
+        lo: u128,
+    ) -> Option<Vec<(u32, f64, u128)>> {
+        if stride == 0 || depth + stride > bits {
+            return None;
+        }
+        let span_bits = bits - depth - stride;
+        let table = entries.get(base..base.checked_add(1usize.checked_shl(stride)?)?)?;
+        let lookups = self
+            .spread
+            .entry_lookups(lo, table.len(), span_bits, &mut self.cursor);
+        let mut read = Vec::new();
+        for (e, (&entry, accesses)) in table.iter().zip(lookups).enumerate() {
+            if accesses <= 0.0 {
+                continue;
+            }
+            self.lines.add((base + e) * 4, accesses);
+            self.reads += accesses;
+            read.push((entry, accesses, lo + ((e as u128) << span_bits)));
+        }
+        Some(read)
+    }
+}
+
 /// Accesses per cache line of one flat array.
 pub(crate) struct ArrayLines {
     line_bytes: usize,

@@ -21,7 +21,7 @@
 //! Cost: one visit of every entry of the trie, with a forward-moving cursor
 //! over the ranges.
 
-use super::access::{line_bytes, Accesses, ArrayLines, Spread};
+use super::access::{line_bytes, Accesses, Spread, TableWalk};
 use super::{CacheLevel, ModelError, Prediction, WeightedRanges};
 use crate::addr::Addr;
 use crate::engines::cpe::{child_base, child_stride, is_child, CpeTrie};
@@ -56,17 +56,14 @@ fn cpe_accesses<A: Addr>(
     let (root, entries) = leaf.unpacked_nodes().ok_or_else(unsupported)?;
     let spread = Spread::new(view)?;
     let mut walk = Walk {
-        spread: &spread,
+        table: TableWalk::new(&spread, line),
         entries,
         bits: A::BITS as u32,
-        lines: ArrayLines::new(line),
-        reads: 0.0,
-        cursor: 0,
     };
     walk.node(root, 0, 0)?;
     Ok(Accesses {
-        reads: walk.reads,
-        arrays: vec![walk.lines],
+        reads: walk.table.reads,
+        arrays: vec![walk.table.lines],
         lookups: spread.total(),
         memory_bytes: entries.len() as u64 * 4,
     })
@@ -74,12 +71,9 @@ fn cpe_accesses<A: Addr>(
 
 /// The state of the walk over the trie.
 struct Walk<'a> {
-    spread: &'a Spread,
+    table: TableWalk<'a>,
     entries: &'a [u32],
     bits: u32,
-    lines: ArrayLines,
-    reads: f64,
-    cursor: usize,
 }
 
 impl Walk<'_> {
@@ -87,26 +81,11 @@ impl Walk<'_> {
     /// `lo`, and the nodes below it.
     fn node(&mut self, ptr: u32, depth: u32, lo: u128) -> Result<(), ModelError> {
         let stride = child_stride(ptr);
-        let base = child_base(ptr);
-        let corrupt = || ModelError::Input("the cpe trie's node array is inconsistent".into());
-        if stride == 0 || depth + stride > self.bits {
-            return Err(corrupt());
-        }
-        let span_bits = self.bits - depth - stride;
-        let node = self
-            .entries
-            .get(base..base + (1usize << stride))
-            .ok_or_else(corrupt)?;
-        let lookups = self
-            .spread
-            .entry_lookups(lo, node.len(), span_bits, &mut self.cursor);
-        for (e, (&entry, accesses)) in node.iter().zip(lookups).enumerate() {
-            if accesses <= 0.0 {
-                continue;
-            }
-            let first = lo + ((e as u128) << span_bits);
-            self.lines.add((base + e) * 4, accesses);
-            self.reads += accesses;
+        let read = self
+            .table
+            .table(self.entries, child_base(ptr), stride, depth, self.bits, lo)
+            .ok_or_else(|| ModelError::Input("the cpe trie's node array is inconsistent".into()))?;
+        for (entry, _, first) in read {
             if is_child(entry) {
                 self.node(entry, depth + stride, first)?;
             }

@@ -16,7 +16,7 @@
 //! Cost: one visit of every entry, with a forward-moving cursor over the
 //! ranges.
 
-use super::access::{line_bytes, Accesses, ArrayLines, Spread};
+use super::access::{line_bytes, Accesses, ArrayLines, Spread, TableWalk};
 use super::{CacheLevel, ModelError, Prediction, WeightedRanges};
 use crate::engines::dxr6::{Dxr6, ModelEntry};
 use crate::storage::Storage;
@@ -44,18 +44,15 @@ fn dxr6_accesses<S: Storage>(
     let (root_bits, entries, leaf_lines) = table.model_parts();
     let spread = Spread::new(view)?;
     let mut walk = Walk {
-        spread: &spread,
+        table: TableWalk::new(&spread, line),
         entries,
         leaf_lines,
-        entry_lines: ArrayLines::new(line),
         leaf_line_counts: ArrayLines::new(line),
-        reads: 0.0,
-        cursor: 0,
     };
     walk.node(0, root_bits, 0, 0)?;
     Ok(Accesses {
-        reads: walk.reads,
-        arrays: vec![walk.entry_lines, walk.leaf_line_counts],
+        reads: walk.table.reads,
+        arrays: vec![walk.table.lines, walk.leaf_line_counts],
         lookups: spread.total(),
         memory_bytes: (entries.len() * 4 + leaf_lines * LEAF_LINE_BYTES) as u64,
     })
@@ -63,13 +60,11 @@ fn dxr6_accesses<S: Storage>(
 
 /// The state of the walk over the table.
 struct Walk<'a> {
-    spread: &'a Spread,
+    /// The root's and the node tables' entries.
+    table: TableWalk<'a>,
     entries: &'a [u32],
     leaf_lines: usize,
-    entry_lines: ArrayLines,
     leaf_line_counts: ArrayLines,
-    reads: f64,
-    cursor: usize,
 }
 
 impl Walk<'_> {
@@ -77,24 +72,11 @@ impl Walk<'_> {
     /// first address is `lo`, and everything below it.
     fn node(&mut self, base: usize, stride: u32, depth: u32, lo: u128) -> Result<(), ModelError> {
         let corrupt = || ModelError::Input("the dxr6 table's entries are inconsistent".into());
-        if stride == 0 || depth + stride > 128 {
-            return Err(corrupt());
-        }
-        let span_bits = 128 - depth - stride;
-        let node = self
-            .entries
-            .get(base..base + (1usize << stride))
+        let read = self
+            .table
+            .table(self.entries, base, stride, depth, 128, lo)
             .ok_or_else(corrupt)?;
-        let lookups = self
-            .spread
-            .entry_lookups(lo, node.len(), span_bits, &mut self.cursor);
-        for (e, (&entry, accesses)) in node.iter().zip(lookups).enumerate() {
-            if accesses <= 0.0 {
-                continue;
-            }
-            let first = lo + ((e as u128) << span_bits);
-            self.entry_lines.add((base + e) * 4, accesses);
-            self.reads += accesses;
+        for (entry, accesses, first) in read {
             match ModelEntry::of(entry) {
                 ModelEntry::Label => {}
                 ModelEntry::Leaf { line } => {
@@ -106,7 +88,7 @@ impl Walk<'_> {
                         LEAF_LINE_BYTES,
                         accesses,
                     );
-                    self.reads += accesses;
+                    self.table.reads += accesses;
                 }
                 ModelEntry::Node {
                     base: child,
