@@ -140,56 +140,81 @@ impl<S: Storage> Dxr6<S> {
             hi,
             lo,
         }];
-        self.walk(&mut lanes);
-        self.finish_wide(&lanes[0], &mut out[..keys.len()]);
+        // SAFETY: this function enables AVX-512 F and BW.
+        unsafe {
+            self.walk(&mut lanes);
+            self.finish_wide(&lanes[0], &mut out[..keys.len()]);
+        }
     }
 
     /// Rounds of one node level for every lane still at a node, until
     /// every lane is at a label or leaf entry.
-    // PERF: inlined into both callers, so that the lanes stay in
-    // registers across the rounds.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw")]
-    fn walk<const V: usize>(&self, lanes: &mut [Lanes; V]) {
-        let entries = self.entries.as_ptr() as *const i32;
-        let last_entry = _mm512_set1_epi64(self.entries.len() as i64 - 1);
-        let node_kind = _mm512_set1_epi64(KIND_NODE as i64);
-        let stride_mask = _mm512_set1_epi64(STRIDE_MASK as i64);
-        let base_mask = _mm512_set1_epi64(NODE_BASE_MASK as i64);
-        let one = _mm512_set1_epi64(1);
-        let sixty_four = _mm512_set1_epi64(64);
-        loop {
-            let mut at_node = [0u8; V];
-            for (v, lane) in lanes.iter().enumerate() {
-                at_node[v] =
-                    _mm512_cmpeq_epi64_mask(_mm512_srli_epi64::<KIND_SHIFT>(lane.entry), node_kind);
-            }
-            if at_node.iter().all(|&m| m == 0) {
-                break;
-            }
-            for (v, lane) in lanes.iter_mut().enumerate() {
-                let nodes = at_node[v];
-                let stride = _mm512_add_epi64(
-                    _mm512_and_si512(_mm512_srli_epi64::<STRIDE_SHIFT>(lane.entry), stride_mask),
-                    one,
-                );
-                let child = _mm512_add_epi64(
-                    _mm512_and_si512(lane.entry, base_mask),
-                    _mm512_srlv_epi64(lane.hi, _mm512_sub_epi64(sixty_four, stride)),
-                );
-                let child = _mm512_min_epu64(child, last_entry);
-                // SAFETY: every index is at most the last entry (the
-                // clamp above); the scale 4 matches the u32 entries; lanes
-                // outside `nodes` read nothing.
-                let next = unsafe {
-                    _mm512_mask_i64gather_epi32::<4>(_mm256_setzero_si256(), nodes, child, entries)
-                };
-                let (hi, lo) = shift_left(lane.hi, lane.lo, stride);
-                *lane = Lanes {
-                    entry: _mm512_mask_mov_epi64(lane.entry, nodes, _mm512_cvtepu32_epi64(next)),
-                    hi: _mm512_mask_mov_epi64(lane.hi, nodes, hi),
-                    lo: _mm512_mask_mov_epi64(lane.lo, nodes, lo),
-                };
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F and BW; the callers are functions that
+    /// enable them.
+    // PERF: `inline(always)`, so that the lanes stay in registers across
+    // the rounds. A `target_feature` function cannot be `inline(always)`,
+    // and LLVM kept this one (and `finish_wide`) a call, with `vzeroupper`
+    // and the vectors spilled around it; without the attribute it is
+    // inlined into callers that enable the features.
+    #[inline(always)]
+    unsafe fn walk<const V: usize>(&self, lanes: &mut [Lanes; V]) {
+        // SAFETY: the caller enables AVX-512 F and BW (the contract
+        // above); every memory access is bounded as its comment says.
+        unsafe {
+            let entries = self.entries.as_ptr() as *const i32;
+            let last_entry = _mm512_set1_epi64(self.entries.len() as i64 - 1);
+            let node_kind = _mm512_set1_epi64(KIND_NODE as i64);
+            let stride_mask = _mm512_set1_epi64(STRIDE_MASK as i64);
+            let base_mask = _mm512_set1_epi64(NODE_BASE_MASK as i64);
+            let one = _mm512_set1_epi64(1);
+            let sixty_four = _mm512_set1_epi64(64);
+            loop {
+                let mut at_node = [0u8; V];
+                for (v, lane) in lanes.iter().enumerate() {
+                    at_node[v] = _mm512_cmpeq_epi64_mask(
+                        _mm512_srli_epi64::<KIND_SHIFT>(lane.entry),
+                        node_kind,
+                    );
+                }
+                if at_node.iter().all(|&m| m == 0) {
+                    break;
+                }
+                for (v, lane) in lanes.iter_mut().enumerate() {
+                    let nodes = at_node[v];
+                    let stride = _mm512_add_epi64(
+                        _mm512_and_si512(
+                            _mm512_srli_epi64::<STRIDE_SHIFT>(lane.entry),
+                            stride_mask,
+                        ),
+                        one,
+                    );
+                    let child = _mm512_add_epi64(
+                        _mm512_and_si512(lane.entry, base_mask),
+                        _mm512_srlv_epi64(lane.hi, _mm512_sub_epi64(sixty_four, stride)),
+                    );
+                    let child = _mm512_min_epu64(child, last_entry);
+                    // Sound: every index is at most the last entry (the
+                    // clamp above); the scale 4 matches the u32 entries; lanes
+                    // outside `nodes` read nothing.
+                    let next = _mm512_mask_i64gather_epi32::<4>(
+                        _mm256_setzero_si256(),
+                        nodes,
+                        child,
+                        entries,
+                    );
+                    let (hi, lo) = shift_left(lane.hi, lane.lo, stride);
+                    *lane = Lanes {
+                        entry: _mm512_mask_mov_epi64(
+                            lane.entry,
+                            nodes,
+                            _mm512_cvtepu32_epi64(next),
+                        ),
+                        hi: _mm512_mask_mov_epi64(lane.hi, nodes, hi),
+                        lo: _mm512_mask_mov_epi64(lane.lo, nodes, lo),
+                    };
+                }
             }
         }
     }
@@ -280,12 +305,14 @@ impl<S: Storage> Dxr6<S> {
                 lo,
             };
         }
-        self.walk(&mut lanes);
+        // SAFETY: this function enables AVX-512 F and BW.
+        unsafe { self.walk(&mut lanes) };
         for (v, lane) in lanes.iter().enumerate() {
             let first = v * LANES;
             let filled = (count - first).min(LANES);
             let mut answers = [T::from_slot(LabelSlot::NONE); LANES];
-            self.finish_wide(lane, &mut answers[..filled]);
+            // SAFETY: as for `walk` above.
+            unsafe { self.finish_wide(lane, &mut answers[..filled]) };
             for (&at, answer) in marked[first..first + filled].iter().zip(answers) {
                 out[at as usize] = answer;
             }
@@ -304,119 +331,122 @@ impl<S: Storage> Dxr6<S> {
     /// compare needs each lane's line and probe in scalar registers, and
     /// that per-lane loop measured about 20% slower on announced keys
     /// (docs/BENCHMARKS.md, "dxr6 with AVX-512").
-    #[target_feature(enable = "avx512f,avx512bw")]
-    fn finish_wide<T: WideAnswer>(&self, lanes: &Lanes, out: &mut [T]) {
-        debug_assert!(out.len() <= LANES);
-        let e = lanes.entry;
-        let field = |shift: u32, mask: u32| {
-            _mm512_and_si512(
-                _mm512_srlv_epi64(e, _mm512_set1_epi64(shift as i64)),
-                _mm512_set1_epi64(mask as i64),
-            )
-        };
-        let count = ((1u32 << out.len()) - 1) as u8;
-        let leaf = _mm512_test_epi64_mask(e, _mm512_set1_epi64(LEAF_BIT as i64)) & count;
-        let code = field(WIDTH_SHIFT, 3);
-        let scalar = leaf
-            & (_mm512_test_epi64_mask(e, _mm512_set1_epi64(WIDE_LABELS_BIT as i64))
-                | _mm512_cmpeq_epi64_mask(code, _mm512_set1_epi64(3)));
-        let searched = leaf & !scalar;
-        let labels = _mm512_and_si512(e, _mm512_set1_epi64(LABEL_MASK as i64));
-        // Vectors of random keys have every lane at a label: no search.
-        let index = if searched == 0 {
-            labels
-        } else {
-            let starts = field(STARTS_SHIFT, STARTS_MASK);
-            let first_word = _mm512_add_epi64(
-                _mm512_slli_epi64::<5>(field(0, LINE_MASK)),
-                field(OFFSET_SHIFT, OFFSET_MASK),
-            );
-            let width = _mm512_sllv_epi64(_mm512_set1_epi64(16), code);
-            let sixty_four = _mm512_set1_epi64(64);
-            let probe = _mm512_srlv_epi64(lanes.hi, _mm512_sub_epi64(sixty_four, width));
-            let width_mask =
-                _mm512_srlv_epi64(_mm512_set1_epi64(-1), _mm512_sub_epi64(sixty_four, width));
-            let last_word = _mm512_set1_epi64((self.leaves.len() * LINE_WORDS / 4) as i64 - 1);
-            let leaves = self.leaves.as_ptr() as *const i64;
-            let three = _mm512_set1_epi64(3);
-            // The 16-bit word `word` of the leaves, as a 64-bit lane: the
-            // aligned 64-bit word holding it, shifted down (a start never
-            // crosses one: starts are aligned to their width).
-            let read = |lanes: u8, word: __m512i, mask: __m512i| {
-                let at = _mm512_min_epu64(_mm512_srli_epi64::<2>(word), last_word);
-                // SAFETY: indices clamped to the leaves' last 64-bit word;
-                // scale 8; lanes outside `lanes` read nothing.
-                let q = unsafe {
-                    _mm512_mask_i64gather_epi64::<8>(_mm512_setzero_si512(), lanes, at, leaves)
-                };
+    ///
+    /// # Safety
+    /// As [`Self::walk`], and inlined for the same reason.
+    #[inline(always)]
+    unsafe fn finish_wide<T: WideAnswer>(&self, lanes: &Lanes, out: &mut [T]) {
+        // SAFETY: the caller enables AVX-512 F and BW (the contract
+        // above); every memory access is bounded as its comment says.
+        unsafe {
+            debug_assert!(out.len() <= LANES);
+            let e = lanes.entry;
+            let field = |shift: u32, mask: u32| {
                 _mm512_and_si512(
-                    _mm512_srlv_epi64(q, _mm512_slli_epi64::<4>(_mm512_and_si512(word, three))),
-                    mask,
+                    _mm512_srlv_epi64(e, _mm512_set1_epi64(shift as i64)),
+                    _mm512_set1_epi64(mask as i64),
                 )
             };
-            let mut below = _mm512_setzero_si512();
-            for step in [8i64, 4, 2, 1] {
-                let step = _mm512_set1_epi64(step);
-                let next = _mm512_add_epi64(below, step);
-                let probed = _mm512_mask_cmple_epu64_mask(searched, next, starts);
-                let word = _mm512_add_epi64(
-                    first_word,
-                    _mm512_sllv_epi64(_mm512_sub_epi64(next, _mm512_set1_epi64(1)), code),
+            let count = ((1u32 << out.len()) - 1) as u8;
+            let leaf = _mm512_test_epi64_mask(e, _mm512_set1_epi64(LEAF_BIT as i64)) & count;
+            let code = field(WIDTH_SHIFT, 3);
+            let scalar = leaf
+                & (_mm512_test_epi64_mask(e, _mm512_set1_epi64(WIDE_LABELS_BIT as i64))
+                    | _mm512_cmpeq_epi64_mask(code, _mm512_set1_epi64(3)));
+            let searched = leaf & !scalar;
+            let labels = _mm512_and_si512(e, _mm512_set1_epi64(LABEL_MASK as i64));
+            // Vectors of random keys have every lane at a label: no search.
+            let index = if searched == 0 {
+                labels
+            } else {
+                let starts = field(STARTS_SHIFT, STARTS_MASK);
+                let first_word = _mm512_add_epi64(
+                    _mm512_slli_epi64::<5>(field(0, LINE_MASK)),
+                    field(OFFSET_SHIFT, OFFSET_MASK),
                 );
-                let start = read(probed, word, width_mask);
-                let at_most = _mm512_mask_cmple_epu64_mask(probed, start, probe);
-                below = _mm512_mask_mov_epi64(below, at_most, next);
-            }
-            let label_word = _mm512_add_epi64(
-                _mm512_add_epi64(first_word, _mm512_sllv_epi64(starts, code)),
-                below,
-            );
-            let label = read(searched, label_word, _mm512_set1_epi64(0xffff));
-            _mm512_mask_mov_epi64(labels, searched, label)
-        };
-        let index = _mm512_min_epu64(index, _mm512_set1_epi64(self.results.len() as i64 - 1));
-        // SAFETY: indices clamped to the last slot; scale 8 matches the
-        // u64 slots.
-        let slots =
-            unsafe { _mm512_i64gather_epi64::<8>(index, self.results.as_ptr() as *const i64) };
-        let answers = if T::WORDS {
-            // `LabelSlot::word`, eight at once: the label half, or all
-            // ones where the low half (the "route" flag) is 0.
-            _mm512_or_si512(
-                _mm512_srli_epi64::<32>(slots),
-                _mm512_sub_epi64(
-                    _mm512_and_si512(slots, _mm512_set1_epi64(u32::MAX as i64)),
-                    _mm512_set1_epi64(1),
-                ),
-            )
-        } else {
-            slots
-        };
-        // SAFETY: the store writes the first `out.len()` (<= 8) elements
-        // of `out`, 8 bytes each (`WideAnswer` is implemented for 8-byte
-        // types only). A slot's bits are its answer as an `Option<Label>`
-        // (the layout `LabelSlot::get` checks at compile time and relies
-        // on in the same way); a word is any u64.
-        unsafe { _mm512_mask_storeu_epi64(out.as_mut_ptr() as *mut i64, count, answers) };
-        if scalar != 0 {
-            let mut entry = [0u64; LANES];
-            let mut hi = [0u64; LANES];
-            let mut lo = [0u64; LANES];
-            // SAFETY: each array is 64 bytes, one unaligned 512-bit store.
-            unsafe {
+                let width = _mm512_sllv_epi64(_mm512_set1_epi64(16), code);
+                let sixty_four = _mm512_set1_epi64(64);
+                let probe = _mm512_srlv_epi64(lanes.hi, _mm512_sub_epi64(sixty_four, width));
+                let width_mask =
+                    _mm512_srlv_epi64(_mm512_set1_epi64(-1), _mm512_sub_epi64(sixty_four, width));
+                let last_word = _mm512_set1_epi64((self.leaves.len() * LINE_WORDS / 4) as i64 - 1);
+                let leaves = self.leaves.as_ptr() as *const i64;
+                let three = _mm512_set1_epi64(3);
+                // The 16-bit word `word` of the leaves, as a 64-bit lane: the
+                // aligned 64-bit word holding it, shifted down (a start never
+                // crosses one: starts are aligned to their width).
+                let read = |lanes: u8, word: __m512i, mask: __m512i| {
+                    let at = _mm512_min_epu64(_mm512_srli_epi64::<2>(word), last_word);
+                    // Sound: indices clamped to the leaves' last 64-bit word;
+                    // scale 8; lanes outside `lanes` read nothing.
+                    let q =
+                        _mm512_mask_i64gather_epi64::<8>(_mm512_setzero_si512(), lanes, at, leaves);
+                    _mm512_and_si512(
+                        _mm512_srlv_epi64(q, _mm512_slli_epi64::<4>(_mm512_and_si512(word, three))),
+                        mask,
+                    )
+                };
+                let mut below = _mm512_setzero_si512();
+                for step in [8i64, 4, 2, 1] {
+                    let step = _mm512_set1_epi64(step);
+                    let next = _mm512_add_epi64(below, step);
+                    let probed = _mm512_mask_cmple_epu64_mask(searched, next, starts);
+                    let word = _mm512_add_epi64(
+                        first_word,
+                        _mm512_sllv_epi64(_mm512_sub_epi64(next, _mm512_set1_epi64(1)), code),
+                    );
+                    let start = read(probed, word, width_mask);
+                    let at_most = _mm512_mask_cmple_epu64_mask(probed, start, probe);
+                    below = _mm512_mask_mov_epi64(below, at_most, next);
+                }
+                let label_word = _mm512_add_epi64(
+                    _mm512_add_epi64(first_word, _mm512_sllv_epi64(starts, code)),
+                    below,
+                );
+                let label = read(searched, label_word, _mm512_set1_epi64(0xffff));
+                _mm512_mask_mov_epi64(labels, searched, label)
+            };
+            let index = _mm512_min_epu64(index, _mm512_set1_epi64(self.results.len() as i64 - 1));
+            // Sound: indices clamped to the last slot; scale 8 matches the
+            // u64 slots.
+            let slots = _mm512_i64gather_epi64::<8>(index, self.results.as_ptr() as *const i64);
+            let answers = if T::WORDS {
+                // `LabelSlot::word`, eight at once: the label half, or all
+                // ones where the low half (the "route" flag) is 0.
+                _mm512_or_si512(
+                    _mm512_srli_epi64::<32>(slots),
+                    _mm512_sub_epi64(
+                        _mm512_and_si512(slots, _mm512_set1_epi64(u32::MAX as i64)),
+                        _mm512_set1_epi64(1),
+                    ),
+                )
+            } else {
+                slots
+            };
+            // Sound: the store writes the first `out.len()` (<= 8) elements
+            // of `out`, 8 bytes each (`WideAnswer` is implemented for 8-byte
+            // types only). A slot's bits are its answer as an `Option<Label>`
+            // (the layout `LabelSlot::get` checks at compile time and relies
+            // on in the same way); a word is any u64.
+            _mm512_mask_storeu_epi64(out.as_mut_ptr() as *mut i64, count, answers);
+            if scalar != 0 {
+                let mut entry = [0u64; LANES];
+                let mut hi = [0u64; LANES];
+                let mut lo = [0u64; LANES];
+                // Sound: each array is 64 bytes, one unaligned 512-bit store.
                 _mm512_storeu_si512(entry.as_mut_ptr() as *mut __m512i, e);
                 _mm512_storeu_si512(hi.as_mut_ptr() as *mut __m512i, lanes.hi);
                 _mm512_storeu_si512(lo.as_mut_ptr() as *mut __m512i, lanes.lo);
-            }
-            let mut left = scalar;
-            while left != 0 {
-                let j = left.trailing_zeros() as usize;
-                left &= left - 1;
-                let walk = Walk {
-                    entry: entry[j] as u32,
-                    rest: (hi[j] as u128) << 64 | lo[j] as u128,
-                };
-                out[j] = T::from_slot(self.results[self.leaf_label(walk)]);
+                let mut left = scalar;
+                while left != 0 {
+                    let j = left.trailing_zeros() as usize;
+                    left &= left - 1;
+                    let walk = Walk {
+                        entry: entry[j] as u32,
+                        rest: (hi[j] as u128) << 64 | lo[j] as u128,
+                    };
+                    out[j] = T::from_slot(self.results[self.leaf_label(walk)]);
+                }
             }
         }
     }
@@ -424,6 +454,7 @@ impl<S: Storage> Dxr6<S> {
 
 /// The high and low halves of keys `first..first + 8` of `keys` (zero for
 /// lanes past its end).
+#[inline]
 #[target_feature(enable = "avx512f")]
 fn load_keys(keys: &[u128], first: usize) -> (__m512i, __m512i) {
     let count = keys.len().saturating_sub(first).min(LANES);
@@ -447,6 +478,7 @@ fn load_keys(keys: &[u128], first: usize) -> (__m512i, __m512i) {
 }
 
 /// The 128-bit lanes `hi:lo` shifted left by `by` (1..=63 per lane).
+#[inline]
 #[target_feature(enable = "avx512f")]
 fn shift_left(hi: __m512i, lo: __m512i, by: __m512i) -> (__m512i, __m512i) {
     let back = _mm512_sub_epi64(_mm512_set1_epi64(64), by);
