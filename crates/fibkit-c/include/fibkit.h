@@ -237,8 +237,10 @@ int fibkit_fib_stats(const fibkit_fib *fib, fibkit_stats *stats);
 int fibkit_fib_spec(const fibkit_fib *fib, char *buf, size_t len);
 
 // Looks up one IPv4 address (host order: `0x08080808` for 8.8.8.8).
-// Returns `FIBKIT_OK` and writes the label, or `FIBKIT_NOT_FOUND`, or an
-// error (`FIBKIT_ERR_FAMILY` on an IPv6 table).
+// Returns `FIBKIT_OK` and writes the label, or `FIBKIT_NOT_FOUND` and
+// writes 0, or an error (`FIBKIT_ERR_FAMILY` on an IPv6 table). For
+// many lookups on one thread a reader (`fibkit_reader_lookup_v4`) is
+// faster: this call takes a guard on the current snapshot each time.
 //
 // # Safety
 // `fib` must be a live table and `label` valid for writing.

@@ -606,25 +606,35 @@ fn v6(fib: &AnyFib) -> Result<&FamilyFib<u128>, Failure> {
     }
 }
 
-/// Writes a lookup's label and returns its code.
+/// Writes a lookup's label (0 when no route covers the address) and
+/// returns its code.
 ///
 /// # Safety
 /// A non-NULL `label` must be valid for writing.
+// PERF: no branch on whether a route was found: on random IPv4 keys that
+// branch goes either way, and each mispredicted call threw away the
+// lookups that had started after it (`benches/c_per_key.rs`; 1.15-1.36x
+// through a reader, docs/BENCHMARKS.md, "C per-key calls").
+#[inline(always)]
 unsafe fn answer(found: Option<Label>, label: *mut u32) -> Result<c_int, Failure> {
-    match found {
-        Some(value) => {
-            // SAFETY: forwarded from the caller.
-            unsafe { write_out(label, value, "label") }?;
-            Ok(FIBKIT_OK)
-        }
-        None if label.is_null() => Err(fail(FIBKIT_ERR_NULL, "`label` is NULL")),
-        None => Ok(FIBKIT_NOT_FOUND),
+    if label.is_null() {
+        return Err(fail(FIBKIT_ERR_NULL, "`label` is NULL"));
     }
+    let code = if found.is_some() {
+        FIBKIT_OK
+    } else {
+        FIBKIT_NOT_FOUND
+    };
+    // SAFETY: non-NULL, and the caller guarantees it is valid for writes.
+    unsafe { label.write_unaligned(found.unwrap_or(0)) };
+    Ok(code)
 }
 
 /// Looks up one IPv4 address (host order: `0x08080808` for 8.8.8.8).
-/// Returns `FIBKIT_OK` and writes the label, or `FIBKIT_NOT_FOUND`, or an
-/// error (`FIBKIT_ERR_FAMILY` on an IPv6 table).
+/// Returns `FIBKIT_OK` and writes the label, or `FIBKIT_NOT_FOUND` and
+/// writes 0, or an error (`FIBKIT_ERR_FAMILY` on an IPv6 table). For
+/// many lookups on one thread a reader (`fibkit_reader_lookup_v4`) is
+/// faster: this call takes a guard on the current snapshot each time.
 ///
 /// # Safety
 /// `fib` must be a live table and `label` valid for writing.

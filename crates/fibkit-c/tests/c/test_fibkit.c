@@ -182,7 +182,7 @@ static int errors_mode(const char *data_dir, const char *scratch) {
     fibkit_table_free(table);
 
     CHECK(fibkit_lookup_v4(fib, addr, &label) == FIBKIT_OK && label == 4294967295u, "full label");
-    CHECK(fibkit_lookup_v4(fib, 0x0b000000, &label) == FIBKIT_NOT_FOUND, "no route");
+    CHECK(fibkit_lookup_v4(fib, 0x0b000000, &label) == FIBKIT_NOT_FOUND && label == 0, "no route writes 0");
     CHECK(fibkit_lookup_v4(fib, addr, NULL) == FIBKIT_ERR_NULL && said("`label`"), "null label");
     uint32_t keys[3] = {0x0a010203, 0x0b000000, 0x0a020000};
     uint64_t results[3];
@@ -212,7 +212,9 @@ static int errors_mode(const char *data_dir, const char *scratch) {
           "readers");
     CHECK(fibkit_reader_lookup_v4(NULL, addr, &label) == FIBKIT_ERR_NULL && said("`reader`"), "null reader");
     CHECK(fibkit_reader_lookup_v4(reader, addr, &label) == FIBKIT_OK && label == 4294967295u, "reader key");
-    CHECK(fibkit_reader_lookup_v4(reader, 0x0b000000, &label) == FIBKIT_NOT_FOUND, "reader no route");
+    label = 7;
+    CHECK(fibkit_reader_lookup_v4(reader, 0x0b000000, &label) == FIBKIT_NOT_FOUND && label == 0,
+          "reader no route writes 0");
     CHECK(fibkit_reader_lookup_v4_bulk(reader, keys, results, 3) == FIBKIT_OK && results[0] == 4294967295u &&
               results[1] == FIBKIT_NO_ROUTE && results[2] == 1, "reader bulk");
     CHECK(fibkit_reader_lookup_v4_bulk(reader, keys, NULL, 3) == FIBKIT_ERR_NULL && said("`results`"),
