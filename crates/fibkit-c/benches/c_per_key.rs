@@ -19,17 +19,17 @@
 #[allow(dead_code, unused_imports, clippy::all, missing_docs)]
 #[path = "../src/lib.rs"]
 mod c_api;
+mod common;
 
 use std::ffi::{c_int, CString};
 use std::hint::black_box;
-use std::time::Instant;
 
+use common::{median, rate};
 use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{AnyFib, FamilyFib, Label, Lookup};
 
 const KEYS: usize = 1 << 22;
-const MIN_SECONDS: f64 = 0.5;
 
 type KeyV4 = unsafe extern "C" fn(*const c_api::fibkit_fib, u32, *mut u32) -> c_int;
 type ReaderKeyV4 = unsafe extern "C" fn(*mut c_api::fibkit_reader, u32, *mut u32) -> c_int;
@@ -37,60 +37,48 @@ type KeyV6 = unsafe extern "C" fn(*const c_api::fibkit_fib, *const [u8; 16], *mu
 type ReaderKeyV6 =
     unsafe extern "C" fn(*mut c_api::fibkit_reader, *const [u8; 16], *mut u32) -> c_int;
 
-/// Lookups per second of `pass` (one pass over `keys` keys), run until
-/// `MIN_SECONDS` have passed.
-fn rate(keys: usize, mut pass: impl FnMut()) -> f64 {
-    let start = Instant::now();
-    let mut passes = 0u64;
-    while start.elapsed().as_secs_f64() < MIN_SECONDS {
-        pass();
-        passes += 1;
-    }
-    (passes * keys as u64) as f64 / start.elapsed().as_secs_f64()
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-/// A C call's answer as an `Option<Label>`, without a branch on whether
-/// a route was found (as a C caller selects its next hop): an error code
-/// reads as "no route", and the comparison with the Rust answers catches
-/// it.
+/// The answer of a C call `call(label)` as an `Option<Label>`, without a
+/// branch on whether a route was found (as a C caller selects its next
+/// hop): an error code reads as "no route", and the comparison with the
+/// Rust answers catches it.
 #[inline(always)]
-fn answer(code: c_int, label: u32) -> Option<Label> {
+fn with_label(call: impl FnOnce(*mut u32) -> c_int) -> Option<Label> {
+    let mut label = 0;
+    let code = call(&mut label);
     (code == c_api::FIBKIT_OK).then_some(label)
 }
 
-/// The three ways of calling, timed in alternating rounds; prints Mlps and
-/// each C way's median ratio to the Rust loop.
+/// One pass of `lookup` over every key into `out`, inlined into each
+/// caller's loop (a `dyn` closure would add a call per key to the Rust
+/// loop, which must stay inlined).
+#[inline(always)]
+fn pass(lookup: &impl Fn(usize) -> Option<Label>, out: &mut [Option<Label>]) {
+    for (i, out) in out.iter_mut().enumerate() {
+        *out = lookup(i);
+    }
+    black_box(out);
+}
+
+/// The three ways of calling, each a function of a key's index, timed in
+/// alternating rounds over `keys` keys; prints Mlps and each C way's
+/// median ratio to the Rust loop.
 fn compare(
     label: &str,
     rounds: usize,
-    mut rust: impl FnMut(&mut [Option<Label>]),
-    mut handle: impl FnMut(&mut [Option<Label>]),
-    mut reader: impl FnMut(&mut [Option<Label>]),
     keys: usize,
+    rust: impl Fn(usize) -> Option<Label>,
+    handle: impl Fn(usize) -> Option<Label>,
+    reader: impl Fn(usize) -> Option<Label>,
 ) {
     let mut expected = vec![None; keys];
     let mut got = vec![None; keys];
     let (mut r_rates, mut h_rates, mut c_rates) = (Vec::new(), Vec::new(), Vec::new());
     let (mut h_ratios, mut c_ratios) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        let r = rate(keys, || {
-            rust(&mut expected);
-            black_box(&expected);
-        });
-        let h = rate(keys, || {
-            handle(&mut got);
-            black_box(&got);
-        });
+        let r = rate(keys, || pass(&rust, &mut expected));
+        let h = rate(keys, || pass(&handle, &mut got));
         assert!(got == expected, "{label}: the handle's answers differ");
-        let c = rate(keys, || {
-            reader(&mut got);
-            black_box(&got);
-        });
+        let c = rate(keys, || pass(&reader, &mut got));
         assert!(got == expected, "{label}: the reader's answers differ");
         r_rates.push(r / 1e6);
         h_rates.push(h / 1e6);
@@ -172,26 +160,12 @@ fn main() {
                 compare(
                     &format!("IPv4 {name}"),
                     rounds,
-                    |out| {
-                        for (key, out) in keys.iter().zip(out.iter_mut()) {
-                            *out = snapshot.lookup(*key);
-                        }
-                    },
-                    |out| {
-                        for (key, out) in keys.iter().zip(out.iter_mut()) {
-                            let mut label = 0;
-                            // SAFETY: a live table and a valid output pointer.
-                            *out = answer(unsafe { handle(c_fib, *key, &mut label) }, label);
-                        }
-                    },
-                    |out| {
-                        for (key, out) in keys.iter().zip(out.iter_mut()) {
-                            let mut label = 0;
-                            // SAFETY: a live reader and a valid output pointer.
-                            *out = answer(unsafe { reader(c_reader, *key, &mut label) }, label);
-                        }
-                    },
                     KEYS,
+                    |i| snapshot.lookup(keys[i]),
+                    // SAFETY (both C calls): a live table or reader, and a
+                    // valid output pointer.
+                    |i| with_label(|label| unsafe { handle(c_fib, keys[i], label) }),
+                    |i| with_label(|label| unsafe { reader(c_reader, keys[i], label) }),
                 );
             }
             AnyFib::V6(FamilyFib::Live(fib)) => {
@@ -203,26 +177,12 @@ fn main() {
                 compare(
                     &format!("IPv6 {name}"),
                     rounds,
-                    |out| {
-                        for (key, out) in keys.iter().zip(out.iter_mut()) {
-                            *out = snapshot.lookup(*key);
-                        }
-                    },
-                    |out| {
-                        for (key, out) in bytes.iter().zip(out.iter_mut()) {
-                            let mut label = 0;
-                            // SAFETY: a live table and valid pointers.
-                            *out = answer(unsafe { handle(c_fib, key, &mut label) }, label);
-                        }
-                    },
-                    |out| {
-                        for (key, out) in bytes.iter().zip(out.iter_mut()) {
-                            let mut label = 0;
-                            // SAFETY: a live reader and valid pointers.
-                            *out = answer(unsafe { reader(c_reader, key, &mut label) }, label);
-                        }
-                    },
                     KEYS,
+                    |i| snapshot.lookup(keys[i]),
+                    // SAFETY (both C calls): a live table or reader, and
+                    // valid pointers.
+                    |i| with_label(|label| unsafe { handle(c_fib, &bytes[i], label) }),
+                    |i| with_label(|label| unsafe { reader(c_reader, &bytes[i], label) }),
                 );
             }
             _ => unreachable!("built, not opened"),

@@ -24,11 +24,12 @@
 #[allow(dead_code, unused_imports, clippy::all, missing_docs)]
 #[path = "../src/lib.rs"]
 mod c_api;
+mod common;
 
 use std::ffi::{c_int, CString};
 use std::hint::black_box;
-use std::time::Instant;
 
+use common::{median, rate};
 use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{AnyFib, Label};
@@ -38,25 +39,6 @@ type ReaderBulk =
     unsafe extern "C" fn(*mut c_api::fibkit_reader, *const u32, *mut u64, usize) -> c_int;
 
 const KEYS: usize = 1 << 22;
-const MIN_SECONDS: f64 = 0.5;
-
-/// Lookups per second of `pass` (one pass over the keys), run until
-/// `MIN_SECONDS` have passed.
-fn rate(mut pass: impl FnMut()) -> f64 {
-    let start = Instant::now();
-    let mut passes = 0u64;
-    while start.elapsed().as_secs_f64() < MIN_SECONDS {
-        pass();
-        passes += 1;
-    }
-    (passes * KEYS as u64) as f64 / start.elapsed().as_secs_f64()
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -119,20 +101,20 @@ fn main() {
         let (mut iter_rates, mut iter_ratios) = (Vec::new(), Vec::new());
         let (mut reader_rates, mut reader_ratios) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
-            let c = rate(|| {
+            let c = rate(KEYS, || {
                 for (keys, out) in keys.chunks(burst).zip(c_results.chunks_mut(burst)) {
                     // SAFETY: `keys` and `out` have `keys.len()` elements.
                     unsafe { bulk(c_fib, keys.as_ptr(), out.as_mut_ptr(), keys.len()) };
                 }
                 black_box(&c_results);
             });
-            let r = rate(|| {
+            let r = rate(KEYS, || {
                 for (keys, out) in keys.chunks(burst).zip(rust_results.chunks_mut(burst)) {
                     snapshot.lookup_batch(keys, out);
                 }
                 black_box(&rust_results);
             });
-            let i = rate(|| {
+            let i = rate(KEYS, || {
                 for (keys, out) in keys.chunks(burst).zip(iter_results.chunks_mut(burst)) {
                     rust.lookup_slice(keys, |start, found| {
                         for (result, label) in out[start..].iter_mut().zip(found) {
@@ -142,7 +124,7 @@ fn main() {
                 }
                 black_box(&iter_results);
             });
-            let cr = rate(|| {
+            let cr = rate(KEYS, || {
                 for (keys, out) in keys.chunks(burst).zip(reader_results.chunks_mut(burst)) {
                     // SAFETY: `keys` and `out` have `keys.len()` elements.
                     unsafe { reader_bulk(c_reader, keys.as_ptr(), out.as_mut_ptr(), keys.len()) };
