@@ -118,6 +118,13 @@ pub const ENGINES: &[EngineInfo] = &[
                 one SIMD compare, under a 2^K root; rebuilt on change (k=8..24)",
     },
     EngineInfo {
+        name: "poptrie",
+        ipv4: true,
+        ipv6: true,
+        about: "Poptrie: 6-bit nodes whose children are found by popcount, under a 2^S root \
+                (s=8, 14, 20); rebuilt on change",
+    },
+    EngineInfo {
         name: "bspl",
         ipv4: true,
         ipv6: true,
@@ -460,6 +467,8 @@ engine_set! {
         Dxr(engines::dxr::DxrUpdater),
         /// `btree`.
         Btree(engines::btree::BtreeUpdater<u32>),
+        /// `poptrie`.
+        Poptrie(engines::poptrie::PoptrieUpdater<u32>),
         /// `lctrie`.
         LcTrie(engines::lctrie::LcTrieUpdater<u32>),
         /// `levels`.
@@ -497,6 +506,8 @@ engine_set! {
         Dxr6(engines::dxr6::Dxr6Updater),
         /// `btree`.
         Btree(engines::btree::BtreeUpdater<u128>),
+        /// `poptrie`.
+        Poptrie(engines::poptrie::PoptrieUpdater<u128>),
         /// `lctrie`.
         LcTrie(engines::lctrie::LcTrieUpdater<u128>),
         /// `levels`.

@@ -517,6 +517,7 @@ fn adversarial_streams_through_every_ipv4_engine() {
         "dxr:d=12,x=8",
         "lctrie",
         "btree",
+        "poptrie",
     ] {
         replay_checked(spec, &base, &streams);
     }
@@ -559,6 +560,7 @@ fn adversarial_streams_through_every_ipv6_engine() {
         "cpe:levels=12,nopush",
         "lctrie",
         "btree",
+        "poptrie",
     ] {
         replay_checked(spec, &base, &streams);
     }

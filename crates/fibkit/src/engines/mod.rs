@@ -10,6 +10,7 @@ pub mod dxr;
 pub mod dxr6;
 pub mod lctrie;
 pub mod levels;
+pub mod poptrie;
 pub mod radix;
 
 /// The blocks of `2^shift` addresses that `changed` prefixes touch, as

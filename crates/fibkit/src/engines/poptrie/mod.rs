@@ -1,0 +1,579 @@
+//! `poptrie`: a multibit trie of 6-bit nodes whose children are found by a
+//! population count (Asai and Ohara, "Poptrie: A Compressed Trie with
+//! Population Count for Fast and Scalable Software IP Routing Table
+//! Lookup", SIGCOMM 2015), under a direct root on the top `S` address
+//! bits. For IPv4 and IPv6.
+//!
+//! Why: on keys inside announced IPv6 prefixes `dxr6`'s vector walk is
+//! bound by its chain of dependent gathers, most of it the leaf (a
+//! four-step binary search, then the label; docs/BENCHMARKS.md, "The
+//! vector walk inlined"). Here every step is the same few instructions: a
+//! node read, a shift, a popcount; no search ends the walk. A /48 takes
+//! six levels below a 14-bit root where `dxr6` takes one to three nodes
+//! and its leaf, but eight lanes take each level together with no
+//! per-lane decoding, and the batch ran at 1.4–1.6x `dxr6`'s on
+//! announced keys in the probe that preceded this engine
+//! (`examples/poptrie_probe.rs`).
+//!
+//! ```text
+//! root[addr >> (W - S)]            2^S x u32
+//!   bit 31 set:   [30:0] label index (the chunk is one range)
+//!   bit 31 clear: [30:0] node
+//! nodes[4 node .. 4 node + 4]      u64 words of a node (one 32-byte slot):
+//!   children  bit c: child c (the next 6 address bits) is a node
+//!   runs      bit c: child c is a leaf starting a run of equal leaves
+//!   bases     [31:0] its first child node, [63:32] its first leaf
+//!   (padding)
+//! leaves[leaf]                     u32 label index of a run of leaves
+//! results[label index]             label slot, index 0 = no route
+//! ```
+//!
+//! A step at node `n` with child bits `c`: if bit `c` of `children` is
+//! set, the next node is `first node + popcount(children & below) - 1`
+//! (`below` = the bits `0..=c`); otherwise the answer is the leaf
+//! `first leaf + popcount(runs & below) - 1`. A run starts at a leaf child
+//! whose label differs from the previous leaf child's (child nodes between
+//! them do not break a run), so the first leaf child always starts one and
+//! the count is never zero. Nodes are laid out breadth first, so a node's
+//! child nodes are consecutive. `S` is 8, 14 or 20, so that 6-bit levels
+//! end exactly at bit 32 and bit 128.
+//!
+//! Memory accesses per lookup: the root entry, one 32-byte node slot per
+//! level, the leaf's label index, the results slot.
+//!
+//! Updates rebuild: the nodes are packed breadth first and have no room
+//! to patch (a build of `dfz-v6-nh` takes about 150 ms). Saved images are
+//! not supported.
+//!
+//! Limits (a [`BuildError::Limit`] naming them): at most 2^31 - 1 nodes,
+//! leaf runs and label indices.
+
+#[cfg(target_arch = "x86_64")]
+mod wide;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::marker::PhantomData;
+
+use crate::addr::Addr;
+use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
+use crate::labels::{LabelIndex, LabelSlot};
+use crate::prefix::Label;
+use crate::rib::{Range, Rib};
+use crate::spec::EngineSpec;
+use crate::storage::{Owned, Storage};
+
+/// Address bits per node level.
+pub const STRIDE: u32 = 6;
+/// The root sizes `s=` takes: those that leave both families a whole
+/// number of levels.
+pub const ROOT_BITS: [u32; 3] = [8, 14, 20];
+/// u64 words per node: children, runs, bases, padding (a 32-byte slot,
+/// so that a node never straddles two lines).
+const NODE_WORDS: usize = 4;
+/// A root entry's flag: a label index, not a node.
+const LEAF: u32 = 1 << 31;
+/// Most nodes, leaf runs and label indices (31-bit fields).
+const MAX_INDEX: usize = (1 << 31) - 1;
+
+const _: () = {
+    let mut i = 0;
+    while i < ROOT_BITS.len() {
+        assert!(
+            (32 - ROOT_BITS[i]).is_multiple_of(STRIDE)
+                && (128 - ROOT_BITS[i]).is_multiple_of(STRIDE),
+            "every root size leaves both families whole levels"
+        );
+        i += 1;
+    }
+};
+
+/// The parameters of `poptrie`: `poptrie:s=S`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoptrieConfig {
+    /// `S`: the address bits the root resolves (8, 14 or 20).
+    pub root_bits: u32,
+}
+
+/// The default parameters: a 2^14 root (64 KiB).
+pub const DEFAULT_CONFIG: PoptrieConfig = PoptrieConfig { root_bits: 14 };
+
+impl Default for PoptrieConfig {
+    fn default() -> Self {
+        DEFAULT_CONFIG
+    }
+}
+
+impl fmt::Display for PoptrieConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "poptrie:s={}", self.root_bits)
+    }
+}
+
+impl EngineConfig for PoptrieConfig {
+    const NAMES: &'static [&'static str] = &["poptrie"];
+
+    fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
+        spec.expect_only(&["s"])?;
+        let root_bits = spec
+            .number("s", ROOT_BITS[0]..=ROOT_BITS[ROOT_BITS.len() - 1])?
+            .unwrap_or(DEFAULT_CONFIG.root_bits);
+        if !ROOT_BITS.contains(&root_bits) {
+            return Err(spec.error(format!(
+                "`s={root_bits}` leaves the address no whole number of {STRIDE}-bit levels: \
+                 use s=8, s=14 or s=20"
+            )));
+        }
+        Ok(PoptrieConfig { root_bits })
+    }
+}
+
+/// `addr` left-aligned in 128 bits (an IPv4 address in the top 32).
+#[inline(always)]
+fn left<A: Addr>(addr: A) -> u128 {
+    addr.to_u128() << (128 - A::BITS as u32)
+}
+
+/// The bits `0..=child` of a node's bitmaps.
+#[inline(always)]
+fn below(child: u32) -> u64 {
+    (2u64 << child).wrapping_sub(1)
+}
+
+/// The lookup snapshot of a `poptrie` engine (see the module header), in
+/// storage `S`.
+pub struct Poptrie<A: Addr, S: Storage = Owned> {
+    root_bits: u32,
+    root: S::Array<u32>,
+    nodes: S::Array<u64>,
+    leaves: S::Array<u32>,
+    results: S::Array<LabelSlot>,
+    /// Whether this CPU runs the AVX-512 batch (decided at build).
+    wide: bool,
+    /// Whether this CPU has POPCNT (the per-key walk uses it).
+    popcnt: bool,
+    family: PhantomData<A>,
+}
+
+impl<A: Addr, S: Storage> Clone for Poptrie<A, S> {
+    fn clone(&self) -> Self {
+        Poptrie {
+            root_bits: self.root_bits,
+            root: self.root.clone(),
+            nodes: self.nodes.clone(),
+            leaves: self.leaves.clone(),
+            results: self.results.clone(),
+            wide: self.wide,
+            popcnt: self.popcnt,
+            family: PhantomData,
+        }
+    }
+}
+
+impl<A: Addr, S: Storage> Poptrie<A, S> {
+    /// The per-key walk (inlined into the callers that pick the popcount
+    /// instruction or not).
+    #[inline(always)]
+    fn walk(&self, addr: A) -> Option<Label> {
+        let left = left(addr);
+        let entry = self.root[(left >> (128 - self.root_bits)) as usize];
+        if entry & LEAF != 0 {
+            return self.results[(entry & !LEAF) as usize].get();
+        }
+        let mut node = entry as usize;
+        let mut rest = left << self.root_bits;
+        loop {
+            let child = (rest >> (128 - STRIDE)) as u32;
+            let at = node * NODE_WORDS;
+            let (children, bases) = (self.nodes[at], self.nodes[at + 2]);
+            if children >> child & 1 != 0 {
+                node =
+                    (bases as u32) as usize + (children & below(child)).count_ones() as usize - 1;
+                rest <<= STRIDE;
+            } else {
+                let runs = self.nodes[at + 1];
+                let leaf = (bases >> 32) as usize + (runs & below(child)).count_ones() as usize - 1;
+                return self.results[self.leaves[leaf] as usize].get();
+            }
+        }
+    }
+
+    /// [`Self::walk`] with the POPCNT instruction.
+    ///
+    /// # Safety
+    /// The CPU must have POPCNT.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    unsafe fn walk_popcnt(&self, addr: A) -> Option<Label> {
+        self.walk(addr)
+    }
+
+    /// The lookup without AVX-512 (and, where the CPU lacks it, without
+    /// POPCNT).
+    #[inline]
+    fn lookup_portable(&self, addr: A) -> Option<Label> {
+        #[cfg(target_arch = "x86_64")]
+        if self.popcnt {
+            // SAFETY: `popcnt` is set only where the CPU has POPCNT.
+            return unsafe { self.walk_popcnt(addr) };
+        }
+        self.walk(addr)
+    }
+
+    /// The batch lookup of a CPU without AVX-512: one key at a time (the
+    /// walks of consecutive keys are independent, so their reads overlap
+    /// in the core); public so that benchmarks on a CPU with AVX-512 can
+    /// run it too.
+    #[doc(hidden)]
+    pub fn lookup_batch_portable(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        for (&addr, out) in addrs.iter().zip(out.iter_mut()) {
+            *out = self.lookup_portable(addr);
+        }
+    }
+}
+
+impl<A: Addr, S: Storage> Lookup<A> for Poptrie<A, S> {
+    #[inline]
+    fn lookup(&self, addr: A) -> Option<Label> {
+        self.lookup_portable(addr)
+    }
+
+    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        #[cfg(target_arch = "x86_64")]
+        if self.wide {
+            // SAFETY: `wide` is set only where the CPU has the features
+            // `wide::available` checks.
+            unsafe { self.lookup_batch_wide(addrs, out) };
+            return;
+        }
+        self.lookup_batch_portable(addrs, out);
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.root.len() * 4
+            + self.nodes.len() * 8
+            + self.leaves.len() * 4
+            + self.results.len() * std::mem::size_of::<LabelSlot>()
+    }
+}
+
+/// The build state of a `poptrie` engine: its parameters (updates rebuild).
+#[derive(Clone, Debug)]
+pub struct PoptrieUpdater<A: Addr> {
+    config: PoptrieConfig,
+    family: PhantomData<A>,
+}
+
+/// What a `poptrie` engine looks like.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PoptrieStats {
+    /// `S`, the root's address bits.
+    pub root_bits: u32,
+    /// Root entries that hold a label (their chunk is one range).
+    pub root_labels: usize,
+    /// Nodes.
+    pub nodes: usize,
+    /// Runs of equal leaves (the `leaves` array).
+    pub leaf_runs: usize,
+    /// Whether the batch walks eight keys per vector with AVX-512.
+    pub avx512: bool,
+}
+
+impl EngineStats for PoptrieStats {
+    fn rows(&self) -> Vec<(String, String)> {
+        vec![
+            ("root bits".into(), self.root_bits.to_string()),
+            ("root entries: labels".into(), self.root_labels.to_string()),
+            ("nodes".into(), self.nodes.to_string()),
+            ("leaf runs".into(), self.leaf_runs.to_string()),
+            ("AVX-512 batch".into(), self.avx512.to_string()),
+        ]
+    }
+}
+
+/// Whether this CPU runs the AVX-512 batch.
+fn wide_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        wide::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether this CPU has POPCNT.
+fn popcnt_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The merged range view as starts and label indices, for the build's
+/// "is this span one range" question.
+struct Spans {
+    starts: Vec<u128>,
+    labels: Vec<u32>,
+}
+
+impl Spans {
+    fn new<A: Addr>(ranges: &[Range<A>], labels: &mut LabelIndex) -> Result<Spans, BuildError> {
+        Ok(Spans {
+            starts: ranges.iter().map(|r| r.first.to_u128()).collect(),
+            labels: ranges
+                .iter()
+                .map(|r| labels.index(r.label))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// The label index of `lo..=hi` if one range covers it.
+    fn single(&self, lo: u128, hi: u128) -> Option<u32> {
+        // The first range starts at 0, so the partition point is >= 1.
+        let i = self.starts.partition_point(|&start| start <= lo) - 1;
+        (i + 1 == self.starts.len() || self.starts[i + 1] > hi).then_some(self.labels[i])
+    }
+}
+
+impl<A: Addr> PoptrieUpdater<A> {
+    fn limit(&self, why: String) -> BuildError {
+        BuildError::Limit {
+            engine: self.config.to_string(),
+            why,
+        }
+    }
+
+    /// A new node slot for the span at `lo` of depth `depth`, queued.
+    fn new_node(
+        &self,
+        nodes: &mut Vec<u64>,
+        queue: &mut VecDeque<(usize, u128, u32)>,
+        lo: u128,
+        depth: u32,
+    ) -> Result<u32, BuildError> {
+        let node = nodes.len() / NODE_WORDS;
+        if node >= MAX_INDEX {
+            return Err(self.limit(format!("more than {MAX_INDEX} nodes")));
+        }
+        nodes.extend([0; NODE_WORDS]);
+        queue.push_back((node, lo, depth));
+        Ok(node as u32)
+    }
+
+    /// The snapshot of `rib`.
+    fn snapshot(&self, rib: &Rib<A>) -> Result<Poptrie<A>, BuildError> {
+        let root_bits = self.config.root_bits;
+        let width = A::BITS as u32;
+        let mut labels = LabelIndex::new("poptrie", MAX_INDEX);
+        let spans = Spans::new(&rib.ranges(), &mut labels)?;
+        let mut root = vec![0u32; 1 << root_bits];
+        let mut nodes = Vec::new();
+        let mut leaves = Vec::new();
+        let mut queue = VecDeque::new();
+        let chunk_bits = width - root_bits;
+        for (chunk, entry) in root.iter_mut().enumerate() {
+            let lo = (chunk as u128) << chunk_bits;
+            *entry = match spans.single(lo, lo | ((1u128 << chunk_bits) - 1)) {
+                Some(label) => LEAF | label,
+                None => self.new_node(&mut nodes, &mut queue, lo, root_bits)?,
+            };
+        }
+        // Breadth first: the child nodes of a node are consecutive.
+        while let Some((node, lo, depth)) = queue.pop_front() {
+            let child_bits = width - depth - STRIDE;
+            let (mut children, mut runs) = (0u64, 0u64);
+            let first_node = (nodes.len() / NODE_WORDS) as u64;
+            let first_leaf = leaves.len() as u64;
+            let mut previous = None;
+            for c in 0..1u128 << STRIDE {
+                let child_lo = lo | c << child_bits;
+                match spans.single(child_lo, child_lo | ((1u128 << child_bits) - 1)) {
+                    Some(label) => {
+                        if previous != Some(label) {
+                            runs |= 1 << c;
+                            leaves.push(label);
+                            previous = Some(label);
+                        }
+                    }
+                    None => {
+                        children |= 1 << c;
+                        self.new_node(&mut nodes, &mut queue, child_lo, depth + STRIDE)?;
+                    }
+                }
+            }
+            if leaves.len() > MAX_INDEX {
+                return Err(self.limit(format!("more than {MAX_INDEX} leaf runs")));
+            }
+            let at = node * NODE_WORDS;
+            nodes[at..at + 3].copy_from_slice(&[children, runs, first_node | first_leaf << 32]);
+        }
+        // INVARIANT: the AVX-512 batch reads a 32-bit word at any leaf
+        // index of a node's runs, so the array is never empty.
+        leaves.push(0);
+        let mut results = Vec::new();
+        labels.sync(&mut results);
+        let wide = wide_available();
+        Ok(Poptrie {
+            root_bits,
+            root,
+            nodes,
+            leaves,
+            results,
+            wide,
+            popcnt: popcnt_available(),
+            family: PhantomData,
+        })
+    }
+}
+
+impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
+    type Config = PoptrieConfig;
+    type Snapshot = Poptrie<A>;
+    type Stats = PoptrieStats;
+
+    fn build(config: &PoptrieConfig, rib: &Rib<A>) -> Result<(Self, Poptrie<A>), BuildError> {
+        let updater = PoptrieUpdater {
+            config: *config,
+            family: PhantomData,
+        };
+        let snapshot = updater.snapshot(rib)?;
+        Ok((updater, snapshot))
+    }
+
+    fn config(&self) -> PoptrieConfig {
+        self.config
+    }
+
+    fn stats(&self, snapshot: &Poptrie<A>) -> PoptrieStats {
+        PoptrieStats {
+            root_bits: snapshot.root_bits,
+            root_labels: snapshot.root.iter().filter(|&&e| e & LEAF != 0).count(),
+            nodes: snapshot.nodes.len() / NODE_WORDS,
+            leaf_runs: snapshot.leaves.len() - 1,
+            avx512: snapshot.wide,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prefix::Prefix;
+
+    fn table<A: Addr>(pairs: &[(&str, Label)]) -> Rib<A> {
+        Rib::from_pairs(
+            pairs
+                .iter()
+                .map(|&(p, l)| (p.parse::<Prefix<A>>().expect("a prefix"), l)),
+        )
+    }
+
+    /// Every path (portable per key, POPCNT per key, portable batch, the
+    /// AVX-512 batch where the CPU has it) against the reference at every
+    /// range boundary and its neighbours.
+    fn check<A: Addr>(rib: &Rib<A>, root_bits: u32) {
+        let (_, trie) = PoptrieUpdater::build(&PoptrieConfig { root_bits }, rib).expect("builds");
+        let mut addrs = Vec::new();
+        for range in rib.ranges() {
+            let first = range.first.to_u128();
+            addrs.push(range.first);
+            addrs.push(A::from_u128(first.wrapping_sub(1) & A::MAX.to_u128()));
+            addrs.push(range.last);
+            addrs.push(A::from_u128(first.wrapping_add(1) & A::MAX.to_u128()));
+        }
+        addrs.push(A::ZERO);
+        addrs.push(A::MAX);
+        for &addr in &addrs {
+            assert_eq!(
+                trie.walk(addr),
+                rib.lookup(addr),
+                "s={root_bits} at {addr:?}"
+            );
+            assert_eq!(
+                trie.lookup(addr),
+                rib.lookup(addr),
+                "s={root_bits} at {addr:?}"
+            );
+        }
+        let expected: Vec<_> = addrs.iter().map(|&a| rib.lookup(a)).collect();
+        for len in [0, 1, 7, 31, 32, 33, 64, 95, addrs.len()] {
+            let len = len.min(addrs.len());
+            let mut out = vec![Some(u32::MAX); len];
+            trie.lookup_batch(&addrs[..len], &mut out);
+            assert_eq!(out, expected[..len], "batch of {len}, s={root_bits}");
+            trie.lookup_batch_portable(&addrs[..len], &mut out);
+            assert_eq!(
+                out,
+                expected[..len],
+                "portable batch of {len}, s={root_bits}"
+            );
+        }
+    }
+
+    #[test]
+    fn nested_prefixes_and_host_routes_both_families() {
+        let v6 = table::<u128>(&[
+            ("::/0", 1),
+            ("2001:db8::/32", 2),
+            ("2001:db8:1::/48", 3),
+            ("2001:db8:1:2::/64", 4),
+            ("2001:db8:1:2::1/128", 5),
+            ("2001:db8:1:2::3/128", 4),
+            ("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128", 6),
+            ("8000::/1", 7),
+            ("::1/128", 8),
+        ]);
+        let v4 = table::<u32>(&[
+            ("10.0.0.0/8", 1),
+            ("10.1.0.0/16", 2),
+            ("10.1.2.0/24", 3),
+            ("10.1.2.3/32", 4),
+            ("255.255.255.255/32", 5),
+            ("0.0.0.0/32", 6),
+            ("128.0.0.0/1", 7),
+        ]);
+        for root_bits in ROOT_BITS {
+            check(&v6, root_bits);
+            check(&v4, root_bits);
+        }
+    }
+
+    #[test]
+    fn trivial_tables() {
+        for root_bits in ROOT_BITS {
+            check(&Rib::<u128>::new(), root_bits);
+            check(&table::<u128>(&[("::/0", 9)]), root_bits);
+            check(&Rib::<u32>::new(), root_bits);
+            check(&table::<u32>(&[("0.0.0.0/0", 9)]), root_bits);
+        }
+    }
+
+    #[test]
+    fn specs_parse_and_print_canonically() {
+        for (text, root_bits) in [("poptrie", 14), ("poptrie:s=8", 8), ("poptrie:s=20", 20)] {
+            let config = PoptrieConfig::parse(text).expect("parses");
+            assert_eq!(config.root_bits, root_bits);
+            assert_eq!(PoptrieConfig::parse(&config.to_string()), Ok(config));
+        }
+        for bad in [
+            "poptrie:s=16",
+            "poptrie:s=7",
+            "poptrie:s=21",
+            "poptrie:k=14",
+        ] {
+            let error = PoptrieConfig::parse(bad).expect_err(bad).to_string();
+            assert!(!error.is_empty(), "{bad}");
+        }
+        let error = PoptrieConfig::parse("poptrie:s=16")
+            .expect_err("16")
+            .to_string();
+        assert!(error.contains("s=14"), "{error}");
+    }
+}
