@@ -15,6 +15,7 @@
 //! counts), which places it inside its array; the key's own bits select
 //! only among a node's 64 children. So no gather is clamped.
 
+use std::any::TypeId;
 use std::arch::x86_64::*;
 
 use super::{left, Poptrie, LEAF, NODE_WORDS};
@@ -44,8 +45,9 @@ pub(super) fn available() -> bool {
 
 impl<A: Addr, S: Storage> Poptrie<A, S> {
     /// [`Lookup::lookup_batch`](crate::engine::Lookup::lookup_batch) with
-    /// AVX-512, in groups of [`GROUP`] keys (a shorter slice is one group,
-    /// its missing keys looked up at address 0 and not stored).
+    /// AVX-512, in groups of [`GROUP`] keys (a shorter group walks only the
+    /// vectors it fills, its missing lanes looked up at address 0 and not
+    /// stored).
     ///
     /// # Safety
     /// The CPU must have AVX-512 F and VPOPCNTDQ ([`available`]).
@@ -68,25 +70,62 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
         let by_root = _mm512_set1_epi64(root_bits);
         let high_words = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
         let low_words = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
-        let mut keys = [0u128; GROUP];
-        let mut answers = [None; GROUP];
+        // IPv6 keys are read where they are (masked loads for a short
+        // group) and the answers stored in place (masked stores): a burst
+        // of eight costs no copy and no buffer to clear. IPv4 keys are
+        // first copied left-aligned into `keys`, and the answers of a short
+        // group go through `answers`.
+        let in_place = TypeId::of::<A>() == TypeId::of::<u128>();
+        let mut buffers = if in_place {
+            None
+        } else {
+            Some(([0u128; GROUP], [None; GROUP]))
+        };
         for (addrs, out) in addrs.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
-            for (key, &addr) in keys.iter_mut().zip(addrs) {
-                *key = left(addr);
-            }
-            keys[addrs.len()..].fill(0);
+            let full = addrs.len() == GROUP;
+            let vectors = addrs.len().div_ceil(LANES);
+            let (words, stores): (*const u128, *mut Option<Label>) = match &mut buffers {
+                // A is u128 (the type ids are equal): the slice's elements
+                // are the left-aligned keys themselves.
+                None => (addrs.as_ptr() as *const u128, out.as_mut_ptr()),
+                Some((keys, answers)) => {
+                    for (key, &addr) in keys.iter_mut().zip(addrs) {
+                        *key = left(addr);
+                    }
+                    keys[addrs.len()..].fill(0);
+                    let stores = if full {
+                        out.as_mut_ptr()
+                    } else {
+                        answers.as_mut_ptr()
+                    };
+                    (keys.as_ptr(), stores)
+                }
+            };
+            // The keys of vector v: all eight, except in the last vector
+            // of a short group; lanes past them look up address 0.
+            let filled = |v: usize| (addrs.len() - LANES * v).min(LANES);
             let mut hi = [zero; VECTORS];
             let mut lo = [zero; VECTORS];
             let mut node = [zero; VECTORS];
             let mut label = [zero; VECTORS];
             let mut at_node = [0u8; VECTORS];
             let mut at_leaf = [0u8; VECTORS];
-            for v in 0..VECTORS {
-                // SAFETY: `keys` holds GROUP = 4 x 8 keys, 16 u64 words per
-                // vector: both 64-byte loads are inside it.
+            for v in 0..vectors {
+                // Two u64 words per key, low word first (x86-64 is
+                // little-endian).
+                let count = 2 * if in_place { filled(v) } else { LANES };
+                let first_half = ((1u32 << count.min(LANES)) - 1) as u8;
+                let second_half = ((1u32 << count.saturating_sub(LANES)) - 1) as u8;
+                // SAFETY: `words` points to the group's keys (the caller's
+                // slice, whose keys 8v..8v + filled(v) exist, or `keys`,
+                // which holds GROUP); a masked load touches only the words
+                // its mask selects, those of these keys.
                 let (a, b) = unsafe {
-                    let words = keys.as_ptr().add(LANES * v) as *const __m512i;
-                    (_mm512_loadu_si512(words), _mm512_loadu_si512(words.add(1)))
+                    let words = words.add(LANES * v) as *const i64;
+                    (
+                        _mm512_maskz_loadu_epi64(first_half, words),
+                        _mm512_maskz_loadu_epi64(second_half, words.add(LANES)),
+                    )
                 };
                 let (h, l) = (
                     _mm512_permutex2var_epi64(a, high_words, b),
@@ -146,14 +185,16 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                     lo[v] = _mm512_slli_epi64::<6>(lo[v]);
                 }
             }
-            for v in 0..VECTORS {
+            for v in 0..vectors {
                 let lanes = at_leaf[v];
                 let first = _mm512_slli_epi64::<2>(node[v]);
                 // SAFETY: as in the walk for words 4n + 1 and 4n + 2; the
                 // leaf index (first leaf + runs up to the child - 1) is a
                 // run of that node, inside `leaves`; every label index
                 // (from a root entry or a leaf) is inside `results`, whose
-                // slots are u64; the store writes 8 answers into `answers`.
+                // slots are u64; the masked store writes answers 8v.. of
+                // `stores` (the caller's `out`, whose group has filled(v)
+                // of them from 8v, or `answers`, which has 8).
                 unsafe {
                     let runs = _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes.add(1));
                     let bases = _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes.add(2));
@@ -173,10 +214,19 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                     let slots = _mm512_i64gather_epi64::<8>(index, results);
                     // A slot's bits are its answer as an `Option<Label>`
                     // (the layout `LabelSlot::get` checks at compile time).
-                    _mm512_storeu_si512(answers.as_mut_ptr().add(LANES * v) as *mut __m512i, slots);
+                    let stored = if in_place || full { filled(v) } else { LANES };
+                    _mm512_mask_storeu_epi64(
+                        stores.add(LANES * v) as *mut i64,
+                        ((1u32 << stored) - 1) as u8,
+                        slots,
+                    );
                 }
             }
-            out[..addrs.len()].copy_from_slice(&answers[..addrs.len()]);
+            if let Some((_, answers)) = &buffers {
+                if !full {
+                    out[..addrs.len()].copy_from_slice(&answers[..addrs.len()]);
+                }
+            }
         }
     }
 }
