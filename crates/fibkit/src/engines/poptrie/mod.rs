@@ -11,9 +11,8 @@
 //! node read, a shift, a popcount; no search ends the walk. A /48 takes
 //! six levels below a 14-bit root where `dxr6` takes one to three nodes
 //! and its leaf, but eight lanes take each level together with no
-//! per-lane decoding, and the batch ran at 1.4–1.6x `dxr6`'s on
-//! announced keys in the probe that preceded this engine
-//! (`examples/poptrie_probe.rs`).
+//! per-lane decoding: the batch runs at 1.3–1.65x `dxr6`'s on announced
+//! keys (docs/BENCHMARKS.md, "`poptrie` beside `dxr6` and `rte_fib6`").
 //!
 //! ```text
 //! root[addr >> (W - S)]            2^S x u32
