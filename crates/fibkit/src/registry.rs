@@ -121,8 +121,8 @@ pub const ENGINES: &[EngineInfo] = &[
         name: "poptrie",
         ipv4: true,
         ipv6: true,
-        about: "Poptrie: 6-bit nodes whose children are found by popcount, under a 2^S root \
-                (s=8, 14, 20); rebuilt on change",
+        about: "Poptrie: 5-bit nodes whose children are found by popcount, under a 2^S root \
+                (s=8, 13, 18, 23; default 18); rebuilt on change",
     },
     EngineInfo {
         name: "bspl",

@@ -30,7 +30,7 @@ const ENGINES: &[(&str, bool, bool)] = &[
     ("btree:k=24", true, true),
     ("poptrie", true, true),
     ("poptrie:s=8", true, true),
-    ("poptrie:s=20", true, true),
+    ("poptrie:s=13", true, true),
     ("lctrie", true, true),
     ("lctrie:lookup=classic", true, true),
     ("levels", true, true),

@@ -1,6 +1,6 @@
-//! `poptrie`: a multibit trie of 6-bit nodes whose children are found by a
-//! population count (Asai and Ohara, "Poptrie: A Compressed Trie with
-//! Population Count for Fast and Scalable Software IP Routing Table
+//! `poptrie`: a multibit trie of 5-bit nodes whose children are found by a
+//! population count (after Asai and Ohara, "Poptrie: A Compressed Trie
+//! with Population Count for Fast and Scalable Software IP Routing Table
 //! Lookup", SIGCOMM 2015), under a direct root on the top `S` address
 //! bits. For IPv4 and IPv6.
 //!
@@ -8,40 +8,49 @@
 //! bound by its chain of dependent gathers, most of it the leaf (a
 //! four-step binary search, then the label; docs/BENCHMARKS.md, "The
 //! vector walk inlined"). Here every step is the same few instructions: a
-//! node read, a shift, a popcount; no search ends the walk. A /48 takes
-//! six levels below a 14-bit root where `dxr6` takes one to three nodes
-//! and its leaf, but eight lanes take each level together with no
-//! per-lane decoding: the batch runs at 1.3–1.65x `dxr6`'s on announced
-//! keys (docs/BENCHMARKS.md, "`poptrie` beside `dxr6` and `rte_fib6`").
+//! node read, a shift, a popcount; no search ends the walk, and eight
+//! lanes take each level together with no per-lane decoding.
+//!
+//! Why five bits where the paper takes six: a node's child bitmap and its
+//! first child's index then share one u64, so a step of the vector walk
+//! is one gather instead of two (a /48 below an 18-bit root: six gathers
+//! where 6-bit nodes below a 14-bit root took twelve). On announced keys
+//! the batch and the per-key walk ran about 1.1x faster than with 6-bit
+//! nodes, and at S = 13 in 0.7x their memory (docs/BENCHMARKS.md,
+//! "Five-bit nodes").
 //!
 //! ```text
-//! root[addr >> (W - S)]            2^S x u32
+//! root[key >> (128 - S)]           2^S x u32
 //!   bit 31 set:   [30:0] label index (the chunk is one range)
 //!   bit 31 clear: [30:0] node
-//! nodes[4 node .. 4 node + 4]      u64 words of a node (one 32-byte slot):
-//!   children  bit c: child c (the next 6 address bits) is a node
-//!   runs      bit c: child c is a leaf starting a run of equal leaves
-//!   bases     [31:0] its first child node, [63:32] its first leaf
-//!   (padding)
+//! nodes[2 node], nodes[2 node + 1] u64 words of a node (one 16-byte slot):
+//!   word 0  [31:0] children: bit c set if child c (the next 5 key bits)
+//!                  is a node;  [63:32] its first child node
+//!   word 1  [31:0] runs: bit c set if child c is a leaf starting a run of
+//!                  equal leaves;  [63:32] its first leaf
 //! leaves[leaf]                     u32 label index of a run of leaves
 //! results[label index]             label slot, index 0 = no route
 //! ```
 //!
+//! Keys are walked left-aligned in 128 bits (an IPv4 address in the top
+//! 32), so one set of root sizes serves both families: `S` is 8, 13, 18
+//! or 23, which leaves 128 bits a whole number of 5-bit levels; an IPv4
+//! key ends by bit 32, where every child covers addresses of one range.
+//!
 //! A step at node `n` with child bits `c`: if bit `c` of `children` is
-//! set, the next node is `first node + popcount(children & below) - 1`
+//! set, the next node is `first child + popcount(children & below) - 1`
 //! (`below` = the bits `0..=c`); otherwise the answer is the leaf
 //! `first leaf + popcount(runs & below) - 1`. A run starts at a leaf child
 //! whose label differs from the previous leaf child's (child nodes between
 //! them do not break a run), so the first leaf child always starts one and
 //! the count is never zero. Nodes are laid out breadth first, so a node's
-//! child nodes are consecutive. `S` is 8, 14 or 20, so that 6-bit levels
-//! end exactly at bit 32 and bit 128.
+//! child nodes are consecutive.
 //!
-//! Memory accesses per lookup: the root entry, one 32-byte node slot per
-//! level, the leaf's label index, the results slot.
+//! Memory accesses per lookup: the root entry, one node word per level,
+//! the last node's second word, the leaf's label index, the results slot.
 //!
 //! Updates rebuild: the nodes are packed breadth first and have no room
-//! to patch (a build of `dfz-v6-nh` takes about 150 ms). Saved images are
+//! to patch (a build of `dfz-v6-nh` takes about 120 ms). Saved images are
 //! not supported.
 //!
 //! Limits (a [`BuildError::Limit`] naming them): at most 2^31 - 1 nodes,
@@ -63,13 +72,14 @@ use crate::spec::EngineSpec;
 use crate::storage::{Owned, Storage};
 
 /// Address bits per node level.
-pub const STRIDE: u32 = 6;
-/// The root sizes `s=` takes: those that leave both families a whole
-/// number of levels.
-pub const ROOT_BITS: [u32; 3] = [8, 14, 20];
-/// u64 words per node: children, runs, bases, padding (a 32-byte slot,
-/// so that a node never straddles two lines).
-const NODE_WORDS: usize = 4;
+pub const STRIDE: u32 = 5;
+/// The root sizes `s=` takes: those that leave 128-bit keys a whole
+/// number of levels (IPv4 keys are walked left-aligned in 128 bits, where
+/// no node lies below bit 32).
+pub const ROOT_BITS: [u32; 4] = [8, 13, 18, 23];
+/// u64 words per node: its children and first child node, its runs and
+/// first leaf (a 16-byte slot, so that a node never straddles two lines).
+const NODE_WORDS: usize = 2;
 /// A root entry's flag: a label index, not a node.
 const LEAF: u32 = 1 << 31;
 /// Most nodes, leaf runs and label indices (31-bit fields).
@@ -79,9 +89,8 @@ const _: () = {
     let mut i = 0;
     while i < ROOT_BITS.len() {
         assert!(
-            (32 - ROOT_BITS[i]).is_multiple_of(STRIDE)
-                && (128 - ROOT_BITS[i]).is_multiple_of(STRIDE),
-            "every root size leaves both families whole levels"
+            (128 - ROOT_BITS[i]).is_multiple_of(STRIDE),
+            "every root size leaves 128-bit keys whole levels"
         );
         i += 1;
     }
@@ -90,12 +99,12 @@ const _: () = {
 /// The parameters of `poptrie`: `poptrie:s=S`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoptrieConfig {
-    /// `S`: the address bits the root resolves (8, 14 or 20).
+    /// `S`: the address bits the root resolves (8, 13, 18 or 23).
     pub root_bits: u32,
 }
 
-/// The default parameters: a 2^14 root (64 KiB).
-pub const DEFAULT_CONFIG: PoptrieConfig = PoptrieConfig { root_bits: 14 };
+/// The default parameters: a 2^18 root (1 MiB).
+pub const DEFAULT_CONFIG: PoptrieConfig = PoptrieConfig { root_bits: 18 };
 
 impl Default for PoptrieConfig {
     fn default() -> Self {
@@ -120,7 +129,7 @@ impl EngineConfig for PoptrieConfig {
         if !ROOT_BITS.contains(&root_bits) {
             return Err(spec.error(format!(
                 "`s={root_bits}` leaves the address no whole number of {STRIDE}-bit levels: \
-                 use s=8, s=14 or s=20"
+                 use s=8, s=13, s=18 or s=23"
             )));
         }
         Ok(PoptrieConfig { root_bits })
@@ -184,14 +193,14 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
         loop {
             let child = (rest >> (128 - STRIDE)) as u32;
             let at = node * NODE_WORDS;
-            let (children, bases) = (self.nodes[at], self.nodes[at + 2]);
+            let children = self.nodes[at];
             if children >> child & 1 != 0 {
                 node =
-                    (bases as u32) as usize + (children & below(child)).count_ones() as usize - 1;
+                    (children >> 32) as usize + (children & below(child)).count_ones() as usize - 1;
                 rest <<= STRIDE;
             } else {
                 let runs = self.nodes[at + 1];
-                let leaf = (bases >> 32) as usize + (runs & below(child)).count_ones() as usize - 1;
+                let leaf = (runs >> 32) as usize + (runs & below(child)).count_ones() as usize - 1;
                 return self.results[self.leaves[leaf] as usize].get();
             }
         }
@@ -325,7 +334,7 @@ struct Spans {
 impl Spans {
     fn new<A: Addr>(ranges: &[Range<A>], labels: &mut LabelIndex) -> Result<Spans, BuildError> {
         Ok(Spans {
-            starts: ranges.iter().map(|r| r.first.to_u128()).collect(),
+            starts: ranges.iter().map(|r| left(r.first)).collect(),
             labels: ranges
                 .iter()
                 .map(|r| labels.index(r.label))
@@ -369,7 +378,8 @@ impl<A: Addr> PoptrieUpdater<A> {
     /// The snapshot of `rib`.
     fn snapshot(&self, rib: &Rib<A>) -> Result<Poptrie<A>, BuildError> {
         let root_bits = self.config.root_bits;
-        let width = A::BITS as u32;
+        // Every key is walked left-aligned in 128 bits.
+        let width = 128;
         let mut labels = LabelIndex::new("poptrie", MAX_INDEX);
         let spans = Spans::new(&rib.ranges(), &mut labels)?;
         let mut root = vec![0u32; 1 << root_bits];
@@ -387,7 +397,7 @@ impl<A: Addr> PoptrieUpdater<A> {
         // Breadth first: the child nodes of a node are consecutive.
         while let Some((node, lo, depth)) = queue.pop_front() {
             let child_bits = width - depth - STRIDE;
-            let (mut children, mut runs) = (0u64, 0u64);
+            let (mut children, mut runs) = (0u32, 0u32);
             let first_node = (nodes.len() / NODE_WORDS) as u64;
             let first_leaf = leaves.len() as u64;
             let mut previous = None;
@@ -411,7 +421,10 @@ impl<A: Addr> PoptrieUpdater<A> {
                 return Err(self.limit(format!("more than {MAX_INDEX} leaf runs")));
             }
             let at = node * NODE_WORDS;
-            nodes[at..at + 3].copy_from_slice(&[children, runs, first_node | first_leaf << 32]);
+            nodes[at..at + NODE_WORDS].copy_from_slice(&[
+                children as u64 | first_node << 32,
+                runs as u64 | first_leaf << 32,
+            ]);
         }
         // INVARIANT: the AVX-512 batch reads a 32-bit word at any leaf
         // index of a node's runs, so the array is never empty.
@@ -556,7 +569,7 @@ mod tests {
 
     #[test]
     fn specs_parse_and_print_canonically() {
-        for (text, root_bits) in [("poptrie", 14), ("poptrie:s=8", 8), ("poptrie:s=20", 20)] {
+        for (text, root_bits) in [("poptrie", 18), ("poptrie:s=8", 8), ("poptrie:s=23", 23)] {
             let config = PoptrieConfig::parse(text).expect("parses");
             assert_eq!(config.root_bits, root_bits);
             assert_eq!(PoptrieConfig::parse(&config.to_string()), Ok(config));
@@ -564,7 +577,7 @@ mod tests {
         for bad in [
             "poptrie:s=16",
             "poptrie:s=7",
-            "poptrie:s=21",
+            "poptrie:s=24",
             "poptrie:k=14",
         ] {
             let error = PoptrieConfig::parse(bad).expect_err(bad).to_string();
@@ -573,6 +586,6 @@ mod tests {
         let error = PoptrieConfig::parse("poptrie:s=16")
             .expect_err("16")
             .to_string();
-        assert!(error.contains("s=14"), "{error}");
+        assert!(error.contains("s=13"), "{error}");
     }
 }

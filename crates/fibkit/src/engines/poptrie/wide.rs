@@ -1,24 +1,29 @@
 //! The AVX-512 batch of `poptrie`: groups of 32 keys walk as four vectors
 //! of eight, one level per round for every lane still at a node.
 //!
-//! Per round and vector: two masked gathers (the node's child bitmap and
-//! its bases; the run bitmap is read once, after the walk, for the node
-//! where each lane ended), the child bits shifted out of the key, and two
-//! population counts (`vpopcntq`). A lane whose child is a leaf keeps its
-//! node and the mask of the children up to its own; after the walk every
-//! lane's leaf index, label index and results slot are gathered and the
-//! eight answers stored at once. Why four vectors: two and eight were
-//! slower in the probe that preceded the engine (docs/BENCHMARKS.md, "A
-//! popcount trie, probed").
+//! Per round and vector: one masked gather (the node's first word: its
+//! child bitmap and first child node; the run bitmap is read once, after
+//! the walk, for the node where each lane ended), the level's five bits
+//! taken from the key by a shift by the level's offset (the same for every
+//! lane), and one population count (`vpopcntq`). A lane whose child is a
+//! leaf keeps its node and the mask of the children up to its own; after
+//! the walk every lane's leaf index, label index and results slot are
+//! gathered and the eight answers stored at once.
 //!
-//! Every index gathered comes from the build (root entries, bases, run
-//! counts), which places it inside its array; the key's own bits select
-//! only among a node's 64 children. So no gather is clamped.
+//! A vector keeps its node, the top 64 bits of its keys and the mask in
+//! registers; the low 64 bits are read again from the keys only on the
+//! rare levels past bit 59 (prefixes longer than about /60). Six or eight
+//! vectors were no faster than four (docs/BENCHMARKS.md, "Five-bit
+//! nodes").
+//!
+//! Every index gathered comes from the build (root entries, first
+//! children, run counts), which places it inside its array; the key's own
+//! bits select only among a node's 32 children. So no gather is clamped.
 
 use std::any::TypeId;
 use std::arch::x86_64::*;
 
-use super::{left, Poptrie, LEAF, NODE_WORDS};
+use super::{left, Poptrie, LEAF, NODE_WORDS, STRIDE};
 use crate::addr::Addr;
 use crate::prefix::Label;
 use crate::storage::Storage;
@@ -26,11 +31,13 @@ use crate::storage::Storage;
 /// Keys per vector: 64-bit lanes of a 512-bit register.
 const LANES: usize = 8;
 /// Vectors walking together.
+/// Keys per group.
+/// Vectors walking together.
 const VECTORS: usize = 4;
 /// Keys per group.
 const GROUP: usize = LANES * VECTORS;
 
-const _: () = assert!(NODE_WORDS == 4, "a node's index times 4 is its first word");
+const _: () = assert!(NODE_WORDS == 2, "a node's index times 2 is its first word");
 const _: () = assert!(
     std::mem::size_of::<Option<Label>>() == 8,
     "the vector store writes 8-byte answers"
@@ -41,6 +48,66 @@ const _: () = assert!(
 pub(super) fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+}
+
+/// The high and low 64 bits of keys `8v..8v + keys` of the left-aligned
+/// 128-bit keys at `words`; lanes past `keys` hold 0.
+///
+/// # Safety
+/// AVX-512 F (the callers run only where [`available`]); keys `8v..8v +
+/// keys` must be readable at `words`.
+#[inline(always)]
+unsafe fn key_halves(words: *const u128, v: usize, keys: usize) -> (__m512i, __m512i) {
+    // Two u64 words per key, low word first (x86-64 is little-endian).
+    let count = 2 * keys;
+    let first_half = ((1u32 << count.min(LANES)) - 1) as u8;
+    let second_half = ((1u32 << count.saturating_sub(LANES)) - 1) as u8;
+    // Sound: the caller's keys 8v.. exist (safety contract); a masked
+    // load touches only the words its mask selects, those of these keys.
+    unsafe {
+        let words = words.add(LANES * v) as *const i64;
+        let a = _mm512_maskz_loadu_epi64(first_half, words);
+        let b = _mm512_maskz_loadu_epi64(second_half, words.add(LANES));
+        (
+            _mm512_permutex2var_epi64(a, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), b),
+            _mm512_permutex2var_epi64(a, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), b),
+        )
+    }
+}
+
+/// The key bits of a level at `offset` from the top of each lane's key (`hi` its
+/// top 64 bits, the rest read again from `words` as in [`key_halves`]).
+///
+/// # Safety
+/// As [`key_halves`]; `offset <= 128 - STRIDE`.
+#[inline(always)]
+unsafe fn level_bits(
+    hi: __m512i,
+    words: *const u128,
+    v: usize,
+    keys: usize,
+    offset: u32,
+) -> __m512i {
+    // Sound: the intrinsics need AVX-512 F (safety contract); the load
+    // is `key_halves`'s, under the same contract.
+    unsafe {
+        let level_mask = _mm512_set1_epi64((1 << STRIDE) - 1);
+        let count = |bits: u32| _mm_cvtsi32_si128(bits as i32);
+        if offset <= 64 - STRIDE {
+            return _mm512_and_si512(
+                _mm512_srl_epi64(hi, count(64 - STRIDE - offset)),
+                level_mask,
+            );
+        }
+        let (_, lo) = key_halves(words, v, keys);
+        let low = _mm512_srl_epi64(lo, count(128 - STRIDE - offset));
+        if offset >= 64 {
+            return _mm512_and_si512(low, level_mask);
+        }
+        // The level's bits straddle the two halves.
+        let high = _mm512_sll_epi64(hi, count(offset - (64 - STRIDE)));
+        _mm512_and_si512(_mm512_or_si512(high, low), level_mask)
+    }
 }
 
 impl<A: Addr, S: Storage> Poptrie<A, S> {
@@ -61,15 +128,11 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
         let zero = _mm512_setzero_si512();
         let one = _mm512_set1_epi64(1);
         let two = _mm512_set1_epi64(2);
-        let low_half = _mm512_set1_epi64(u32::MAX as i64);
         let label_mask = _mm512_set1_epi64((!LEAF) as i64 & u32::MAX as i64);
         let leaf_flag = _mm512_set1_epi64(LEAF as i64);
-        // `& 31`: S <= 20; both shifts stay inside a 64-bit half.
-        let root_bits = (self.root_bits & 31) as i64;
-        let to_root = _mm512_set1_epi64(64 - root_bits);
-        let by_root = _mm512_set1_epi64(root_bits);
-        let high_words = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
-        let low_words = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+        // `& 31`: S <= 20.
+        let root_bits = self.root_bits & 31;
+        let to_root = _mm_cvtsi32_si128(64 - root_bits as i32);
         // IPv6 keys are read where they are (masked loads for a short
         // group) and the answers stored in place (masked stores): a burst
         // of eight costs no copy and no buffer to clear. IPv4 keys are
@@ -104,69 +167,58 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
             // The keys of vector v: all eight, except in the last vector
             // of a short group; lanes past them look up address 0.
             let filled = |v: usize| (addrs.len() - LANES * v).min(LANES);
+            let readable = |v: usize| if in_place { filled(v) } else { LANES };
             let mut hi = [zero; VECTORS];
-            let mut lo = [zero; VECTORS];
             let mut node = [zero; VECTORS];
-            let mut label = [zero; VECTORS];
             let mut at_node = [0u8; VECTORS];
-            let mut at_leaf = [0u8; VECTORS];
+            // Per lane, where its walk ended: the mask of the children up
+            // to its own, or the label index of a lane the root answered.
+            let mut ends = [zero; VECTORS];
             for v in 0..vectors {
-                // Two u64 words per key, low word first (x86-64 is
-                // little-endian).
-                let count = 2 * if in_place { filled(v) } else { LANES };
-                let first_half = ((1u32 << count.min(LANES)) - 1) as u8;
-                let second_half = ((1u32 << count.saturating_sub(LANES)) - 1) as u8;
-                // SAFETY: `words` points to the group's keys (the caller's
+                // SAFETY: `words` holds the group's keys (the caller's
                 // slice, whose keys 8v..8v + filled(v) exist, or `keys`,
-                // which holds GROUP); a masked load touches only the words
-                // its mask selects, those of these keys.
-                let (a, b) = unsafe {
-                    let words = words.add(LANES * v) as *const i64;
-                    (
-                        _mm512_maskz_loadu_epi64(first_half, words),
-                        _mm512_maskz_loadu_epi64(second_half, words.add(LANES)),
-                    )
-                };
-                let (h, l) = (
-                    _mm512_permutex2var_epi64(a, high_words, b),
-                    _mm512_permutex2var_epi64(a, low_words, b),
-                );
-                // SAFETY: the index is the top S bits of the key: inside
-                // the 2^S root entries (scale 4, u32 entries).
-                let entry = _mm512_cvtepu32_epi64(unsafe {
-                    _mm512_i64gather_epi32::<4>(_mm512_srlv_epi64(h, to_root), root)
-                });
-                at_node[v] = !_mm512_test_epi64_mask(entry, leaf_flag);
-                node[v] = entry;
-                label[v] = _mm512_and_si512(entry, label_mask);
-                hi[v] =
-                    _mm512_or_si512(_mm512_sllv_epi64(h, by_root), _mm512_srlv_epi64(l, to_root));
-                lo[v] = _mm512_sllv_epi64(l, by_root);
+                // which holds GROUP); the root index is the top S bits of
+                // a key, inside the 2^S root entries (scale 4, u32
+                // entries); `ends[v]` holds eight words.
+                unsafe {
+                    let (h, _) = key_halves(words, v, readable(v));
+                    let entry = _mm512_cvtepu32_epi64(_mm512_i64gather_epi32::<4>(
+                        _mm512_srl_epi64(h, to_root),
+                        root,
+                    ));
+                    at_node[v] = !_mm512_test_epi64_mask(entry, leaf_flag);
+                    ends[v] = _mm512_and_si512(entry, label_mask);
+                    node[v] = entry;
+                    hi[v] = h;
+                }
             }
+            let walked = at_node;
+            let mut offset = root_bits;
             while at_node.iter().any(|&lanes| lanes != 0) {
                 for v in 0..VECTORS {
                     let lanes = at_node[v];
                     if lanes == 0 {
                         continue;
                     }
-                    let first = _mm512_slli_epi64::<2>(node[v]);
+                    let first = _mm512_slli_epi64::<1>(node[v]);
                     // SAFETY: a lane at a node holds a node the build made
-                    // (a root entry or a base plus a count of its children
-                    // that are nodes); words 4n and 4n + 2 are inside
-                    // `nodes`; lanes outside `lanes` read nothing.
-                    let (children, bases) = unsafe {
+                    // (a root entry or a first child plus a count of its
+                    // children that are nodes); word 2n is inside `nodes`;
+                    // lanes outside `lanes` read nothing. A lane at a node
+                    // has key bits left below it, so `offset` is at most
+                    // 128 - STRIDE; the keys are readable as above.
+                    let (children, child) = unsafe {
                         (
                             _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes),
-                            _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes.add(2)),
+                            level_bits(hi[v], words, v, readable(v), offset),
                         )
                     };
-                    let child = _mm512_srli_epi64::<58>(hi[v]);
                     let below = _mm512_sub_epi64(_mm512_sllv_epi64(two, child), one);
                     let deeper =
                         lanes & _mm512_test_epi64_mask(children, _mm512_sllv_epi64(one, child));
                     let next = _mm512_sub_epi64(
                         _mm512_add_epi64(
-                            _mm512_and_si512(bases, low_half),
+                            _mm512_srli_epi64::<32>(children),
                             _mm512_popcnt_epi64(_mm512_and_si512(children, below)),
                         ),
                         one,
@@ -174,39 +226,33 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                     node[v] = _mm512_mask_mov_epi64(node[v], deeper, next);
                     // A lane whose child is a leaf keeps its node and the
                     // mask of the children up to its own.
-                    let ended = lanes & !deeper;
-                    label[v] = _mm512_mask_mov_epi64(label[v], ended, below);
-                    at_leaf[v] |= ended;
+                    ends[v] = _mm512_mask_mov_epi64(ends[v], lanes & !deeper, below);
                     at_node[v] = deeper;
-                    hi[v] = _mm512_or_si512(
-                        _mm512_slli_epi64::<6>(hi[v]),
-                        _mm512_srli_epi64::<58>(lo[v]),
-                    );
-                    lo[v] = _mm512_slli_epi64::<6>(lo[v]);
                 }
+                offset += STRIDE;
             }
             for v in 0..vectors {
-                let lanes = at_leaf[v];
-                let first = _mm512_slli_epi64::<2>(node[v]);
-                // SAFETY: as in the walk for words 4n + 1 and 4n + 2; the
-                // leaf index (first leaf + runs up to the child - 1) is a
-                // run of that node, inside `leaves`; every label index
-                // (from a root entry or a leaf) is inside `results`, whose
-                // slots are u64; the masked store writes answers 8v.. of
-                // `stores` (the caller's `out`, whose group has filled(v)
-                // of them from 8v, or `answers`, which has 8).
+                let lanes = walked[v];
+                let first = _mm512_slli_epi64::<1>(node[v]);
+                // SAFETY: as in the walk for word 2n + 1; the leaf index
+                // (first leaf + runs up to the child - 1) is a run of that
+                // node, inside `leaves`; every label index (from a root
+                // entry or a leaf) is inside `results`, whose slots are
+                // u64; the masked store writes answers 8v.. of `stores`
+                // (the caller's `out`, whose group has filled(v) of them
+                // from 8v, or `answers`, which has GROUP).
                 unsafe {
+                    let end = ends[v];
                     let runs = _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes.add(1));
-                    let bases = _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes.add(2));
                     let leaf = _mm512_sub_epi64(
                         _mm512_add_epi64(
-                            _mm512_srli_epi64::<32>(bases),
-                            _mm512_popcnt_epi64(_mm512_and_si512(runs, label[v])),
+                            _mm512_srli_epi64::<32>(runs),
+                            _mm512_popcnt_epi64(_mm512_and_si512(runs, end)),
                         ),
                         one,
                     );
                     let index = _mm512_cvtepu32_epi64(_mm512_mask_i64gather_epi32::<4>(
-                        _mm512_cvtepi64_epi32(label[v]),
+                        _mm512_cvtepi64_epi32(end),
                         lanes,
                         leaf,
                         leaves,
