@@ -621,7 +621,7 @@ pub trait ImageFamily: EngineFamily {
 }
 
 /// Engines whose snapshots can be saved as images, for error messages.
-const IMAGE_ENGINES: &str = "dir24-8, dxr, dxr6, cpe, lctrie, levels";
+const IMAGE_ENGINES: &str = "dir24-8, dxr, dxr6, cpe, lctrie, levels, poptrie";
 
 fn image_unsupported(spec: &str) -> ImageError {
     ImageError::Unsupported {
@@ -697,6 +697,8 @@ mapped_set! {
         LcTrie(engines::lctrie::LcTrie<u32, Mapped>),
         /// `levels`.
         Levels(engines::levels::Levels<u32, Mapped>),
+        /// `poptrie`.
+        Poptrie(engines::poptrie::Poptrie<u32, Mapped>),
     }
 }
 
@@ -710,6 +712,7 @@ impl ImageFamily for u32 {
             SnapshotV4::Cpe(snapshot) => Some(snapshot.image_sections()),
             SnapshotV4::LcTrie(snapshot) => Some(snapshot.image_sections()),
             SnapshotV4::Levels(snapshot) => Some(snapshot.image_sections()),
+            SnapshotV4::Poptrie(snapshot) => Some(snapshot.image_sections()),
             _ => None,
         }
     }
@@ -722,6 +725,9 @@ impl ImageFamily for u32 {
             "dxr" => Ok(MappedV4::Dxr(engines::dxr::Dxr::from_image(image)?)),
             "cpe" => Ok(MappedV4::Cpe(engines::cpe::CpeTrie::from_image(image)?)),
             "lctrie" => Ok(MappedV4::LcTrie(engines::lctrie::LcTrie::from_image(
+                image,
+            )?)),
+            "poptrie" => Ok(MappedV4::Poptrie(engines::poptrie::Poptrie::from_image(
                 image,
             )?)),
             "levels" => Ok(MappedV4::Levels(engines::levels::Levels::from_image(
@@ -743,6 +749,8 @@ mapped_set! {
         LcTrie(engines::lctrie::LcTrie<u128, Mapped>),
         /// `levels`.
         Levels(engines::levels::Levels<u128, Mapped>),
+        /// `poptrie`.
+        Poptrie(engines::poptrie::Poptrie<u128, Mapped>),
     }
 }
 
@@ -755,6 +763,7 @@ impl ImageFamily for u128 {
             SnapshotV6::Cpe(snapshot) => Some(snapshot.image_sections()),
             SnapshotV6::LcTrie(snapshot) => Some(snapshot.image_sections()),
             SnapshotV6::Levels(snapshot) => Some(snapshot.image_sections()),
+            SnapshotV6::Poptrie(snapshot) => Some(snapshot.image_sections()),
             _ => None,
         }
     }
@@ -764,6 +773,9 @@ impl ImageFamily for u128 {
             "dxr6" => Ok(MappedV6::Dxr6(engines::dxr6::Dxr6::from_image(image)?)),
             "cpe" => Ok(MappedV6::Cpe(engines::cpe::CpeTrie::from_image(image)?)),
             "lctrie" => Ok(MappedV6::LcTrie(engines::lctrie::LcTrie::from_image(
+                image,
+            )?)),
+            "poptrie" => Ok(MappedV6::Poptrie(engines::poptrie::Poptrie::from_image(
                 image,
             )?)),
             "levels" => Ok(MappedV6::Levels(engines::levels::Levels::from_image(

@@ -87,6 +87,8 @@ const IMAGE_SPECS_V4: &[&str] = &[
     "lctrie:lookup=classic",
     "levels",
     "levels:strides=20+4+8",
+    "poptrie",
+    "poptrie:s=8",
 ];
 const IMAGE_SPECS_V6: &[&str] = &[
     "dxr6",
@@ -100,8 +102,12 @@ const IMAGE_SPECS_V6: &[&str] = &[
     "lctrie:lookup=classic",
     "levels",
     "levels:strides=16+8+8",
+    "poptrie",
+    "poptrie:s=8",
 ];
-const IMAGE_ENGINES: &[&str] = &["dir24-8", "dxr", "dxr6", "cpe", "lctrie", "levels"];
+const IMAGE_ENGINES: &[&str] = &[
+    "dir24-8", "dxr", "dxr6", "cpe", "lctrie", "levels", "poptrie",
+];
 
 #[test]
 fn every_image_engine_answers_from_its_image_on_the_shared_tables() {

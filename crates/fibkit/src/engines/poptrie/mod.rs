@@ -50,12 +50,13 @@
 //! the last node's second word, the leaf's label index, the results slot.
 //!
 //! Updates rebuild: the nodes are packed breadth first and have no room
-//! to patch (a build of `dfz-v6-nh` takes about 120 ms). Saved images are
-//! not supported.
+//! to patch (a build of `dfz-v6-nh` takes about 120 ms). Snapshots can be
+//! saved as images (`image`).
 //!
 //! Limits (a [`BuildError::Limit`] naming them): at most 2^31 - 1 nodes,
 //! leaf runs and label indices.
 
+mod image;
 #[cfg(target_arch = "x86_64")]
 mod wide;
 
