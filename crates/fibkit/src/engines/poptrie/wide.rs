@@ -14,16 +14,20 @@
 //! registers; the low 64 bits are read again from the keys only on the
 //! rare levels past bit 59 (prefixes longer than about /60). Six or eight
 //! vectors were no faster than four (docs/BENCHMARKS.md, "Five-bit
-//! nodes").
+//! nodes"). Keys are read in place with masked loads, IPv4 keys widened in
+//! the register: copying them into a buffer of 128-bit keys first ran at
+//! half the speed, since the buffer's narrow stores cannot be forwarded to
+//! the vector loads (docs/BENCHMARKS.md, "`poptrie`'s IPv4 keys read in
+//! place").
 //!
-//! Every index gathered comes from the build (root entries, first
-//! children, run counts), which places it inside its array; the key's own
-//! bits select only among a node's 32 children. So no gather is clamped.
+//! Every index gathered comes from the build or an image's checked arrays
+//! (root entries, first children, run counts), which places it inside its
+//! array; the key's own bits select only among a node's 32 children. So no
+//! gather is clamped.
 
-use std::any::TypeId;
 use std::arch::x86_64::*;
 
-use super::{left, Poptrie, LEAF, NODE_WORDS, STRIDE};
+use super::{Poptrie, LEAF, NODE_WORDS, STRIDE};
 use crate::addr::Addr;
 use crate::prefix::Label;
 use crate::storage::Storage;
@@ -50,22 +54,31 @@ pub(super) fn available() -> bool {
         && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
 }
 
-/// The high and low 64 bits of keys `8v..8v + keys` of the left-aligned
-/// 128-bit keys at `words`; lanes past `keys` hold 0.
+/// The high and low 64 bits of keys `8v..8v + keys` at `addrs`,
+/// left-aligned in 128 bits (an IPv4 key in the top 32 bits of `hi`, its
+/// `lo` zero and read from nowhere); lanes past `keys` hold 0.
 ///
 /// # Safety
 /// AVX-512 F (the callers run only where [`available`]); keys `8v..8v +
-/// keys` must be readable at `words`.
+/// keys` must be readable at `addrs`, and `keys <= 8`.
 #[inline(always)]
-unsafe fn key_halves(words: *const u128, v: usize, keys: usize) -> (__m512i, __m512i) {
-    // Two u64 words per key, low word first (x86-64 is little-endian).
-    let count = 2 * keys;
-    let first_half = ((1u32 << count.min(LANES)) - 1) as u8;
-    let second_half = ((1u32 << count.saturating_sub(LANES)) - 1) as u8;
+unsafe fn key_halves<A: Addr>(addrs: *const A, v: usize, keys: usize) -> (__m512i, __m512i) {
+    const { assert!(A::BITS == 32 || A::BITS == 128, "keys of 32 or 128 bits") };
     // Sound: the caller's keys 8v.. exist (safety contract); a masked
-    // load touches only the words its mask selects, those of these keys.
+    // load touches only the elements its mask selects, those of these
+    // keys.
     unsafe {
-        let words = words.add(LANES * v) as *const i64;
+        let first = addrs.add(LANES * v);
+        if A::BITS == 32 {
+            let words = _mm512_maskz_loadu_epi32(((1u32 << keys) - 1) as u16, first as *const i32);
+            let keys = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(words));
+            return (_mm512_slli_epi64::<32>(keys), _mm512_setzero_si512());
+        }
+        // Two u64 words per key, low word first (x86-64 is little-endian).
+        let count = 2 * keys;
+        let first_half = ((1u32 << count.min(LANES)) - 1) as u8;
+        let second_half = ((1u32 << count.saturating_sub(LANES)) - 1) as u8;
+        let words = first as *const i64;
         let a = _mm512_maskz_loadu_epi64(first_half, words);
         let b = _mm512_maskz_loadu_epi64(second_half, words.add(LANES));
         (
@@ -75,15 +88,16 @@ unsafe fn key_halves(words: *const u128, v: usize, keys: usize) -> (__m512i, __m
     }
 }
 
-/// The key bits of a level at `offset` from the top of each lane's key (`hi` its
-/// top 64 bits, the rest read again from `words` as in [`key_halves`]).
+/// The key bits of a level at `offset` from the top of each lane's key
+/// (`hi` its top 64 bits, the rest read again from `addrs` as in
+/// [`key_halves`]).
 ///
 /// # Safety
 /// As [`key_halves`]; `offset <= 128 - STRIDE`.
 #[inline(always)]
-unsafe fn level_bits(
+unsafe fn level_bits<A: Addr>(
     hi: __m512i,
-    words: *const u128,
+    addrs: *const A,
     v: usize,
     keys: usize,
     offset: u32,
@@ -99,7 +113,7 @@ unsafe fn level_bits(
                 level_mask,
             );
         }
-        let (_, lo) = key_halves(words, v, keys);
+        let (_, lo) = key_halves(addrs, v, keys);
         let low = _mm512_srl_epi64(lo, count(128 - STRIDE - offset));
         if offset >= 64 {
             return _mm512_and_si512(low, level_mask);
@@ -130,44 +144,18 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
         let two = _mm512_set1_epi64(2);
         let label_mask = _mm512_set1_epi64((!LEAF) as i64 & u32::MAX as i64);
         let leaf_flag = _mm512_set1_epi64(LEAF as i64);
-        // `& 31`: S <= 20.
+        // `& 31`: S <= 23.
         let root_bits = self.root_bits & 31;
         let to_root = _mm_cvtsi32_si128(64 - root_bits as i32);
-        // IPv6 keys are read where they are (masked loads for a short
-        // group) and the answers stored in place (masked stores): a burst
-        // of eight costs no copy and no buffer to clear. IPv4 keys are
-        // first copied left-aligned into `keys`, and the answers of a short
-        // group go through `answers`.
-        let in_place = TypeId::of::<A>() == TypeId::of::<u128>();
-        let mut buffers = if in_place {
-            None
-        } else {
-            Some(([0u128; GROUP], [None; GROUP]))
-        };
+        // Keys are read where they are (masked loads for a short group)
+        // and the answers stored in place (masked stores): a burst of
+        // eight costs no copy and no buffer.
         for (addrs, out) in addrs.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
-            let full = addrs.len() == GROUP;
             let vectors = addrs.len().div_ceil(LANES);
-            let (words, stores): (*const u128, *mut Option<Label>) = match &mut buffers {
-                // A is u128 (the type ids are equal): the slice's elements
-                // are the left-aligned keys themselves.
-                None => (addrs.as_ptr() as *const u128, out.as_mut_ptr()),
-                Some((keys, answers)) => {
-                    for (key, &addr) in keys.iter_mut().zip(addrs) {
-                        *key = left(addr);
-                    }
-                    keys[addrs.len()..].fill(0);
-                    let stores = if full {
-                        out.as_mut_ptr()
-                    } else {
-                        answers.as_mut_ptr()
-                    };
-                    (keys.as_ptr(), stores)
-                }
-            };
+            let (keys, stores) = (addrs.as_ptr(), out.as_mut_ptr());
             // The keys of vector v: all eight, except in the last vector
             // of a short group; lanes past them look up address 0.
             let filled = |v: usize| (addrs.len() - LANES * v).min(LANES);
-            let readable = |v: usize| if in_place { filled(v) } else { LANES };
             let mut hi = [zero; VECTORS];
             let mut node = [zero; VECTORS];
             let mut at_node = [0u8; VECTORS];
@@ -175,13 +163,11 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
             // to its own, or the label index of a lane the root answered.
             let mut ends = [zero; VECTORS];
             for v in 0..vectors {
-                // SAFETY: `words` holds the group's keys (the caller's
-                // slice, whose keys 8v..8v + filled(v) exist, or `keys`,
-                // which holds GROUP); the root index is the top S bits of
-                // a key, inside the 2^S root entries (scale 4, u32
-                // entries); `ends[v]` holds eight words.
+                // SAFETY: the caller's keys 8v..8v + filled(v) of the
+                // group exist; the root index is the top S bits of a key,
+                // inside the 2^S root entries (scale 4, u32 entries).
                 unsafe {
-                    let (h, _) = key_halves(words, v, readable(v));
+                    let (h, _) = key_halves(keys, v, filled(v));
                     let entry = _mm512_cvtepu32_epi64(_mm512_i64gather_epi32::<4>(
                         _mm512_srl_epi64(h, to_root),
                         root,
@@ -202,15 +188,16 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                     }
                     let first = _mm512_slli_epi64::<1>(node[v]);
                     // SAFETY: a lane at a node holds a node the build made
-                    // (a root entry or a first child plus a count of its
-                    // children that are nodes); word 2n is inside `nodes`;
-                    // lanes outside `lanes` read nothing. A lane at a node
-                    // has key bits left below it, so `offset` is at most
-                    // 128 - STRIDE; the keys are readable as above.
+                    // or an image's opening checked (a root entry or a
+                    // first child plus a count of its children that are
+                    // nodes); word 2n is inside `nodes`; lanes outside
+                    // `lanes` read nothing. No node has child nodes at the
+                    // last level, so `offset` is at most 128 - STRIDE; the
+                    // keys are readable as above.
                     let (children, child) = unsafe {
                         (
                             _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes),
-                            level_bits(hi[v], words, v, readable(v), offset),
+                            level_bits(hi[v], keys, v, filled(v), offset),
                         )
                     };
                     let below = _mm512_sub_epi64(_mm512_sllv_epi64(two, child), one);
@@ -238,9 +225,9 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                 // (first leaf + runs up to the child - 1) is a run of that
                 // node, inside `leaves`; every label index (from a root
                 // entry or a leaf) is inside `results`, whose slots are
-                // u64; the masked store writes answers 8v.. of `stores`
-                // (the caller's `out`, whose group has filled(v) of them
-                // from 8v, or `answers`, which has GROUP).
+                // u64; the masked store writes answers 8v..8v + filled(v)
+                // of `stores`, the group's part of the caller's `out`,
+                // which is at least as long as its keys.
                 unsafe {
                     let end = ends[v];
                     let runs = _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes.add(1));
@@ -260,17 +247,11 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                     let slots = _mm512_i64gather_epi64::<8>(index, results);
                     // A slot's bits are its answer as an `Option<Label>`
                     // (the layout `LabelSlot::get` checks at compile time).
-                    let stored = if in_place || full { filled(v) } else { LANES };
                     _mm512_mask_storeu_epi64(
                         stores.add(LANES * v) as *mut i64,
-                        ((1u32 << stored) - 1) as u8,
+                        ((1u32 << filled(v)) - 1) as u8,
                         slots,
                     );
-                }
-            }
-            if let Some((_, answers)) = &buffers {
-                if !full {
-                    out[..addrs.len()].copy_from_slice(&answers[..addrs.len()]);
                 }
             }
         }
