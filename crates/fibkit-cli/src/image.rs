@@ -23,7 +23,7 @@ pub struct BuildArgs {
     #[command(flatten)]
     table: TableArgs,
     /// The engine to build and save: dir24-8, dxr, dxr6, cpe (any variant),
-    /// lctrie or levels.
+    /// lctrie, levels or poptrie.
     #[arg(long = "engine", value_name = "SPEC", default_value = "dir24-8")]
     engine: String,
     /// The image file to write.
