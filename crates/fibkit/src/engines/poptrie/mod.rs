@@ -79,7 +79,9 @@ pub const STRIDE: u32 = 5;
 /// no node lies below bit 32).
 pub const ROOT_BITS: [u32; 4] = [8, 13, 18, 23];
 /// u64 words per node: its children and first child node, its runs and
-/// first leaf (a 16-byte slot, so that a node never straddles two lines).
+/// first leaf (a 16-byte slot: in an array aligned to 16 bytes, as the
+/// allocator's and an image's sections are, a node never straddles two
+/// lines).
 const NODE_WORDS: usize = 2;
 /// A root entry's flag: a label index, not a node.
 const LEAF: u32 = 1 << 31;
