@@ -230,20 +230,27 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                 // which is at least as long as its keys.
                 unsafe {
                     let end = ends[v];
-                    let runs = _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes.add(1));
-                    let leaf = _mm512_sub_epi64(
-                        _mm512_add_epi64(
-                            _mm512_srli_epi64::<32>(runs),
-                            _mm512_popcnt_epi64(_mm512_and_si512(runs, end)),
-                        ),
-                        one,
-                    );
-                    let index = _mm512_cvtepu32_epi64(_mm512_mask_i64gather_epi32::<4>(
-                        _mm512_cvtepi64_epi32(end),
-                        lanes,
-                        leaf,
-                        leaves,
-                    ));
+                    // Where the root answered every lane (most random
+                    // keys), the leaf's two gathers would read nothing.
+                    let index = if lanes == 0 {
+                        end
+                    } else {
+                        let runs =
+                            _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes.add(1));
+                        let leaf = _mm512_sub_epi64(
+                            _mm512_add_epi64(
+                                _mm512_srli_epi64::<32>(runs),
+                                _mm512_popcnt_epi64(_mm512_and_si512(runs, end)),
+                            ),
+                            one,
+                        );
+                        _mm512_cvtepu32_epi64(_mm512_mask_i64gather_epi32::<4>(
+                            _mm512_cvtepi64_epi32(end),
+                            lanes,
+                            leaf,
+                            leaves,
+                        ))
+                    };
                     let slots = _mm512_i64gather_epi64::<8>(index, results);
                     // A slot's bits are its answer as an `Option<Label>`
                     // (the layout `LabelSlot::get` checks at compile time).
