@@ -20,6 +20,10 @@ static double now(void) {
 }
 
 int main(void) {
+    if (!__builtin_cpu_supports("avx512f")) {
+        fprintf(stderr, "gather_cost: this CPU has no AVX-512 F\n");
+        return 1;
+    }
     /* 8 KiB: in L1. Every entry is an index into the array. */
     static int64_t words[1024];
     for (int i = 0; i < 1024; i++)
