@@ -98,7 +98,8 @@ pub struct PredictArgs {
     /// Milliseconds per measured round.
     #[arg(long, default_value_t = 200)]
     millis: u64,
-    /// Measured rounds per structure (the median is kept).
+    /// Measured rounds per structure (the median is kept); each round
+    /// measures every structure in turn.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
     /// Largest structure considered, in MiB.
@@ -526,18 +527,41 @@ where
     let mut wanted = validation_set();
     wanted.extend(result.rows.iter().take(3).map(|r| r.strides.clone()));
     wanted.extend(also.iter().cloned());
+    let mut measured: Vec<(&mut Row, _)> = Vec::new();
     for row in result
         .rows
         .iter_mut()
         .filter(|r| wanted.contains(&r.strides))
     {
         let engine = build_levels(rib, &summary, &row.strides)?;
-        let mut rounds: Vec<f64> = (0..args.rounds.max(1))
-            .map(|_| seq_ns(&engine, trace, Duration::from_millis(args.millis)))
-            .collect();
-        row.measured_ns = Some(median(&mut rounds));
+        measured.push((row, engine));
+    }
+    let times = interleaved_medians(measured.len(), args.rounds, |i| {
+        seq_ns(&measured[i].1, trace, Duration::from_millis(args.millis))
+    });
+    for ((row, _), ns) in measured.into_iter().zip(times) {
+        row.measured_ns = Some(ns);
     }
     Ok(())
+}
+
+/// The median over `rounds` (at least one) of `measure(i)` for each of
+/// `count` structures, measured in turn within each round: a structure's
+/// rounds are spread over the whole measurement, and neighbours in the
+/// list run seconds apart, so a shift in the other guests' load moves
+/// them alike instead of landing on whichever structure ran then.
+fn interleaved_medians(
+    count: usize,
+    rounds: usize,
+    mut measure: impl FnMut(usize) -> f64,
+) -> Vec<f64> {
+    let mut samples = vec![Vec::new(); count];
+    for _ in 0..rounds.max(1) {
+        for (i, times) in samples.iter_mut().enumerate() {
+            times.push(measure(i));
+        }
+    }
+    samples.iter_mut().map(|times| median(times)).collect()
 }
 
 /// An SVG scatter plot of predicted against measured ns of every measured
@@ -922,20 +946,14 @@ fn engine_rows<A: AutoFamily + EngineFamily>(
     let summary = checked_summary(rib, trace)?;
     let densities = prefix_densities(rib, &summary);
     let view = weighted_ranges(rib, A::ZERO, A::MAX, Some(&densities));
-    let measure = |engine: &dyn Fn(&[A], Duration) -> f64| {
-        let mut rounds: Vec<f64> = (0..args.rounds.max(1))
-            .map(|_| engine(trace, Duration::from_millis(args.millis)))
-            .collect();
-        median(&mut rounds)
-    };
+    let layouts = modelled_layouts(&args.engines, &view, &machine.caches, rib)?;
+    let times = interleaved_medians(layouts.len(), args.rounds, |i| {
+        seq_ns(&layouts[i].2, trace, Duration::from_millis(args.millis))
+    });
     let mut rows = Vec::new();
-    for (spec, prediction, snapshot) in
-        modelled_layouts(&args.engines, &view, &machine.caches, rib)?
-    {
-        let ranked = Ranked::new(spec, prediction, machine);
-        let measured = measure(&|t, d| seq_ns(&snapshot, t, d));
+    for ((spec, prediction, _), measured) in layouts.into_iter().zip(times) {
         rows.push(EngineRow {
-            ranked,
+            ranked: Ranked::new(spec, prediction, machine),
             measured_ns: Some(measured),
         });
     }
@@ -1024,4 +1042,26 @@ fn engine_report(args: &PredictArgs, path: &Path, load: &str, rows: &[EngineRow]
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interleaved_medians;
+
+    #[test]
+    fn rounds_measure_every_structure_in_turn() {
+        let mut order = Vec::new();
+        // Structure i measures 10 i + its round, so each median is the
+        // middle round's.
+        let mut rounds_seen = [0usize; 3];
+        let medians = interleaved_medians(3, 5, |i| {
+            order.push(i);
+            rounds_seen[i] += 1;
+            (10 * i + rounds_seen[i]) as f64
+        });
+        assert_eq!(order, [0, 1, 2].repeat(5));
+        assert_eq!(medians, [3.0, 13.0, 23.0]);
+        // Zero rounds still measure once.
+        assert_eq!(interleaved_medians(2, 0, |i| i as f64), [0.0, 1.0]);
+    }
 }
