@@ -93,6 +93,8 @@ pub struct PredictArgs {
     latencies: Vec<(usize, f64)>,
     /// Measure the validation structures (every T1 of even stride 8..24,
     /// T2 and T3 samples, and the predicted top 3) and print the errors.
+    /// They are all built before the rounds start: 0.85 GB resident for
+    /// dfz-v4-nh (`--max-mib` bounds each structure).
     #[arg(long)]
     measure: bool,
     /// Milliseconds per measured round.
