@@ -145,10 +145,13 @@ fn left<A: Addr>(addr: A) -> u128 {
     addr.to_u128() << (128 - A::BITS as u32)
 }
 
-/// The bits `0..=child` of a node's bitmaps.
+/// What a node word (a bitmap in bits 0..32, the index of its first
+/// entry in bits 32..64) names for `child`: the first index plus the set
+/// bits `0..=child`, less one (child's own bit is set where this is asked).
 #[inline(always)]
-fn below(child: u32) -> u64 {
-    (2u64 << child).wrapping_sub(1)
+fn counted(word: u64, child: u32) -> usize {
+    let below = (2u64 << child).wrapping_sub(1);
+    (word >> 32) as usize + (word & below).count_ones() as usize - 1
 }
 
 /// The lookup snapshot of a `poptrie` engine (see the module header), in
@@ -198,13 +201,11 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
             let at = node * NODE_WORDS;
             let children = self.nodes[at];
             if children >> child & 1 != 0 {
-                node =
-                    (children >> 32) as usize + (children & below(child)).count_ones() as usize - 1;
+                node = counted(children, child);
                 rest <<= STRIDE;
             } else {
                 let runs = self.nodes[at + 1];
-                let leaf = (runs >> 32) as usize + (runs & below(child)).count_ones() as usize - 1;
-                return self.results[self.leaves[leaf] as usize].get();
+                return self.results[self.leaves[counted(runs, child)] as usize].get();
             }
         }
     }

@@ -124,6 +124,25 @@ unsafe fn level_bits<A: Addr>(
     }
 }
 
+/// [`super::counted`] in every lane: the first index in each word's high
+/// half plus its set bits under `below`, less one (`one` holds 1).
+///
+/// # Safety
+/// AVX-512 F and VPOPCNTDQ (the callers run only where [`available`]).
+#[inline(always)]
+unsafe fn counted(word: __m512i, below: __m512i, one: __m512i) -> __m512i {
+    // Sound: only the features of the safety contract are needed.
+    unsafe {
+        _mm512_sub_epi64(
+            _mm512_add_epi64(
+                _mm512_srli_epi64::<32>(word),
+                _mm512_popcnt_epi64(_mm512_and_si512(word, below)),
+            ),
+            one,
+        )
+    }
+}
+
 impl<A: Addr, S: Storage> Poptrie<A, S> {
     /// [`Lookup::lookup_batch`](crate::engine::Lookup::lookup_batch) with
     /// AVX-512, in groups of [`GROUP`] keys (a shorter group walks only the
@@ -203,13 +222,8 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                     let below = _mm512_sub_epi64(_mm512_sllv_epi64(two, child), one);
                     let deeper =
                         lanes & _mm512_test_epi64_mask(children, _mm512_sllv_epi64(one, child));
-                    let next = _mm512_sub_epi64(
-                        _mm512_add_epi64(
-                            _mm512_srli_epi64::<32>(children),
-                            _mm512_popcnt_epi64(_mm512_and_si512(children, below)),
-                        ),
-                        one,
-                    );
+                    // SAFETY: this function enables the features `counted` needs.
+                    let next = unsafe { counted(children, below, one) };
                     node[v] = _mm512_mask_mov_epi64(node[v], deeper, next);
                     // A lane whose child is a leaf keeps its node and the
                     // mask of the children up to its own.
@@ -237,13 +251,7 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                     } else {
                         let runs =
                             _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes.add(1));
-                        let leaf = _mm512_sub_epi64(
-                            _mm512_add_epi64(
-                                _mm512_srli_epi64::<32>(runs),
-                                _mm512_popcnt_epi64(_mm512_and_si512(runs, end)),
-                            ),
-                            one,
-                        );
+                        let leaf = counted(runs, end, one);
                         _mm512_cvtepu32_epi64(_mm512_mask_i64gather_epi32::<4>(
                             _mm512_cvtepi64_epi32(end),
                             lanes,
