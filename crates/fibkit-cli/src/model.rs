@@ -13,8 +13,8 @@ use fibkit::model::auto::{
     build_and_predict, build_candidate, engine_of, AutoFamily, AutoSnapshot, Ranked,
 };
 use fibkit::model::machine::{
-    cpu_model, curve_sizes, describe, fit_costs, latency_curve, measured_levels, os_caches,
-    EngineCosts,
+    chase_latency_ns, cpu_model, curve_sizes, describe, fit_costs, fit_nonnegative, latency_curve,
+    measured_levels, os_caches, EngineCosts,
 };
 use fibkit::model::summary::{prefix_densities, weighted_ranges};
 use fibkit::model::{
@@ -44,9 +44,10 @@ pub enum ModelCommand {
     },
     /// Measure this machine: a pointer-chase latency curve from half the L1
     /// to 256-512 MiB (three sweeps), whose plateaus become the model's
-    /// levels, then t_trie, t_tree and t_const fitted by least squares to
-    /// dependent lookups of a few `levels` structures on the trace, and
-    /// t_trie and t_const of `dxr` and `cpe` fitted on their own layouts.
+    /// levels, then t_trie, t_tree, t_const and the share of a tree-node
+    /// miss a lookup waits for, fitted by least squares to dependent
+    /// lookups of a few `levels` structures on the trace, and t_trie and
+    /// t_const of `dxr` and `cpe` fitted on their own layouts.
     Calibrate {
         #[command(flatten)]
         table: TableArgs,
@@ -104,6 +105,15 @@ pub struct PredictArgs {
     /// measures every structure in turn.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// With --measure: every round first chases the machine file's latency
+    /// curve again (one sweep, a quarter of --millis per working set) and
+    /// predicts every structure with the levels and latencies of that
+    /// round; a structure's predicted time is the median of its rounds'.
+    /// The share of a shared last-level cache a guest gets can move by
+    /// several times within minutes, so a calibration made earlier prices
+    /// misses at another machine than the one measured.
+    #[arg(long, requires = "measure")]
+    track: bool,
     /// Largest structure considered, in MiB.
     #[arg(long, default_value_t = 512)]
     max_mib: u64,
@@ -280,6 +290,7 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
         trie_ns: 0.0,
         tree_ns: 0.0,
         const_ns: 0.0,
+        tree_miss_weight: 1.0,
         engine_costs: BTreeMap::new(),
     };
     let (table, _) = load_table(table)?;
@@ -289,8 +300,13 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
     } else {
         fit_rows(&machine, &table.v6, &v6, millis)?
     };
-    let [trie, tree, fixed] = fit_costs(&rows);
-    (machine.trie_ns, machine.tree_ns, machine.const_ns) = (trie, tree, fixed);
+    let [trie, tree, weight, fixed] = fit_nonnegative(&rows);
+    (
+        machine.trie_ns,
+        machine.tree_ns,
+        machine.tree_miss_weight,
+        machine.const_ns,
+    ) = (trie, tree, weight, fixed);
     machine.engine_costs = if !v4.is_empty() {
         fit_engine_costs(&machine, &table.v4, &v4, millis)?
     } else {
@@ -318,10 +334,11 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
         machine.latency_ns
     );
     println!(
-        "t_trie {:.2} ns, t_tree {:.2} ns, t_const {:.2} ns (load average {})",
+        "t_trie {:.2} ns, t_tree {:.2} ns, t_const {:.2} ns, tree miss weight {:.2} (load average {})",
         trie,
         tree,
         fixed,
+        weight,
         load_average()
     );
     for (engine, costs) in &machine.engine_costs {
@@ -373,13 +390,15 @@ fn fit_engine_costs<A: AutoFamily + EngineFamily>(
         .collect())
 }
 
-/// `(H, S, measured - memory time)` of each calibration structure.
+/// `([H, S, tree miss time, 1], measured - trie miss time)` of each
+/// calibration structure: the columns of t_trie, t_tree, the tree miss
+/// weight and t_const.
 fn fit_rows<A: Addr>(
     machine: &Machine,
     rib: &Rib<A>,
     trace: &[A],
     millis: u64,
-) -> Result<Vec<(f64, f64, f64)>>
+) -> Result<Vec<([f64; 4], f64)>>
 where
     TreeNode<A>: Plain,
 {
@@ -392,10 +411,10 @@ where
         };
         let engine = build_levels(rib, &summary, strides)?;
         let measured = seq_ns(&engine, trace, Duration::from_millis(millis));
+        let (trie_ns, tree_ns) = machine.memory_ns_parts(&prediction);
         rows.push((
-            prediction.trie_visits,
-            prediction.tree_visits,
-            measured - machine.memory_ns(&prediction),
+            [prediction.trie_visits, prediction.tree_visits, tree_ns, 1.0],
+            measured - trie_ns,
         ));
     }
     Ok(rows)
@@ -473,6 +492,8 @@ struct TraceResult {
     path: PathBuf,
     rows: Vec<Row>,
     model: TrieModel,
+    /// With `--track`: the machine as each measured round found it.
+    tracked: Vec<Machine>,
 }
 
 fn predict(args: &PredictArgs) -> Result<bool> {
@@ -483,6 +504,13 @@ fn predict(args: &PredictArgs) -> Result<bool> {
     }
     if args.svg.is_some() && !args.measure {
         bail!("--svg plots predicted against measured times: add --measure");
+    }
+    if args.track && (args.paper || machine.curve.is_empty()) {
+        bail!(
+            "--track chases the machine file's latency curve again: {} has none (make one \
+             with `fibkit model calibrate`; --paper has no curve)",
+            args.machine.display()
+        );
     }
     let mut results = Vec::new();
     for path in &args.traces {
@@ -500,9 +528,9 @@ fn predict(args: &PredictArgs) -> Result<bool> {
         for result in &mut results {
             let (v4, v6) = traces_of(&result.path)?;
             if !v4.is_empty() {
-                measure_rows(args, &table.v4, &v4, result, &optima)?;
+                measure_rows(args, &machine, &table.v4, &v4, result, &optima)?;
             } else {
-                measure_rows(args, &table.v6, &v6, result, &optima)?;
+                measure_rows(args, &machine, &table.v6, &v6, result, &optima)?;
             }
         }
     }
@@ -514,9 +542,12 @@ fn predict(args: &PredictArgs) -> Result<bool> {
 }
 
 /// Measures, on `trace`, the rows of `result` that Table 3 validates (and
-/// the predicted top 3), plus the structures of `also`.
+/// the predicted top 3), plus the structures of `also`. With `--track`,
+/// every round first measures the machine again ([`remeasured`]) and every
+/// row is then predicted with the median of its rounds' predictions.
 fn measure_rows<A: Addr>(
     args: &PredictArgs,
+    machine: &Machine,
     rib: &Rib<A>,
     trace: &[A],
     result: &mut TraceResult,
@@ -529,22 +560,84 @@ where
     let mut wanted = validation_set();
     wanted.extend(result.rows.iter().take(3).map(|r| r.strides.clone()));
     wanted.extend(also.iter().cloned());
-    let mut measured: Vec<(&mut Row, _)> = Vec::new();
-    for row in result
-        .rows
-        .iter_mut()
-        .filter(|r| wanted.contains(&r.strides))
-    {
-        let engine = build_levels(rib, &summary, &row.strides)?;
-        measured.push((row, engine));
+    let mut measured: Vec<(usize, _)> = Vec::new();
+    for (index, row) in result.rows.iter().enumerate() {
+        if wanted.contains(&row.strides) {
+            measured.push((index, build_levels(rib, &summary, &row.strides)?));
+        }
     }
-    let times = interleaved_medians(measured.len(), args.rounds, |i| {
-        seq_ns(&measured[i].1, trace, Duration::from_millis(args.millis))
-    });
-    for ((row, _), ns) in measured.into_iter().zip(times) {
-        row.measured_ns = Some(ns);
+    let mut machines = Vec::new();
+    let times = interleaved_rounds(
+        measured.len(),
+        args.rounds,
+        |_| {
+            if args.track {
+                machines.push(remeasured(machine, args.millis / 4));
+            }
+        },
+        |i| seq_ns(&measured[i].1, trace, Duration::from_millis(args.millis)),
+    );
+    for ((index, _), ns) in measured.into_iter().zip(times) {
+        result.rows[index].measured_ns = Some(ns);
+    }
+    if !machines.is_empty() {
+        for row in &mut result.rows {
+            let rounds: Vec<(f64, Prediction)> = machines
+                .iter()
+                .filter_map(|m| {
+                    let p = result.model.predict(&row.strides, &m.caches)?;
+                    Some((m.time_ns(&p), p))
+                })
+                .collect();
+            if let Some((ns, prediction)) = median_round(rounds) {
+                row.predicted_ns = ns;
+                row.prediction = prediction;
+            }
+        }
+        result
+            .rows
+            .sort_by(|a, b| a.predicted_ns.total_cmp(&b.predicted_ns));
+        result.tracked = machines;
     }
     Ok(())
+}
+
+/// `machine` with its levels and latencies taken from one new sweep of its
+/// latency curve's working sets (`millis` each); `machine` itself where the
+/// new curve shows no plateau. The fitted costs are kept.
+fn remeasured(machine: &Machine, millis: u64) -> Machine {
+    let line = machine.caches.first().map_or(64, |c| c.line_bytes) as usize;
+    let curve: Vec<(u64, f64)> = machine
+        .curve
+        .iter()
+        .map(|&(bytes, _)| {
+            (
+                bytes,
+                chase_latency_ns(bytes as usize, line, millis.max(1), 1),
+            )
+        })
+        .collect();
+    match measured_levels(&curve, &machine.os_caches) {
+        Some((caches, latency_ns)) => Machine {
+            caches,
+            latency_ns,
+            curve,
+            ..machine.clone()
+        },
+        None => machine.clone(),
+    }
+}
+
+/// The round whose predicted time is the median of `rounds` (the lower
+/// middle one of an even count), so that a row's time and misses come from
+/// one prediction; `None` without rounds.
+fn median_round(mut rounds: Vec<(f64, Prediction)>) -> Option<(f64, Prediction)> {
+    if rounds.is_empty() {
+        return None;
+    }
+    rounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let middle = (rounds.len() - 1) / 2;
+    Some(rounds.swap_remove(middle))
 }
 
 /// The median over `rounds` (at least one) of `measure(i)` for each of
@@ -552,13 +645,21 @@ where
 /// rounds are spread over the whole measurement, and neighbours in the
 /// list run seconds apart, so a shift in the other guests' load moves
 /// them alike instead of landing on whichever structure ran then.
-fn interleaved_medians(
+fn interleaved_medians(count: usize, rounds: usize, measure: impl FnMut(usize) -> f64) -> Vec<f64> {
+    interleaved_rounds(count, rounds, |_| {}, measure)
+}
+
+/// [`interleaved_medians`] with `before(round)` run at the start of every
+/// round.
+fn interleaved_rounds(
     count: usize,
     rounds: usize,
+    mut before: impl FnMut(usize),
     mut measure: impl FnMut(usize) -> f64,
 ) -> Vec<f64> {
     let mut samples = vec![Vec::new(); count];
-    for _ in 0..rounds.max(1) {
+    for round in 0..rounds.max(1) {
+        before(round);
         for (i, times) in samples.iter_mut().enumerate() {
             times.push(measure(i));
         }
@@ -700,6 +801,7 @@ where
         path: path.to_path_buf(),
         rows,
         model,
+        tracked: Vec::new(),
     })
 }
 
@@ -743,6 +845,10 @@ fn report(args: &PredictArgs, machine: &Machine, results: &[TraceResult]) -> Res
                 "best_predicted": best_predicted(r),
                 "best_measured": best_measured(r),
                 "errors": (1..=3).map(|l| errors(r, l)).collect::<Vec<_>>(),
+                "tracked": r.tracked.iter().map(|m| serde_json::json!({
+                    "caches": m.caches,
+                    "latency_ns": m.latency_ns,
+                })).collect::<Vec<_>>(),
                 "rows": r.rows.iter().filter(|row| row.measured_ns.is_some()).chain(r.rows.iter().take(args.top)).collect::<Vec<_>>(),
             });
             println!("{json}");
@@ -751,16 +857,20 @@ fn report(args: &PredictArgs, machine: &Machine, results: &[TraceResult]) -> Res
     }
     println!(
         "machine: {} ({}); miss penalties {:.1?} ns; t_trie {:.2} t_tree {:.2} t_const {:.2} ns; \
-         load average {load}",
+         tree miss weight {:.2}; load average {load}",
         machine.cpu_model,
         describe(&machine.caches),
         machine.miss_penalties_ns(),
         machine.trie_ns,
         machine.tree_ns,
-        machine.const_ns
+        machine.const_ns,
+        machine.tree_miss_weight
     );
     for r in results {
         println!("\ntrace {}", r.path.display());
+        for (round, m) in r.tracked.iter().enumerate() {
+            println!("  round {}: {}", round + 1, levels_and_latencies(m));
+        }
         println!(
             "  {:<16} {:>10} {:>10} {:>7} {:>6} {:>6} {:>24} {:>9}",
             "structure", "pred ns", "meas ns", "err %", "H", "S", "misses/lookup", "MiB"
@@ -855,6 +965,20 @@ fn report(args: &PredictArgs, machine: &Machine, results: &[TraceResult]) -> Res
         }
     }
     Ok(true)
+}
+
+/// A machine's levels as `L1 32 KiB 1.6 ns, ..., memory 180.0 ns`.
+fn levels_and_latencies(machine: &Machine) -> String {
+    let mut parts: Vec<String> = machine
+        .caches
+        .iter()
+        .zip(&machine.latency_ns)
+        .map(|(c, ns)| format!("L{} {} KiB {ns:.1} ns", c.level, c.size_bytes >> 10))
+        .collect();
+    if let Some(memory) = machine.latency_ns.get(machine.caches.len()) {
+        parts.push(format!("memory {memory:.1} ns"));
+    }
+    parts.join(", ")
 }
 
 /// `--engines`: every candidate layout of the named engines on every trace,
@@ -1048,7 +1172,8 @@ fn engine_report(args: &PredictArgs, path: &Path, load: &str, rows: &[EngineRow]
 
 #[cfg(test)]
 mod tests {
-    use super::interleaved_medians;
+    use super::{interleaved_medians, interleaved_rounds, median_round};
+    use fibkit::model::Prediction;
 
     #[test]
     fn rounds_measure_every_structure_in_turn() {
@@ -1065,5 +1190,46 @@ mod tests {
         assert_eq!(medians, [3.0, 13.0, 23.0]);
         // Zero rounds still measure once.
         assert_eq!(interleaved_medians(2, 0, |i| i as f64), [0.0, 1.0]);
+    }
+
+    #[test]
+    fn each_round_starts_with_its_hook() {
+        let events = std::cell::RefCell::new(Vec::new());
+        interleaved_rounds(
+            2,
+            3,
+            |round| events.borrow_mut().push(format!("round {round}")),
+            |i| {
+                events.borrow_mut().push(format!("measure {i}"));
+                0.0
+            },
+        );
+        let events = events.into_inner();
+        let expected: Vec<String> = (0..3)
+            .flat_map(|r| [format!("round {r}"), "measure 0".into(), "measure 1".into()])
+            .collect();
+        assert_eq!(events, expected);
+    }
+
+    #[test]
+    fn a_tracked_row_takes_its_median_rounds_prediction() {
+        let prediction = |misses: f64| Prediction {
+            strides: vec![16],
+            trie_visits: 1.0,
+            tree_visits: 0.0,
+            misses: vec![misses],
+            tree_misses: Vec::new(),
+            memory_bytes: 0,
+        };
+        let rounds = vec![
+            (30.0, prediction(3.0)),
+            (10.0, prediction(1.0)),
+            (20.0, prediction(2.0)),
+            (40.0, prediction(4.0)),
+        ];
+        // Four rounds: the lower middle one, time and misses together.
+        let (ns, p) = median_round(rounds).unwrap();
+        assert_eq!((ns, p.misses), (20.0, vec![2.0]));
+        assert!(median_round(Vec::new()).is_none());
     }
 }

@@ -1343,6 +1343,24 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
         stdout.contains("Table 3") && stdout.contains("Table 4"),
         "{stdout}"
     );
+    // --track: the round's levels from a new chase of the curve, printed.
+    let out = predict(&["--trace", trace, "--track"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("  round 1: L1 ")
+            && stdout.contains("memory")
+            && stdout.contains("Table 3"),
+        "{stdout}"
+    );
+    // The paper's machine has no curve to chase again.
+    let out = predict(&["--trace", trace, "--track", "--paper"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("--track chases"),
+        "{}",
+        text(&out.stderr)
+    );
     // Two traces: Table 5 predicted and measured, and the plot of both.
     let svg = dir.join("plot.svg");
     let svg = svg.to_str().unwrap();

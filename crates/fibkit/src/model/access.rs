@@ -261,6 +261,7 @@ impl Accesses {
             trie_visits: self.reads / self.lookups,
             tree_visits: 0.0,
             misses,
+            tree_misses: Vec::new(),
             memory_bytes: self.memory_bytes,
         }
     }

@@ -290,6 +290,7 @@ pub fn default_machine() -> Machine {
         trie_ns: DEFAULT_READ_NS,
         tree_ns: DEFAULT_READ_NS,
         const_ns: DEFAULT_CONST_NS,
+        tree_miss_weight: 1.0,
         engine_costs: Default::default(),
     }
 }

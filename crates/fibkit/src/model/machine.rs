@@ -138,6 +138,14 @@ pub struct Machine {
     pub tree_ns: f64,
     /// Fixed cost per lookup (t_const).
     pub const_ns: f64,
+    /// The share of a search-tree node miss's latency a lookup waits for
+    /// (1: all of it, Equation 1 as the paper has it; fitted by `fibkit
+    /// model calibrate`). Why: a tree walk branches on each comparison,
+    /// and a core that predicts the branch starts the next node's load
+    /// before the comparison resolves, so tree misses overlap where a trie
+    /// walk's, whose next index is the loaded entry itself, cannot.
+    #[serde(default = "full_weight")]
+    pub tree_miss_weight: f64,
     /// Costs fitted on one engine's own layouts (keyed `dxr`, `dxr6`, `cpe`), used
     /// for that engine's predictions instead of `trie_ns` and `const_ns`.
     /// Why: the per-lookup work outside the memory reads differs between
@@ -147,6 +155,11 @@ pub struct Machine {
     /// much. Empty without a calibration.
     #[serde(default)]
     pub engine_costs: std::collections::BTreeMap<String, EngineCosts>,
+}
+
+/// [`Machine::tree_miss_weight`] of files written before it was fitted.
+fn full_weight() -> f64 {
+    1.0
 }
 
 /// Equation 1's per-visit and per-lookup costs fitted on one engine's
@@ -188,6 +201,7 @@ impl Machine {
             trie_ns: 2.5,
             tree_ns: 16.0,
             const_ns: 4.5,
+            tree_miss_weight: 1.0,
             engine_costs: Default::default(),
         }
     }
@@ -230,6 +244,14 @@ impl Machine {
     /// for a working set of the structure's size ([`Self::memory_latency_ns`])
     /// rather than memory's latency.
     pub fn memory_ns(&self, prediction: &Prediction) -> f64 {
+        let (trie, tree) = self.memory_ns_parts(prediction);
+        trie + self.tree_miss_weight * tree
+    }
+
+    /// The time of [`Self::memory_ns`] at full weight, split into the
+    /// trie's misses and the search trees' (what the calibration fits
+    /// [`Self::tree_miss_weight`] on).
+    pub fn memory_ns_parts(&self, prediction: &Prediction) -> (f64, f64) {
         let mut penalties = self.miss_penalties_ns();
         if let (Some(last), Some(&inner)) = (
             penalties.last_mut(),
@@ -240,12 +262,13 @@ impl Machine {
         ) {
             *last = (self.memory_latency_ns(prediction.memory_bytes) - inner).max(0.0);
         }
-        prediction
-            .misses
-            .iter()
-            .zip(penalties)
-            .map(|(m, t)| m * t)
-            .sum()
+        let mut parts = (0.0, 0.0);
+        for (level, (misses, penalty)) in prediction.misses.iter().zip(penalties).enumerate() {
+            let tree = prediction.tree_misses.get(level).copied().unwrap_or(0.0);
+            parts.0 += (misses - tree) * penalty;
+            parts.1 += tree * penalty;
+        }
+        parts
     }
 
     /// The latency of a load that misses every level, for a structure of
@@ -463,7 +486,15 @@ pub fn measured_levels(
 /// every coefficient kept at least zero (a negative one is dropped and the
 /// rest fitted again): the paper's fit of t_trie, t_tree and t_const.
 pub fn fit_costs(rows: &[(f64, f64, f64)]) -> [f64; 3] {
-    let mut active = [true; 3];
+    let rows: Vec<([f64; 3], f64)> = rows.iter().map(|r| ([r.0, r.1, 1.0], r.2)).collect();
+    fit_nonnegative(&rows)
+}
+
+/// Least squares for `y ≈ Σ c_i x_i` over the rows `(x, y)`, with every
+/// coefficient kept at least zero: a negative one is dropped (kept at 0)
+/// and the rest fitted again. A constant term is a column of ones.
+pub fn fit_nonnegative<const N: usize>(rows: &[([f64; N], f64)]) -> [f64; N] {
+    let mut active = [true; N];
     loop {
         let solution = solve(rows, active);
         match solution.iter().position(|&v| v < 0.0) {
@@ -473,22 +504,17 @@ pub fn fit_costs(rows: &[(f64, f64, f64)]) -> [f64; 3] {
     }
 }
 
-/// Normal equations of the active columns of `[x1, x2, 1]`.
-fn solve(rows: &[(f64, f64, f64)], active: [bool; 3]) -> [f64; 3] {
-    let columns: Vec<usize> = (0..3).filter(|&i| active[i]).collect();
+/// Normal equations of the active columns.
+fn solve<const N: usize>(rows: &[([f64; N], f64)], active: [bool; N]) -> [f64; N] {
+    let columns: Vec<usize> = (0..N).filter(|&i| active[i]).collect();
     let n = columns.len();
-    let value = |row: &(f64, f64, f64), i: usize| match i {
-        0 => row.0,
-        1 => row.1,
-        _ => 1.0,
-    };
     let mut matrix = vec![vec![0.0; n + 1]; n];
-    for row in rows {
+    for (x, y) in rows {
         for (a, &ca) in columns.iter().enumerate() {
             for (b, &cb) in columns.iter().enumerate() {
-                matrix[a][b] += value(row, ca) * value(row, cb);
+                matrix[a][b] += x[ca] * x[cb];
             }
-            matrix[a][n] += value(row, ca) * row.2;
+            matrix[a][n] += x[ca] * y;
         }
     }
     // Gaussian elimination with partial pivoting.
@@ -510,7 +536,7 @@ fn solve(rows: &[(f64, f64, f64)], active: [bool; 3]) -> [f64; 3] {
             }
         }
     }
-    let mut out = [0.0; 3];
+    let mut out = [0.0; N];
     for (a, &c) in columns.iter().enumerate() {
         if matrix[a][a].abs() >= 1e-12 {
             out[c] = matrix[a][n] / matrix[a][a];
@@ -538,6 +564,49 @@ mod tests {
     }
 
     #[test]
+    fn the_fit_recovers_a_tree_miss_weight() {
+        // measured - trie miss time = 2 H + 7 S + 0.4 (tree miss time) + 4.
+        let rows: Vec<([f64; 4], f64)> = [
+            (1.0, 0.0, 0.0),
+            (2.0, 1.0, 50.0),
+            (1.0, 3.0, 120.0),
+            (3.0, 2.5, 80.0),
+            (1.5, 0.5, 10.0),
+        ]
+        .iter()
+        .map(|&(h, s, tree)| ([h, s, tree, 1.0], 2.0 * h + 7.0 * s + 0.4 * tree + 4.0))
+        .collect();
+        let fitted = fit_nonnegative(&rows);
+        for (got, want) in fitted.iter().zip([2.0, 7.0, 0.4, 4.0]) {
+            assert!((got - want).abs() < 1e-6, "{fitted:?}");
+        }
+    }
+
+    #[test]
+    fn tree_misses_are_timed_by_their_weight() {
+        let mut machine = Machine::paper_pentium_iii();
+        // 1 L1 miss at 10 ns and half an L2 miss at 100 ns, of which half
+        // an L1 miss and a quarter of an L2 miss are tree nodes.
+        let prediction = Prediction {
+            strides: vec![8],
+            trie_visits: 1.0,
+            tree_visits: 2.0,
+            misses: vec![1.0, 0.5],
+            tree_misses: vec![0.5, 0.25],
+            memory_bytes: 1 << 20,
+        };
+        assert_eq!(machine.memory_ns_parts(&prediction), (30.0, 30.0));
+        assert!((machine.memory_ns(&prediction) - 60.0).abs() < 1e-9);
+        machine.tree_miss_weight = 0.5;
+        assert!((machine.memory_ns(&prediction) - 45.0).abs() < 1e-9);
+        // A file written before the weight existed reads as weight 1.
+        let mut json = serde_json::to_value(&machine).unwrap();
+        json.as_object_mut().unwrap().remove("tree_miss_weight");
+        let old: Machine = serde_json::from_value(json).unwrap();
+        assert_eq!(old.tree_miss_weight, 1.0);
+    }
+
+    #[test]
     fn an_engine_with_fitted_costs_is_timed_by_them() {
         let mut machine = Machine::paper_pentium_iii();
         let prediction = Prediction {
@@ -545,6 +614,7 @@ mod tests {
             trie_visits: 3.0,
             tree_visits: 0.0,
             misses: vec![1.0, 0.5],
+            tree_misses: Vec::new(),
             memory_bytes: 1 << 20,
         };
         // 1 L1 miss at 10 ns, half an L2 miss at 100 ns.
@@ -676,6 +746,7 @@ mod tests {
             trie_visits: 0.0,
             tree_visits: 0.0,
             misses: vec![0.0, 0.0, 1.0],
+            tree_misses: Vec::new(),
             memory_bytes: 16 * MIB,
         };
         assert!((machine.memory_ns(&prediction) - 80.0).abs() < 1e-9);

@@ -8,7 +8,10 @@
 //! - [`predict`]: one pass over the binary trie, then access counts,
 //!   Equation 2 misses per cache level, H and S for any stride vector.
 //! - [`machine`]: caches from the OS, pointer-chase latencies, the fitted
-//!   costs, Equation 1 and the machine file.
+//!   costs, Equation 1 and the machine file. Equation 1 charges tree-node
+//!   misses at a fitted weight ([`Machine::tree_miss_weight`]; 1 is the
+//!   paper's form): a branching tree search lets the core load the
+//!   predicted child early, which a trie walk cannot.
 //! - [`dxr`], [`dxr6`] and [`cpe`]: the same method for `dxr:k=K`, `dxr6`
 //!   and `cpe:levels=N`, counting the cache lines of their flat arrays a
 //!   lookup reads.

@@ -149,6 +149,10 @@ pub struct Prediction {
     pub tree_visits: f64,
     /// Misses per lookup in each cache level, innermost first.
     pub misses: Vec<f64>,
+    /// The part of `misses` that are reads of search-tree nodes, per level
+    /// (empty for structures without trees): the machine may time them
+    /// with a weight of their own ([`super::Machine::tree_miss_weight`]).
+    pub tree_misses: Vec<f64>,
     /// Bytes of trie entries and tree nodes.
     pub memory_bytes: u64,
 }
@@ -337,6 +341,7 @@ impl TrieModel {
         let tree_visits = leaves.tree_visits / n;
         let total_accesses = n * (trie_visits + tree_visits);
         let mut misses = Vec::with_capacity(caches.len());
+        let mut tree_misses = Vec::with_capacity(caches.len());
         for cache in caches {
             let eq = EqTwo {
                 blocks: (cache.size_bytes / cache.line_bytes as u64) as f64,
@@ -344,7 +349,9 @@ impl TrieModel {
                 total_accesses,
             };
             let line_shift = (cache.line_bytes / 4).max(1).ilog2();
-            let mut sum = leaves.trees.misses(0, &eq);
+            let tree = leaves.trees.misses(0, &eq);
+            tree_misses.push(tree / n);
+            let mut sum = tree;
             for level in 0..strides.len() {
                 let block = depths[level + 1]
                     .saturating_sub(line_shift)
@@ -359,6 +366,7 @@ impl TrieModel {
             trie_visits,
             tree_visits,
             misses,
+            tree_misses,
             memory_bytes: entries * 4 + (leaves.tree_nodes * self.tree_node_bytes) as u64,
         })
     }
@@ -418,8 +426,18 @@ mod tests {
             "{p:?}"
         );
         assert_eq!(p.memory_bytes, 256 * 4 + 3 * 24);
+        // The tree's misses are part of the misses, level by level.
+        assert_eq!(p.tree_misses.len(), p.misses.len());
+        assert!(
+            p.tree_misses
+                .iter()
+                .zip(&p.misses)
+                .all(|(tree, all)| *tree >= 0.0 && tree <= all),
+            "{p:?}"
+        );
         let two = model.predict(&[8, 8], &l1()).unwrap();
         assert!(two.trie_visits > 1.0 && two.tree_visits == 0.0, "{two:?}");
+        assert!(two.tree_misses.iter().all(|&m| m == 0.0), "{two:?}");
         assert_eq!(two.memory_bytes, 512 * 4);
         assert!(model.predict(&[30, 8], &l1()).is_none());
         let all = model.structures(8, 1 << 30);
