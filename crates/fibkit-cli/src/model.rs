@@ -497,6 +497,15 @@ struct TraceResult {
 }
 
 fn predict(args: &PredictArgs) -> Result<bool> {
+    if args.track && (args.l2.is_some() || args.l3.is_some() || !args.latencies.is_empty()) {
+        bail!(
+            "--track replaces the levels and latencies with each round's measurement: drop \
+             --l2, --l3 and --latency, or --track"
+        );
+    }
+    if args.track && !args.engines.is_empty() {
+        bail!("--track applies to the `levels` structures: drop --engines, or --track");
+    }
     let machine = read_machine(args)?;
     let (table, _) = load_table(&args.table)?;
     if !args.engines.is_empty() {

@@ -1353,6 +1353,18 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
             && stdout.contains("Table 3"),
         "{stdout}"
     );
+    // What-if sizes and the other engines' layouts are not tracked.
+    for extra in [["--l2", "1MiB"], ["--engines", "dxr"]] {
+        let mut args = vec!["--trace", trace, "--track"];
+        args.extend_from_slice(&extra);
+        let out = predict(&args);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+        assert!(
+            text(&out.stderr).contains("--track"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
     // The paper's machine has no curve to chase again.
     let out = predict(&["--trace", trace, "--track", "--paper"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
