@@ -13,7 +13,7 @@ use fibkit::model::auto::{
     build_and_predict, build_candidate, engine_of, AutoFamily, AutoSnapshot, Ranked,
 };
 use fibkit::model::machine::{
-    chase_latency_ns, cpu_model, curve_sizes, describe, fit_costs, fit_nonnegative, latency_curve,
+    cpu_model, curve_sizes, describe, fit_costs, fit_nonnegative, latency_curve, latency_sweep,
     measured_levels, os_caches, EngineCosts,
 };
 use fibkit::model::summary::{prefix_densities, weighted_ranges};
@@ -616,16 +616,8 @@ where
 /// new curve shows no plateau. The fitted costs are kept.
 fn remeasured(machine: &Machine, millis: u64) -> Machine {
     let line = machine.caches.first().map_or(64, |c| c.line_bytes) as usize;
-    let curve: Vec<(u64, f64)> = machine
-        .curve
-        .iter()
-        .map(|&(bytes, _)| {
-            (
-                bytes,
-                chase_latency_ns(bytes as usize, line, millis.max(1), 1),
-            )
-        })
-        .collect();
+    let sizes: Vec<u64> = machine.curve.iter().map(|&(bytes, _)| bytes).collect();
+    let curve = latency_sweep(&sizes, line, millis.max(1), 1);
     match measured_levels(&curve, &machine.os_caches) {
         Some((caches, latency_ns)) => Machine {
             caches,

@@ -422,19 +422,29 @@ pub const CURVE_SWEEPS: usize = 3;
 pub fn latency_curve(sizes: &[u64], line_bytes: usize, millis: u64) -> Vec<(u64, f64)> {
     let mut sweeps = vec![Vec::with_capacity(CURVE_SWEEPS); sizes.len()];
     for sweep in 0..CURVE_SWEEPS {
-        for (&bytes, ns) in sizes.iter().zip(sweeps.iter_mut()) {
-            ns.push(chase_latency_ns(
-                bytes as usize,
-                line_bytes,
-                millis,
-                sweep as u64 + 1,
-            ));
+        let points = latency_sweep(sizes, line_bytes, millis, sweep as u64 + 1);
+        for ((_, point), ns) in points.into_iter().zip(sweeps.iter_mut()) {
+            ns.push(point);
         }
     }
     sizes
         .iter()
         .zip(sweeps.iter_mut())
         .map(|(&bytes, ns)| (bytes, super::median(ns)))
+        .collect()
+}
+
+/// One sweep of [`chase_latency_ns`] through each of `sizes`, smallest
+/// first, about `millis` each, the chases' order drawn from `seed`.
+pub fn latency_sweep(sizes: &[u64], line_bytes: usize, millis: u64, seed: u64) -> Vec<(u64, f64)> {
+    sizes
+        .iter()
+        .map(|&bytes| {
+            (
+                bytes,
+                chase_latency_ns(bytes as usize, line_bytes, millis, seed),
+            )
+        })
         .collect()
 }
 
