@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 
 use fibkit::engines::levels::TreeNode;
 use fibkit::model::auto::{
-    build_and_predict, build_candidate, engine_of, AutoFamily, AutoSnapshot, Ranked,
+    build_and_predict, build_candidate, engine_of, predict_built, AutoFamily, AutoSnapshot, Ranked,
 };
 use fibkit::model::machine::{
     cpu_model, curve_sizes, describe, fit_costs, fit_nonnegative, latency_curve, latency_sweep,
@@ -107,8 +107,9 @@ pub struct PredictArgs {
     rounds: usize,
     /// With --measure: every round first chases the machine file's latency
     /// curve again (one sweep, a quarter of --millis per working set) and
-    /// predicts every structure with the levels and latencies of that
-    /// round; a structure's predicted time is the median of its rounds'.
+    /// predicts every structure (or, with --engines, every layout) with the
+    /// levels and latencies of that round; a structure's predicted time is
+    /// the median of its rounds'.
     /// The share of a shared last-level cache a guest gets can move by
     /// several times within minutes, so a calibration made earlier prices
     /// misses at another machine than the one measured.
@@ -503,23 +504,20 @@ fn predict(args: &PredictArgs) -> Result<bool> {
              --l2, --l3 and --latency, or --track"
         );
     }
-    if args.track && !args.engines.is_empty() {
-        bail!("--track applies to the `levels` structures: drop --engines, or --track");
-    }
     let machine = read_machine(args)?;
-    let (table, _) = load_table(&args.table)?;
-    if !args.engines.is_empty() {
-        return predict_engines(args, &machine, &table.v4, &table.v6);
-    }
-    if args.svg.is_some() && !args.measure {
-        bail!("--svg plots predicted against measured times: add --measure");
-    }
     if args.track && (args.paper || machine.curve.is_empty()) {
         bail!(
             "--track chases the machine file's latency curve again: {} has none (make one \
              with `fibkit model calibrate`; --paper has no curve)",
             args.machine.display()
         );
+    }
+    let (table, _) = load_table(&args.table)?;
+    if !args.engines.is_empty() {
+        return predict_engines(args, &machine, &table.v4, &table.v6);
+    }
+    if args.svg.is_some() && !args.measure {
+        bail!("--svg plots predicted against measured times: add --measure");
     }
     let mut results = Vec::new();
     for path in &args.traces {
@@ -642,16 +640,11 @@ fn median_round(mut rounds: Vec<(f64, Prediction)>) -> Option<(f64, Prediction)>
 }
 
 /// The median over `rounds` (at least one) of `measure(i)` for each of
-/// `count` structures, measured in turn within each round: a structure's
-/// rounds are spread over the whole measurement, and neighbours in the
-/// list run seconds apart, so a shift in the other guests' load moves
-/// them alike instead of landing on whichever structure ran then.
-fn interleaved_medians(count: usize, rounds: usize, measure: impl FnMut(usize) -> f64) -> Vec<f64> {
-    interleaved_rounds(count, rounds, |_| {}, measure)
-}
-
-/// [`interleaved_medians`] with `before(round)` run at the start of every
-/// round.
+/// `count` structures, measured in turn within each round, with
+/// `before(round)` run at the start of every round: a structure's rounds
+/// are spread over the whole measurement, and neighbours in the list run
+/// seconds apart, so a shift in the other guests' load moves them alike
+/// instead of landing on whichever structure ran then.
 fn interleaved_rounds(
     count: usize,
     rounds: usize,
@@ -1015,12 +1008,12 @@ fn predict_engines(
     }
     for path in &args.traces {
         let (t4, t6) = traces_of(path)?;
-        let rows = if !t4.is_empty() {
+        let (rows, tracked) = if !t4.is_empty() {
             engine_rows(args, machine, v4, &t4)?
         } else {
             engine_rows(args, machine, v6, &t6)?
         };
-        engine_report(args, path, &load, &rows)?;
+        engine_report(args, path, &load, &rows, &tracked)?;
     }
     Ok(true)
 }
@@ -1064,23 +1057,42 @@ struct EngineRow {
     measured_ns: Option<f64>,
 }
 
+/// The rows of every modelled layout on `trace`, and with `--track` the
+/// machine of each measured round ([`remeasured`]); a tracked row is
+/// predicted with the round whose prediction is its median
+/// ([`tracked_row`]).
 fn engine_rows<A: AutoFamily + EngineFamily>(
     args: &PredictArgs,
     machine: &Machine,
     rib: &Rib<A>,
     trace: &[A],
-) -> Result<Vec<EngineRow>> {
+) -> Result<(Vec<EngineRow>, Vec<Machine>)> {
     let summary = checked_summary(rib, trace)?;
     let densities = prefix_densities(rib, &summary);
     let view = weighted_ranges(rib, A::ZERO, A::MAX, Some(&densities));
     let layouts = modelled_layouts(&args.engines, &view, &machine.caches, rib)?;
-    let times = interleaved_medians(layouts.len(), args.rounds, |i| {
-        seq_ns(&layouts[i].2, trace, Duration::from_millis(args.millis))
-    });
+    let mut machines = Vec::new();
+    let times = interleaved_rounds(
+        layouts.len(),
+        args.rounds,
+        |_| {
+            if args.track {
+                machines.push(remeasured(machine, args.millis / 4));
+            }
+        },
+        |i| seq_ns(&layouts[i].2, trace, Duration::from_millis(args.millis)),
+    );
     let mut rows = Vec::new();
-    for ((spec, prediction, _), measured) in layouts.into_iter().zip(times) {
+    for ((spec, prediction, snapshot), measured) in layouts.into_iter().zip(times) {
+        let ranked = if machines.is_empty() {
+            Ranked::new(spec, prediction, machine)
+        } else {
+            tracked_row(spec, &machines, |m| {
+                predict_built(&snapshot, &view, &m.caches)
+            })
+        };
         rows.push(EngineRow {
-            ranked: Ranked::new(spec, prediction, machine),
+            ranked,
             measured_ns: Some(measured),
         });
     }
@@ -1091,10 +1103,39 @@ fn engine_rows<A: AutoFamily + EngineFamily>(
             args.engines.join(",")
         );
     }
-    Ok(rows)
+    Ok((rows, machines))
 }
 
-fn engine_report(args: &PredictArgs, path: &Path, load: &str, rows: &[EngineRow]) -> Result<()> {
+/// The row of `spec` predicted once per machine of `rounds` (each round's
+/// levels and latencies), kept from the round whose predicted time is the
+/// median; a prediction that fails in any round makes the row that error.
+fn tracked_row(
+    spec: String,
+    rounds: &[Machine],
+    mut predict: impl FnMut(&Machine) -> Result<Prediction, ModelError>,
+) -> Ranked {
+    let mut timed = Vec::new();
+    for (round, m) in rounds.iter().enumerate() {
+        match predict(m) {
+            Ok(p) => timed.push((m.engine_time_ns(engine_of(&spec), &p), round, p)),
+            Err(e) => return Ranked::new(spec, Err(e), m),
+        }
+    }
+    timed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let Some((_, round, prediction)) = timed.into_iter().nth(rounds.len().saturating_sub(1) / 2)
+    else {
+        return Ranked::unmodelled(spec);
+    };
+    Ranked::new(spec, Ok(prediction), &rounds[round])
+}
+
+fn engine_report(
+    args: &PredictArgs,
+    path: &Path,
+    load: &str,
+    rows: &[EngineRow],
+    tracked: &[Machine],
+) -> Result<()> {
     let key = |ns: Option<f64>| ns.unwrap_or(f64::INFINITY);
     let pick = rows
         .iter()
@@ -1126,11 +1167,18 @@ fn engine_report(args: &PredictArgs, path: &Path, load: &str, rows: &[EngineRow]
             "pick_slower_than_best_percent": pick_penalty,
             "average_error_percent": average,
             "max_error_percent": maximum,
+            "tracked": tracked.iter().map(|m| serde_json::json!({
+                "caches": m.caches,
+                "latency_ns": m.latency_ns,
+            })).collect::<Vec<_>>(),
         });
         println!("{json}");
         return Ok(());
     }
     println!("\ntrace {}", path.display());
+    for (round, m) in tracked.iter().enumerate() {
+        println!("  round {}: {}", round + 1, levels_and_latencies(m));
+    }
     println!(
         "  {:<16} {:>10} {:>10} {:>7} {:>24} {:>9}",
         "engine", "pred ns", "meas ns", "err %", "misses/lookup", "MiB"
@@ -1173,8 +1221,8 @@ fn engine_report(args: &PredictArgs, path: &Path, load: &str, rows: &[EngineRow]
 
 #[cfg(test)]
 mod tests {
-    use super::{interleaved_medians, interleaved_rounds, median_round};
-    use fibkit::model::Prediction;
+    use super::{interleaved_rounds, median_round, tracked_row};
+    use fibkit::model::{Machine, ModelError, Prediction};
 
     #[test]
     fn rounds_measure_every_structure_in_turn() {
@@ -1182,15 +1230,20 @@ mod tests {
         // Structure i measures 10 i + its round, so each median is the
         // middle round's.
         let mut rounds_seen = [0usize; 3];
-        let medians = interleaved_medians(3, 5, |i| {
-            order.push(i);
-            rounds_seen[i] += 1;
-            (10 * i + rounds_seen[i]) as f64
-        });
+        let medians = interleaved_rounds(
+            3,
+            5,
+            |_| {},
+            |i| {
+                order.push(i);
+                rounds_seen[i] += 1;
+                (10 * i + rounds_seen[i]) as f64
+            },
+        );
         assert_eq!(order, [0, 1, 2].repeat(5));
         assert_eq!(medians, [3.0, 13.0, 23.0]);
         // Zero rounds still measure once.
-        assert_eq!(interleaved_medians(2, 0, |i| i as f64), [0.0, 1.0]);
+        assert_eq!(interleaved_rounds(2, 0, |_| {}, |i| i as f64), [0.0, 1.0]);
     }
 
     #[test]
@@ -1232,5 +1285,44 @@ mod tests {
         let (ns, p) = median_round(rounds).unwrap();
         assert_eq!((ns, p.misses), (20.0, vec![2.0]));
         assert!(median_round(Vec::new()).is_none());
+    }
+
+    #[test]
+    fn a_tracked_engine_row_is_predicted_with_its_median_round() {
+        // Three rounds whose L1 misses cost 30, 10 and 20 ns: the row
+        // is the third round's (the median time).
+        let machine = |l1_miss_ns: f64| Machine {
+            latency_ns: vec![0.0, l1_miss_ns, 100.0],
+            ..Machine::paper_pentium_iii()
+        };
+        let rounds = vec![machine(30.0), machine(10.0), machine(20.0)];
+        let prediction = Prediction {
+            strides: vec![16],
+            trie_visits: 1.0,
+            tree_visits: 0.0,
+            misses: vec![1.0, 0.0],
+            tree_misses: Vec::new(),
+            memory_bytes: 0,
+        };
+        let times: Vec<f64> = rounds
+            .iter()
+            .map(|m| m.engine_time_ns("dxr", &prediction))
+            .collect();
+        assert!(times[1] < times[2] && times[2] < times[0], "{times:?}");
+        let row = tracked_row("dxr:k=16".into(), &rounds, |_| Ok(prediction.clone()));
+        assert_eq!(row.predicted_ns, Some(times[2]));
+        assert_eq!(row.misses, prediction.misses);
+        // A round whose prediction fails makes the row that error.
+        let mut calls = 0;
+        let row = tracked_row("dxr:k=16".into(), &rounds, |_| {
+            calls += 1;
+            if calls == 2 {
+                Err(ModelError::Input("no model".into()))
+            } else {
+                Ok(prediction.clone())
+            }
+        });
+        assert_eq!(row.predicted_ns, None);
+        assert_eq!(row.error.as_deref(), Some("no model"));
     }
 }

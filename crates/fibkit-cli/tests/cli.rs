@@ -1353,18 +1353,25 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
             && stdout.contains("Table 3"),
         "{stdout}"
     );
-    // What-if sizes and the other engines' layouts are not tracked.
-    for extra in [["--l2", "1MiB"], ["--engines", "dxr"]] {
-        let mut args = vec!["--trace", trace, "--track"];
-        args.extend_from_slice(&extra);
-        let out = predict(&args);
-        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
-        assert!(
-            text(&out.stderr).contains("--track"),
-            "{}",
-            text(&out.stderr)
-        );
-    }
+    // What-if sizes are replaced by the rounds' levels: refused.
+    let out = predict(&["--trace", trace, "--track", "--l2", "1MiB"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("--track"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The other engines' layouts, tracked: each round's levels printed,
+    // every layout predicted and measured, and the pick.
+    let out = predict(&["--trace", trace, "--track", "--engines", "dxr"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("  round 1: L1 ")
+            && stdout.contains("dxr:k=16")
+            && stdout.contains("model's pick"),
+        "{stdout}"
+    );
     // The paper's machine has no curve to chase again.
     let out = predict(&["--trace", trace, "--track", "--paper"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));

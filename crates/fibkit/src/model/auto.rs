@@ -535,11 +535,22 @@ pub fn build_and_predict<A: AutoFamily>(
     caches: &[CacheLevel],
 ) -> Result<(Built<A>, Result<Prediction, ModelError>), BuildError> {
     let built = build_candidate(spec, rib)?;
-    let prediction = match &built.1 {
+    let prediction = predict_built(&built.1, view, caches);
+    Ok((built, prediction))
+}
+
+/// The prediction for a built candidate's lookups of `view` in `caches`:
+/// the model walks the built table, so a new set of caches (another
+/// round's measured levels) needs no new build.
+pub fn predict_built<A: AutoFamily>(
+    snapshot: &AutoSnapshot<A>,
+    view: &WeightedRanges<A>,
+    caches: &[CacheLevel],
+) -> Result<Prediction, ModelError> {
+    match snapshot {
         AutoSnapshot::Cpe(trie) => predict_cpe(view, trie, caches),
         AutoSnapshot::Direct(table) => A::predict_built_direct(view, table, caches),
-    };
-    Ok((built, prediction))
+    }
 }
 
 /// Orders rows by predicted time, rows without a prediction last.
