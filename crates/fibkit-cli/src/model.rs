@@ -573,17 +573,9 @@ where
             measured.push((index, build_levels(rib, &summary, &row.strides)?));
         }
     }
-    let mut machines = Vec::new();
-    let times = interleaved_rounds(
-        measured.len(),
-        args.rounds,
-        |_| {
-            if args.track {
-                machines.push(remeasured(machine, args.millis / 4));
-            }
-        },
-        |i| seq_ns(&measured[i].1, trace, Duration::from_millis(args.millis)),
-    );
+    let (times, machines) = measured_rounds(args, machine, measured.len(), |i| {
+        seq_ns(&measured[i].1, trace, Duration::from_millis(args.millis))
+    });
     for ((index, _), ns) in measured.into_iter().zip(times) {
         result.rows[index].measured_ns = Some(ns);
     }
@@ -607,6 +599,29 @@ where
         result.tracked = machines;
     }
     Ok(())
+}
+
+/// `measure(i)` of `count` structures over `--rounds` interleaved rounds
+/// ([`interleaved_rounds`]), and with `--track` the machine each round
+/// found before it ([`remeasured`]; empty without).
+fn measured_rounds(
+    args: &PredictArgs,
+    machine: &Machine,
+    count: usize,
+    measure: impl FnMut(usize) -> f64,
+) -> (Vec<f64>, Vec<Machine>) {
+    let mut machines = Vec::new();
+    let times = interleaved_rounds(
+        count,
+        args.rounds,
+        |_| {
+            if args.track {
+                machines.push(remeasured(machine, args.millis / 4));
+            }
+        },
+        measure,
+    );
+    (times, machines)
 }
 
 /// `machine` with its levels and latencies taken from one new sweep of its
@@ -1071,17 +1086,9 @@ fn engine_rows<A: AutoFamily + EngineFamily>(
     let densities = prefix_densities(rib, &summary);
     let view = weighted_ranges(rib, A::ZERO, A::MAX, Some(&densities));
     let layouts = modelled_layouts(&args.engines, &view, &machine.caches, rib)?;
-    let mut machines = Vec::new();
-    let times = interleaved_rounds(
-        layouts.len(),
-        args.rounds,
-        |_| {
-            if args.track {
-                machines.push(remeasured(machine, args.millis / 4));
-            }
-        },
-        |i| seq_ns(&layouts[i].2, trace, Duration::from_millis(args.millis)),
-    );
+    let (times, machines) = measured_rounds(args, machine, layouts.len(), |i| {
+        seq_ns(&layouts[i].2, trace, Duration::from_millis(args.millis))
+    });
     let mut rows = Vec::new();
     for ((spec, prediction, snapshot), measured) in layouts.into_iter().zip(times) {
         let ranked = if machines.is_empty() {
