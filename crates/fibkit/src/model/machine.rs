@@ -252,16 +252,7 @@ impl Machine {
     /// trie's misses and the search trees' (what the calibration fits
     /// [`Self::tree_miss_weight`] on).
     pub fn memory_ns_parts(&self, prediction: &Prediction) -> (f64, f64) {
-        let mut penalties = self.miss_penalties_ns();
-        if let (Some(last), Some(&inner)) = (
-            penalties.last_mut(),
-            self.latency_ns
-                .len()
-                .checked_sub(2)
-                .and_then(|i| self.latency_ns.get(i)),
-        ) {
-            *last = (self.memory_latency_ns(prediction.memory_bytes) - inner).max(0.0);
-        }
+        let penalties = self.miss_penalties_for(prediction.memory_bytes);
         let mut parts = (0.0, 0.0);
         for (level, (misses, penalty)) in prediction.misses.iter().zip(penalties).enumerate() {
             let tree = prediction.tree_misses.get(level).copied().unwrap_or(0.0);
@@ -290,10 +281,18 @@ impl Machine {
             .and_then(|i| self.latency_ns.get(i))
             .copied()
             .unwrap_or(0.0);
-        let Some(upper) = self.curve.iter().position(|&(size, _)| size >= bytes) else {
-            return memory;
-        };
-        let at = if upper == 0 {
+        match self.curve_ns(bytes) {
+            Some(at) => at.clamp(floor.min(memory), memory),
+            None => memory,
+        }
+    }
+
+    /// The measured curve at a working set of `bytes`, interpolated on a
+    /// log scale of sizes; `None` without a curve or past its largest
+    /// working set.
+    fn curve_ns(&self, bytes: u64) -> Option<f64> {
+        let upper = self.curve.iter().position(|&(size, _)| size >= bytes)?;
+        Some(if upper == 0 {
             self.curve[0].1
         } else {
             let (lo, lo_ns) = self.curve[upper - 1];
@@ -301,8 +300,36 @@ impl Machine {
             let t =
                 ((bytes as f64).ln() - (lo as f64).ln()) / ((hi as f64).ln() - (lo as f64).ln());
             lo_ns + (hi_ns - lo_ns) * t
+        })
+    }
+
+    /// Equation 1's miss penalties for a structure of `bytes`: the steps
+    /// of [`Self::miss_penalties_ns`], except that a miss in the last
+    /// level, or in a level the structure fits in, costs at most the
+    /// measured curve at the structure's size (less the level's own
+    /// latency). Why the last level: see [`Self::memory_latency_ns`]. Why
+    /// the levels it fits in: Equation 2 gives a structure smaller than a
+    /// level some misses there (lines that share a set), but a chase
+    /// through a working set of the structure's size, which meets the same
+    /// sets, is served at about that level's latency; charged the next
+    /// level's latency, those misses made a structure of 1.6 MiB cost as
+    /// much as one in memory as soon as a measured curve showed a level
+    /// past the L3 (docs/BENCHMARKS.md, "The `dxr` and `cpe` layouts
+    /// tracked per round").
+    pub fn miss_penalties_for(&self, bytes: u64) -> Vec<f64> {
+        let mut penalties = self.miss_penalties_ns();
+        let Some(at) = self.curve_ns(bytes) else {
+            return penalties;
         };
-        at.clamp(floor.min(memory), memory)
+        let levels = penalties.len();
+        for (i, penalty) in penalties.iter_mut().enumerate() {
+            let fits = self.caches.get(i).is_some_and(|c| bytes <= c.size_bytes);
+            if fits || i + 1 == levels {
+                let (own, next) = (self.latency_ns[i], self.latency_ns[i + 1]);
+                *penalty = (at.min(next) - own).max(0.0);
+            }
+        }
+        penalties
     }
 
     /// Fails unless this file was made by this version on a machine with
@@ -760,6 +787,57 @@ mod tests {
             memory_bytes: 16 * MIB,
         };
         assert!((machine.memory_ns(&prediction) - 80.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_miss_in_a_level_the_structure_fits_in_costs_the_curve_at_its_size() {
+        const MIB: u64 = 1 << 20;
+        let level = |level: u32, size_bytes: u64| CacheLevel {
+            level,
+            size_bytes,
+            ways: 16,
+            line_bytes: 64,
+        };
+        let machine = Machine {
+            caches: vec![level(1, 32 << 10), level(2, 4 * MIB), level(3, 64 * MIB)],
+            latency_ns: vec![1.0, 16.0, 170.0, 250.0],
+            curve: vec![
+                (32 << 10, 1.0),
+                (2 * MIB, 15.0),
+                (4 * MIB, 16.0),
+                (8 * MIB, 100.0),
+                (64 * MIB, 170.0),
+                (256 * MIB, 250.0),
+            ],
+            ..Machine::paper_pentium_iii()
+        };
+        let misses_in_level_2 = |bytes: u64| Prediction {
+            strides: vec![],
+            trie_visits: 0.0,
+            tree_visits: 0.0,
+            misses: vec![0.0, 1.0, 0.0],
+            tree_misses: Vec::new(),
+            memory_bytes: bytes,
+        };
+        // 2 MiB fits in the 4 MiB level, whose chase at 2 MiB takes 15 ns:
+        // its misses there cost nothing more.
+        assert_eq!(machine.memory_ns(&misses_in_level_2(2 * MIB)), 0.0);
+        // 8 MiB does not fit: a miss costs the next level's step, 154 ns.
+        assert!((machine.memory_ns(&misses_in_level_2(8 * MIB)) - 154.0).abs() < 1e-9);
+        // The steps themselves are unchanged, and the first level's too
+        // for a structure larger than it.
+        assert_eq!(machine.miss_penalties_ns(), [15.0, 154.0, 80.0]);
+        let penalties = machine.miss_penalties_for(8 * MIB);
+        assert_eq!(penalties[..2], [15.0, 154.0]);
+        // The last level (64 MiB) holds 8 MiB: the curve's 100 ns is below
+        // its own 170, so nothing more.
+        assert_eq!(penalties[2], 0.0);
+        // Without a curve: the steps.
+        let stepped = Machine {
+            curve: Vec::new(),
+            ..machine.clone()
+        };
+        assert_eq!(stepped.miss_penalties_for(2 * MIB), [15.0, 154.0, 80.0]);
     }
 
     #[test]
