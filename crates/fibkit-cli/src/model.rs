@@ -644,8 +644,9 @@ fn remeasured(machine: &Machine, millis: u64) -> Machine {
 
 /// The round whose predicted time is the median of `rounds` (the lower
 /// middle one of an even count), so that a row's time and misses come from
-/// one prediction; `None` without rounds.
-fn median_round(mut rounds: Vec<(f64, Prediction)>) -> Option<(f64, Prediction)> {
+/// one prediction (and whatever else `T` carries of that round); `None`
+/// without rounds.
+fn median_round<T>(mut rounds: Vec<(f64, T)>) -> Option<(f64, T)> {
     if rounds.is_empty() {
         return None;
     }
@@ -1122,18 +1123,16 @@ fn tracked_row(
     mut predict: impl FnMut(&Machine) -> Result<Prediction, ModelError>,
 ) -> Ranked {
     let mut timed = Vec::new();
-    for (round, m) in rounds.iter().enumerate() {
+    for m in rounds {
         match predict(m) {
-            Ok(p) => timed.push((m.engine_time_ns(engine_of(&spec), &p), round, p)),
+            Ok(p) => timed.push((m.engine_time_ns(engine_of(&spec), &p), (m, p))),
             Err(e) => return Ranked::new(spec, Err(e), m),
         }
     }
-    timed.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let Some((_, round, prediction)) = timed.into_iter().nth(rounds.len().saturating_sub(1) / 2)
-    else {
-        return Ranked::unmodelled(spec);
-    };
-    Ranked::new(spec, Ok(prediction), &rounds[round])
+    match median_round(timed) {
+        Some((_, (m, prediction))) => Ranked::new(spec, Ok(prediction), m),
+        None => Ranked::unmodelled(spec),
+    }
 }
 
 fn engine_report(
@@ -1291,7 +1290,7 @@ mod tests {
         // Four rounds: the lower middle one, time and misses together.
         let (ns, p) = median_round(rounds).unwrap();
         assert_eq!((ns, p.misses), (20.0, vec![2.0]));
-        assert!(median_round(Vec::new()).is_none());
+        assert!(median_round::<Prediction>(Vec::new()).is_none());
     }
 
     #[test]
