@@ -18,8 +18,8 @@ use fibkit::model::machine::{
 };
 use fibkit::model::summary::{prefix_densities, weighted_ranges};
 use fibkit::model::{
-    build_levels, error_percent, median, seq_ns, trie_model, CacheLevel, Machine, ModelError,
-    Prediction, TraceSummary, TrieModel, WeightedRanges,
+    build_levels, error_percent, median, paired_error_percent, seq_ns, trie_model, CacheLevel,
+    Machine, ModelError, Prediction, TraceSummary, TrieModel, WeightedRanges,
 };
 use fibkit::storage::Plain;
 use fibkit::{Addr, EngineFamily, Rib};
@@ -109,7 +109,8 @@ pub struct PredictArgs {
     /// curve again (one sweep, a quarter of --millis per working set) and
     /// predicts every structure (or, with --engines, every layout) with the
     /// levels and latencies of that round; a structure's predicted time is
-    /// the median of its rounds'.
+    /// the median of its rounds', and its error that of the median of its
+    /// rounds' predicted / measured ratios.
     /// The share of a shared last-level cache a guest gets can move by
     /// several times within minutes, so a calibration made earlier prices
     /// misses at another machine than the one measured.
@@ -455,7 +456,12 @@ fn read_machine(args: &PredictArgs) -> Result<Machine> {
 struct Row {
     strides: Vec<u8>,
     predicted_ns: f64,
+    /// The median of the measured rounds.
     measured_ns: Option<f64>,
+    /// The prediction's error against the measurement, in percent: with
+    /// `--track` the median of the rounds' paired ratios
+    /// ([`paired_error_percent`]), otherwise of the two medians.
+    error_percent: Option<f64>,
     prediction: Prediction,
 }
 
@@ -573,21 +579,28 @@ where
             measured.push((index, build_levels(rib, &summary, &row.strides)?));
         }
     }
-    let (times, machines) = measured_rounds(args, machine, measured.len(), |i| {
+    let (samples, machines) = measured_rounds(args, machine, measured.len(), |i| {
         seq_ns(&measured[i].1, trace, Duration::from_millis(args.millis))
     });
-    for ((index, _), ns) in measured.into_iter().zip(times) {
-        result.rows[index].measured_ns = Some(ns);
+    let mut round_times = vec![Vec::new(); result.rows.len()];
+    for ((index, _), mut times) in measured.into_iter().zip(samples) {
+        round_times[index] = times.clone();
+        result.rows[index].measured_ns = Some(median(&mut times));
     }
     if !machines.is_empty() {
-        for row in &mut result.rows {
-            let rounds: Vec<(f64, Prediction)> = machines
+        for (row, measured) in result.rows.iter_mut().zip(&round_times) {
+            let rounds: Option<Vec<(f64, Prediction)>> = machines
                 .iter()
-                .filter_map(|m| {
+                .map(|m| {
                     let p = result.model.predict(&row.strides, &m.caches)?;
                     Some((m.time_ns(&p), p))
                 })
                 .collect();
+            let Some(rounds) = rounds else { continue };
+            if !measured.is_empty() {
+                let predicted: Vec<f64> = rounds.iter().map(|r| r.0).collect();
+                row.error_percent = paired_error_percent(&predicted, measured);
+            }
             if let Some((ns, prediction)) = median_round(rounds) {
                 row.predicted_ns = ns;
                 row.prediction = prediction;
@@ -598,18 +611,23 @@ where
             .sort_by(|a, b| a.predicted_ns.total_cmp(&b.predicted_ns));
         result.tracked = machines;
     }
+    for row in &mut result.rows {
+        if let (None, Some(measured)) = (row.error_percent, row.measured_ns) {
+            row.error_percent = Some(error_percent(row.predicted_ns, measured));
+        }
+    }
     Ok(())
 }
 
-/// `measure(i)` of `count` structures over `--rounds` interleaved rounds
-/// ([`interleaved_rounds`]), and with `--track` the machine each round
-/// found before it ([`remeasured`]; empty without).
+/// `measure(i)` of `count` structures in each of `--rounds` interleaved
+/// rounds ([`interleaved_rounds`]), and with `--track` the machine each
+/// round found before it ([`remeasured`]; empty without).
 fn measured_rounds(
     args: &PredictArgs,
     machine: &Machine,
     count: usize,
     measure: impl FnMut(usize) -> f64,
-) -> (Vec<f64>, Vec<Machine>) {
+) -> (Vec<Vec<f64>>, Vec<Machine>) {
     let mut machines = Vec::new();
     let times = interleaved_rounds(
         count,
@@ -655,8 +673,8 @@ fn median_round<T>(mut rounds: Vec<(f64, T)>) -> Option<(f64, T)> {
     Some(rounds.swap_remove(middle))
 }
 
-/// The median over `rounds` (at least one) of `measure(i)` for each of
-/// `count` structures, measured in turn within each round, with
+/// Every round's `measure(i)` (at least one round) for each of `count`
+/// structures, measured in turn within each round, with
 /// `before(round)` run at the start of every round: a structure's rounds
 /// are spread over the whole measurement, and neighbours in the list run
 /// seconds apart, so a shift in the other guests' load moves them alike
@@ -666,7 +684,7 @@ fn interleaved_rounds(
     rounds: usize,
     mut before: impl FnMut(usize),
     mut measure: impl FnMut(usize) -> f64,
-) -> Vec<f64> {
+) -> Vec<Vec<f64>> {
     let mut samples = vec![Vec::new(); count];
     for round in 0..rounds.max(1) {
         before(round);
@@ -674,7 +692,7 @@ fn interleaved_rounds(
             times.push(measure(i));
         }
     }
-    samples.iter_mut().map(|times| median(times)).collect()
+    samples
 }
 
 /// An SVG scatter plot of predicted against measured ns of every measured
@@ -803,6 +821,7 @@ where
             strides: prediction.strides.clone(),
             predicted_ns: machine.time_ns(&prediction),
             measured_ns: None,
+            error_percent: None,
             prediction,
         })
         .collect();
@@ -834,7 +853,7 @@ fn report(args: &PredictArgs, machine: &Machine, results: &[TraceResult]) -> Res
             .rows
             .iter()
             .filter(|row| row.strides.len() == levels)
-            .filter_map(|row| row.measured_ns.map(|m| error_percent(row.predicted_ns, m)))
+            .filter_map(|row| row.error_percent)
             .collect();
         (!errs.is_empty()).then(|| {
             (
@@ -903,10 +922,7 @@ fn report(args: &PredictArgs, machine: &Machine, results: &[TraceResult]) -> Res
                 name(&row.strides),
                 row.predicted_ns,
                 row.measured_ns.map_or("-".into(), |m| format!("{m:.1}")),
-                row.measured_ns.map_or("-".into(), |m| format!(
-                    "{:.1}",
-                    error_percent(row.predicted_ns, m)
-                )),
+                row.error_percent.map_or("-".into(), |e| format!("{e:.1}")),
                 row.prediction.trie_visits,
                 row.prediction.tree_visits,
                 misses.join(" "),
@@ -1070,7 +1086,10 @@ fn modelled_layouts<A: AutoFamily>(
 struct EngineRow {
     #[serde(flatten)]
     ranked: Ranked,
+    /// The median of the measured rounds.
     measured_ns: Option<f64>,
+    /// The prediction's error in percent, as [`Row::error_percent`].
+    error_percent: Option<f64>,
 }
 
 /// The rows of every modelled layout on `trace`, and with `--track` the
@@ -1087,21 +1106,28 @@ fn engine_rows<A: AutoFamily + EngineFamily>(
     let densities = prefix_densities(rib, &summary);
     let view = weighted_ranges(rib, A::ZERO, A::MAX, Some(&densities));
     let layouts = modelled_layouts(&args.engines, &view, &machine.caches, rib)?;
-    let (times, machines) = measured_rounds(args, machine, layouts.len(), |i| {
+    let (samples, machines) = measured_rounds(args, machine, layouts.len(), |i| {
         seq_ns(&layouts[i].2, trace, Duration::from_millis(args.millis))
     });
     let mut rows = Vec::new();
-    for ((spec, prediction, snapshot), measured) in layouts.into_iter().zip(times) {
-        let ranked = if machines.is_empty() {
-            Ranked::new(spec, prediction, machine)
+    for ((spec, prediction, snapshot), mut times) in layouts.into_iter().zip(samples) {
+        let (ranked, error) = if machines.is_empty() {
+            let ranked = Ranked::new(spec, prediction, machine);
+            let error = ranked
+                .predicted_ns
+                .map(|p| error_percent(p, median(&mut times.clone())));
+            (ranked, error)
         } else {
-            tracked_row(spec, &machines, |m| {
+            let (ranked, predicted) = tracked_row(spec, &machines, |m| {
                 predict_built(&snapshot, &view, &m.caches)
-            })
+            });
+            let error = paired_error_percent(&predicted, &times);
+            (ranked, error)
         };
         rows.push(EngineRow {
             ranked,
-            measured_ns: Some(measured),
+            measured_ns: Some(median(&mut times)),
+            error_percent: error,
         });
     }
     if rows.is_empty() {
@@ -1116,23 +1142,26 @@ fn engine_rows<A: AutoFamily + EngineFamily>(
 
 /// The row of `spec` predicted once per machine of `rounds` (each round's
 /// levels and latencies), kept from the round whose predicted time is the
-/// median; a prediction that fails in any round makes the row that error.
+/// median, and every round's predicted time, in order; a prediction that
+/// fails in any round makes the row that error (and no times).
 fn tracked_row(
     spec: String,
     rounds: &[Machine],
     mut predict: impl FnMut(&Machine) -> Result<Prediction, ModelError>,
-) -> Ranked {
+) -> (Ranked, Vec<f64>) {
     let mut timed = Vec::new();
     for m in rounds {
         match predict(m) {
             Ok(p) => timed.push((m.engine_time_ns(engine_of(&spec), &p), (m, p))),
-            Err(e) => return Ranked::new(spec, Err(e), m),
+            Err(e) => return (Ranked::new(spec, Err(e), m), Vec::new()),
         }
     }
-    match median_round(timed) {
+    let times = timed.iter().map(|t| t.0).collect();
+    let ranked = match median_round(timed) {
         Some((_, (m, prediction))) => Ranked::new(spec, Ok(prediction), m),
         None => Ranked::unmodelled(spec),
-    }
+    };
+    (ranked, times)
 }
 
 fn engine_report(
@@ -1149,10 +1178,7 @@ fn engine_report(
     let best = rows
         .iter()
         .min_by(|a, b| key(a.measured_ns).total_cmp(&key(b.measured_ns)));
-    let errors: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| Some(error_percent(r.ranked.predicted_ns?, r.measured_ns?)))
-        .collect();
+    let errors: Vec<f64> = rows.iter().filter_map(|r| r.error_percent).collect();
     let average = errors.iter().sum::<f64>() / errors.len().max(1) as f64;
     let maximum = errors.iter().copied().fold(0.0, f64::max);
     // How much slower the pick measured than the measured best.
@@ -1192,10 +1218,7 @@ fn engine_report(
     for row in rows {
         let r = &row.ranked;
         let misses: Vec<String> = r.misses.iter().map(|m| format!("{m:.2}")).collect();
-        let error = match (r.predicted_ns, row.measured_ns) {
-            (Some(p), Some(m)) => format!("{:.1}", error_percent(p, m)),
-            _ => "-".into(),
-        };
+        let error = row.error_percent.map_or("-".into(), |e| format!("{e:.1}"));
         println!(
             "  {:<16} {:>10} {:>10} {:>7} {:>24} {:>9.1}",
             r.spec,
@@ -1233,10 +1256,9 @@ mod tests {
     #[test]
     fn rounds_measure_every_structure_in_turn() {
         let mut order = Vec::new();
-        // Structure i measures 10 i + its round, so each median is the
-        // middle round's.
+        // Structure i measures 10 i + its round.
         let mut rounds_seen = [0usize; 3];
-        let medians = interleaved_rounds(
+        let samples = interleaved_rounds(
             3,
             5,
             |_| {},
@@ -1247,9 +1269,15 @@ mod tests {
             },
         );
         assert_eq!(order, [0, 1, 2].repeat(5));
-        assert_eq!(medians, [3.0, 13.0, 23.0]);
+        let expected: Vec<Vec<f64>> = (0..3)
+            .map(|i| (1..=5).map(|round| (10 * i + round) as f64).collect())
+            .collect();
+        assert_eq!(samples, expected);
         // Zero rounds still measure once.
-        assert_eq!(interleaved_rounds(2, 0, |_| {}, |i| i as f64), [0.0, 1.0]);
+        assert_eq!(
+            interleaved_rounds(2, 0, |_| {}, |i| i as f64),
+            [vec![0.0], vec![1.0]]
+        );
     }
 
     #[test]
@@ -1315,12 +1343,15 @@ mod tests {
             .map(|m| m.engine_time_ns("dxr", &prediction))
             .collect();
         assert!(times[1] < times[2] && times[2] < times[0], "{times:?}");
-        let row = tracked_row("dxr:k=16".into(), &rounds, |_| Ok(prediction.clone()));
+        let (row, round_times) =
+            tracked_row("dxr:k=16".into(), &rounds, |_| Ok(prediction.clone()));
         assert_eq!(row.predicted_ns, Some(times[2]));
         assert_eq!(row.misses, prediction.misses);
+        // Every round's time, in the rounds' order, for the paired error.
+        assert_eq!(round_times, times);
         // A round whose prediction fails makes the row that error.
         let mut calls = 0;
-        let row = tracked_row("dxr:k=16".into(), &rounds, |_| {
+        let (row, round_times) = tracked_row("dxr:k=16".into(), &rounds, |_| {
             calls += 1;
             if calls == 2 {
                 Err(ModelError::Input("no model".into()))
@@ -1330,5 +1361,6 @@ mod tests {
         });
         assert_eq!(row.predicted_ns, None);
         assert_eq!(row.error.as_deref(), Some("no model"));
+        assert!(round_times.is_empty());
     }
 }

@@ -1372,6 +1372,21 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
             && stdout.contains("model's pick"),
         "{stdout}"
     );
+    // Tracked rows carry their error: the median of the rounds' paired
+    // ratios, which with one round is the error of the row's own columns.
+    let out = predict(&["--trace", trace, "--track", "--engines", "dxr", "--json"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    assert!(!rows.is_empty(), "{json}");
+    for row in rows {
+        let predicted = row["predicted_ns"].as_f64().unwrap();
+        let measured = row["measured_ns"].as_f64().unwrap();
+        let error = row["error_percent"].as_f64().unwrap();
+        let expected = (predicted - measured).abs() / measured * 100.0;
+        assert!((error - expected).abs() < 1e-6 * expected.max(1.0), "{row}");
+    }
     // The paper's machine has no curve to chase again.
     let out = predict(&["--trace", trace, "--track", "--paper"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));

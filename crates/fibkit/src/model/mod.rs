@@ -153,6 +153,25 @@ pub fn error_percent(predicted: f64, measured: f64) -> f64 {
     (predicted - measured).abs() / measured * 100.0
 }
 
+/// Percentage error of predictions against measurements taken in pairs
+/// (round `i` predicted with the levels and latencies measured just before
+/// round `i` was timed): the error of the median of the rounds'
+/// `predicted / measured` ratios, as the ratios between engines are the
+/// median of per-round ratios. On a machine whose share of the caches
+/// moves within minutes, a round's prediction and its measurement see the
+/// same machine, where the medians of each, taken apart, may come from
+/// rounds minutes apart. `None` without a pair (or with a measurement of
+/// zero).
+pub fn paired_error_percent(predicted: &[f64], measured: &[f64]) -> Option<f64> {
+    let mut ratios: Vec<f64> = predicted
+        .iter()
+        .zip(measured)
+        .filter(|&(_, &m)| m > 0.0)
+        .map(|(&p, &m)| p / m)
+        .collect();
+    (!ratios.is_empty()).then(|| (median(&mut ratios) - 1.0).abs() * 100.0)
+}
+
 /// Why a model input could not be read or used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
@@ -192,5 +211,30 @@ pub(crate) mod tests {
             ways: 8,
             line_bytes: 64,
         }]
+    }
+
+    /// Rounds where the machine and the lookups slowed down together: each
+    /// round's prediction is 10% high, while the medians of the two,
+    /// taken apart, come from different rounds.
+    #[test]
+    fn paired_errors_take_the_median_of_the_rounds_ratios() {
+        let predicted = [11.0, 22.0, 44.0];
+        let measured = [10.0, 20.0, 40.0];
+        let paired = super::paired_error_percent(&predicted, &measured).unwrap();
+        assert!((paired - 10.0).abs() < 1e-9, "{paired}");
+        // One round's lookups slowed by a neighbour after its levels were
+        // measured: the medians taken apart (33 and 40 ns) give 17.5%, the
+        // pairs keep the other rounds' 10%.
+        let predicted = [11.0, 22.0, 33.0, 44.0, 55.0];
+        let measured = [10.0, 20.0, 30.0, 150.0, 50.0];
+        let paired = super::paired_error_percent(&predicted, &measured).unwrap();
+        assert!((paired - 10.0).abs() < 1e-9, "{paired}");
+        assert!((super::error_percent(33.0, 40.0) - 17.5).abs() < 1e-9);
+        // Underestimates count as much as overestimates.
+        let paired = super::paired_error_percent(&[9.0], &[10.0]).unwrap();
+        assert!((paired - 10.0).abs() < 1e-9, "{paired}");
+        // No pair, or only measurements of zero: no error.
+        assert_eq!(super::paired_error_percent(&[], &[]), None);
+        assert_eq!(super::paired_error_percent(&[1.0], &[0.0]), None);
     }
 }
