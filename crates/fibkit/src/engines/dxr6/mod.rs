@@ -410,8 +410,7 @@ impl<S: Storage> Dxr6<S> {
         }
     }
 
-    /// Looks up one group of at most [`GROUP`] keys in three passes (the
-    /// root entries of the `next` group prefetched by the first):
+    /// Looks up one group of at most [`GROUP`] keys in three passes:
     /// 1. the root entries: a label is the result; otherwise the key is
     ///    marked, and at a node also marked as walking, and the entry or
     ///    line it reads next is prefetched;
@@ -429,14 +428,18 @@ impl<S: Storage> Dxr6<S> {
     /// before it, only added work (without it the portable batch ran
     /// 1.3–1.4x faster on announced keys on an AMD Zen 3, the same on
     /// random ones).
-    // PERF: docs/BENCHMARKS.md, "IPv6: dxr6", "Batch lookup" and
-    // "The portable batch without the walk's prefetches".
+    ///
+    /// Nor are the next group's root entries prefetched: the root (2^K
+    /// u32) mostly stays in the L2 cache, and the loop that read the next
+    /// keys to prefetch their entries cost random public keys, which end
+    /// at the root, a fifth of their speed (and announced keys 2–9%) on an
+    /// AMD Zen 3.
+    // PERF: docs/BENCHMARKS.md, "IPv6: dxr6", "Batch lookup", "The
+    // portable batch without the walk's prefetches" and "Nor the next
+    // group's roots".
     #[inline(always)]
-    fn lookup_group<const N: usize, T: Answer>(&self, keys: &[u128], next: &[u128], out: &mut [T]) {
+    fn lookup_group<const N: usize, T: Answer>(&self, keys: &[u128], out: &mut [T]) {
         debug_assert!(keys.len() <= N && N <= GROUP && out.len() == keys.len());
-        for &addr in next {
-            prefetch(self.entries.as_ptr().wrapping_add(self.root_index(addr)));
-        }
         let mut walks = [Walk::default(); N];
         let mut marked = 0u64;
         let mut walking = 0u64;
@@ -479,8 +482,7 @@ impl<S: Storage> Dxr6<S> {
         let mut start = 0;
         while start < addrs.len() {
             let end = addrs.len().min(start + N);
-            let next = &addrs[end..addrs.len().min(end + N)];
-            self.lookup_group::<N, T>(&addrs[start..end], next, &mut out[start..end]);
+            self.lookup_group::<N, T>(&addrs[start..end], &mut out[start..end]);
             start = end;
         }
     }
