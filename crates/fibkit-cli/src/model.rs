@@ -1110,12 +1110,12 @@ fn engine_rows<A: AutoFamily + EngineFamily>(
         seq_ns(&layouts[i].2, trace, Duration::from_millis(args.millis))
     });
     let mut rows = Vec::new();
-    for ((spec, prediction, snapshot), mut times) in layouts.into_iter().zip(samples) {
+    for ((spec, prediction, snapshot), times) in layouts.into_iter().zip(samples) {
+        // `times` stays in round order for the pairs.
+        let measured = median(&mut times.clone());
         let (ranked, error) = if machines.is_empty() {
             let ranked = Ranked::new(spec, prediction, machine);
-            let error = ranked
-                .predicted_ns
-                .map(|p| error_percent(p, median(&mut times.clone())));
+            let error = ranked.predicted_ns.map(|p| error_percent(p, measured));
             (ranked, error)
         } else {
             let (ranked, predicted) = tracked_row(spec, &machines, |m| {
@@ -1126,7 +1126,7 @@ fn engine_rows<A: AutoFamily + EngineFamily>(
         };
         rows.push(EngineRow {
             ranked,
-            measured_ns: Some(median(&mut times)),
+            measured_ns: Some(measured),
             error_percent: error,
         });
     }

@@ -432,8 +432,8 @@ impl<S: Storage> Dxr6<S> {
     /// Nor are the next group's root entries prefetched: the root (2^K
     /// u32) mostly stays in the L2 cache, and the loop that read the next
     /// keys to prefetch their entries cost random public keys, which end
-    /// at the root, a fifth of their speed (and announced keys 2–9%) on an
-    /// AMD Zen 3.
+    /// at the root, a sixth of their speed (and announced keys 2–9%) on
+    /// an AMD Zen 3.
     // PERF: docs/BENCHMARKS.md, "IPv6: dxr6", "Batch lookup", "The
     // portable batch without the walk's prefetches" and "Nor the next
     // group's roots".
