@@ -583,9 +583,10 @@ where
         seq_ns(&measured[i].1, trace, Duration::from_millis(args.millis))
     });
     let mut round_times = vec![Vec::new(); result.rows.len()];
-    for ((index, _), mut times) in measured.into_iter().zip(samples) {
-        round_times[index] = times.clone();
-        result.rows[index].measured_ns = Some(median(&mut times));
+    for ((index, _), times) in measured.into_iter().zip(samples) {
+        // `times` stays in round order for the pairs.
+        result.rows[index].measured_ns = Some(median(&mut times.clone()));
+        round_times[index] = times;
     }
     if !machines.is_empty() {
         for (row, measured) in result.rows.iter_mut().zip(&round_times) {

@@ -1336,17 +1336,20 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
         args.extend_from_slice(&["--measure", "--rounds", "1", "--millis", "5", "--top", "1"]);
         fibkit(&args)
     };
-    let out = predict(&["--trace", trace]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    // A run that must succeed: its standard output.
+    let predicted = |extra: &[&str]| {
+        let out = predict(extra);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+        stdout
+    };
+    let stdout = predicted(&["--trace", trace]);
     assert!(
         stdout.contains("Table 3") && stdout.contains("Table 4"),
         "{stdout}"
     );
     // --track: the round's levels from a new chase of the curve, printed.
-    let out = predict(&["--trace", trace, "--track"]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let stdout = predicted(&["--trace", trace, "--track"]);
     assert!(
         stdout.contains("  round 1: L1 ")
             && stdout.contains("memory")
@@ -1363,9 +1366,7 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
     );
     // The other engines' layouts, tracked: each round's levels printed,
     // every layout predicted and measured, and the pick.
-    let out = predict(&["--trace", trace, "--track", "--engines", "dxr"]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let stdout = predicted(&["--trace", trace, "--track", "--engines", "dxr"]);
     assert!(
         stdout.contains("  round 1: L1 ")
             && stdout.contains("dxr:k=16")
@@ -1374,9 +1375,7 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
     );
     // Tracked rows carry their error: the median of the rounds' paired
     // ratios, which with one round is the error of the row's own columns.
-    let out = predict(&["--trace", trace, "--track", "--engines", "dxr", "--json"]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let stdout = predicted(&["--trace", trace, "--track", "--engines", "dxr", "--json"]);
     let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     let rows = json["rows"].as_array().unwrap();
     assert!(!rows.is_empty(), "{json}");
@@ -1398,9 +1397,7 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
     // Two traces: Table 5 predicted and measured, and the plot of both.
     let svg = dir.join("plot.svg");
     let svg = svg.to_str().unwrap();
-    let out = predict(&["--trace", trace, "--trace", trace, "--svg", svg]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let stdout = predicted(&["--trace", trace, "--trace", trace, "--svg", svg]);
     assert!(stdout.contains("Table 5, measured"), "{stdout}");
     let plot = std::fs::read_to_string(svg).unwrap();
     assert!(
