@@ -13,8 +13,8 @@ use fibkit::model::auto::{
     build_and_predict, build_candidate, engine_of, predict_built, AutoFamily, AutoSnapshot, Ranked,
 };
 use fibkit::model::machine::{
-    cpu_model, curve_sizes, describe, fit_costs, fit_nonnegative, latency_curve, latency_sweep,
-    measured_levels, os_caches, EngineCosts,
+    cpu_model, curve_sizes, describe, fit_nonnegative, latency_curve, latency_sweep,
+    measured_levels, os_caches, relative_rows, EngineCosts,
 };
 use fibkit::model::summary::{prefix_densities, weighted_ranges};
 use fibkit::model::{
@@ -45,9 +45,10 @@ pub enum ModelCommand {
     /// Measure this machine: a pointer-chase latency curve from half the L1
     /// to 256-512 MiB (three sweeps), whose plateaus become the model's
     /// levels, then t_trie, t_tree, t_const and the share of a tree-node
-    /// miss a lookup waits for, fitted by least squares to dependent
-    /// lookups of a few `levels` structures on the trace, and t_trie and
-    /// t_const of `dxr` and `cpe` fitted on their own layouts.
+    /// miss a lookup waits for, fitted by least squares of the relative
+    /// errors to dependent lookups of a few `levels` structures on the
+    /// trace, and t_trie and t_const of `dxr` and `cpe` fitted so on their
+    /// own layouts.
     Calibrate {
         #[command(flatten)]
         table: TableArgs,
@@ -302,7 +303,7 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
     } else {
         fit_rows(&machine, &table.v6, &v6, millis)?
     };
-    let [trie, tree, weight, fixed] = fit_nonnegative(&rows);
+    let [trie, tree, weight, fixed] = fit_nonnegative(&relative_rows(&rows));
     (
         machine.trie_ns,
         machine.tree_ns,
@@ -354,7 +355,8 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
 }
 
 /// t_trie and t_const of each engine with a model (`dxr` or `dxr6`, and
-/// `cpe`), fitted by least squares to dependent lookups of its candidate
+/// `cpe`), fitted by least squares of the relative errors
+/// ([`relative_rows`]) to dependent lookups of its candidate
 /// layouts on the trace, as [`fit_rows`] does for the `levels`
 /// structures. An engine with fewer than two modelled layouts gets none.
 fn fit_engine_costs<A: AutoFamily + EngineFamily>(
@@ -367,32 +369,31 @@ fn fit_engine_costs<A: AutoFamily + EngineFamily>(
     let densities = prefix_densities(rib, &summary);
     let view = weighted_ranges(rib, A::ZERO, A::MAX, Some(&densities));
     let duration = Duration::from_millis(millis);
-    let mut rows: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
+    let mut rows: BTreeMap<String, Vec<([f64; 2], f64, f64)>> = BTreeMap::new();
     let engines = ["dxr".to_string(), "cpe".to_string()];
     for (spec, prediction, snapshot) in modelled_layouts(&engines, &view, &machine.caches, rib)? {
         let Ok(prediction) = prediction else {
             continue;
         };
         let measured = seq_ns(&snapshot, trace, duration);
+        // Neither engine walks a search tree: only t_trie and t_const.
         rows.entry(engine_of(&spec).to_string()).or_default().push((
-            prediction.trie_visits,
-            prediction.tree_visits,
+            [prediction.trie_visits, 1.0],
             measured - machine.memory_ns(&prediction),
+            measured,
         ));
     }
     Ok(rows
         .into_iter()
         .filter(|(_, rows)| rows.len() >= 2)
         .map(|(engine, rows)| {
-            // Neither engine walks a search tree: that column is all zero
-            // and the fit leaves its cost at 0.
-            let [trie_ns, _, const_ns] = fit_costs(&rows);
+            let [trie_ns, const_ns] = fit_nonnegative(&relative_rows(&rows));
             (engine, EngineCosts { trie_ns, const_ns })
         })
         .collect())
 }
 
-/// `([H, S, tree miss time, 1], measured - trie miss time)` of each
+/// `([H, S, tree miss time, 1], measured - trie miss time, measured)` of each
 /// calibration structure: the columns of t_trie, t_tree, the tree miss
 /// weight and t_const.
 fn fit_rows<A: Addr>(
@@ -400,7 +401,7 @@ fn fit_rows<A: Addr>(
     rib: &Rib<A>,
     trace: &[A],
     millis: u64,
-) -> Result<Vec<([f64; 4], f64)>>
+) -> Result<Vec<([f64; 4], f64, f64)>>
 where
     TreeNode<A>: Plain,
 {
@@ -417,6 +418,7 @@ where
         rows.push((
             [prediction.trie_visits, prediction.tree_visits, tree_ns, 1.0],
             measured - trie_ns,
+            measured,
         ));
     }
     Ok(rows)
