@@ -519,14 +519,6 @@ pub fn measured_levels(
     Some((levels, latency_ns))
 }
 
-/// Least squares for `y ≈ a x1 + b x2 + c` over the rows `(x1, x2, y)`, with
-/// every coefficient kept at least zero (a negative one is dropped and the
-/// rest fitted again): the paper's fit of t_trie, t_tree and t_const.
-pub fn fit_costs(rows: &[(f64, f64, f64)]) -> [f64; 3] {
-    let rows: Vec<([f64; 3], f64)> = rows.iter().map(|r| ([r.0, r.1, 1.0], r.2)).collect();
-    fit_nonnegative(&rows)
-}
-
 /// The rows of [`fit_nonnegative`] that make it minimise the squared
 /// *relative* error of the predictions, the error the model is judged by,
 /// instead of the absolute one: each row `(x, y, measured)`, where `y` is
@@ -604,16 +596,21 @@ mod tests {
 
     #[test]
     fn the_fit_recovers_known_costs() {
-        let rows: Vec<(f64, f64, f64)> = [(1.0, 0.0), (2.0, 1.0), (1.0, 3.0), (3.0, 2.5)]
+        // y = a x1 + b x2 + c: the paper's fit of t_trie, t_tree and t_const.
+        let rows: Vec<([f64; 3], f64)> = [(1.0, 0.0), (2.0, 1.0), (1.0, 3.0), (3.0, 2.5)]
             .iter()
-            .map(|&(h, s)| (h, s, 2.0 * h + 7.0 * s + 4.0))
+            .map(|&(h, s)| ([h, s, 1.0], 2.0 * h + 7.0 * s + 4.0))
             .collect();
-        let [trie, tree, fixed] = fit_costs(&rows);
+        let [trie, tree, fixed] = fit_nonnegative(&rows);
         assert!((trie - 2.0).abs() < 1e-6 && (tree - 7.0).abs() < 1e-6);
         assert!((fixed - 4.0).abs() < 1e-6);
         // A negative constant is dropped rather than kept.
-        let rows = [(1.0, 0.0, 1.0), (2.0, 0.0, 3.0), (3.0, 0.0, 5.0)];
-        assert!(fit_costs(&rows).iter().all(|&v| v >= 0.0));
+        let rows = [
+            ([1.0, 0.0, 1.0], 1.0),
+            ([2.0, 0.0, 1.0], 3.0),
+            ([3.0, 0.0, 1.0], 5.0),
+        ];
+        assert!(fit_nonnegative(&rows).iter().all(|&v| v >= 0.0));
     }
 
     #[test]
