@@ -12,10 +12,10 @@
 //!   program holding the registry's snapshot calls), `typed` (the same
 //!   loop over the engine's own snapshot type, `Dxr6`), `batch` (one
 //!   `lookup_batch` over all keys), `burstN` (`lookup_batch` on N keys
-//!   at a time; with AVX-512 F and BW, the vector walk) and `portable` /
-//!   `portableN` (the batch path of CPUs without them,
-//!   `Dxr6::lookup_batch_portable` or `Btree::lookup_batch_portable`, on
-//!   all keys or N at a time);
+//!   at a time; with AVX-512 F and BW, or for `dxr6` with AVX2, a vector
+//!   walk) and `portable` / `portableN` (the batch path of CPUs without
+//!   them, `Dxr6::lookup_batch_portable` or
+//!   `Btree::lookup_batch_portable`, on all keys or N at a time);
 //! - with `--replay N`: a generated stream of N changes
 //!   (`fibkit::trace::generate_changes`, seed 1) applied one change per
 //!   batch through `LocalFib`, with the time of every change, against the
@@ -65,7 +65,7 @@ enum Mode {
     Typed,
     Batch,
     Burst(usize),
-    /// `lookup_batch`'s path for CPUs without AVX-512 (`Dxr6::lookup_batch_portable`)
+    /// `lookup_batch`'s path for CPUs without vector walks (`Dxr6::lookup_batch_portable`)
     /// on the engine's own type: the whole slice (0) or bursts of N.
     Portable(usize),
 }

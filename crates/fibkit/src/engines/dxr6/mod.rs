@@ -59,9 +59,13 @@
 //! results slot 0: a `/0` change writes that slot only. Updates rebuild
 //! the smallest chunks the other changed prefixes touch (see `build.rs`).
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 mod build;
 mod image;
 mod search;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod testing;
 #[cfg(target_arch = "x86_64")]
 mod wide;
 
@@ -530,7 +534,8 @@ impl<S: Storage> Lookup<u128> for Dxr6<S> {
 
 impl<S: Storage> Dxr6<S> {
     /// The batch lookup into answers of type `T`: the AVX-512 walk where
-    /// the CPU has it, otherwise the portable one.
+    /// the CPU has it, else the AVX2 walk where it has that, otherwise the
+    /// portable one.
     #[inline]
     fn batch<T: BatchAnswer>(&self, addrs: &[u128], out: &mut [T]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
@@ -538,6 +543,12 @@ impl<S: Storage> Dxr6<S> {
         if wide::available() {
             // SAFETY: `available` checked the CPU's AVX-512 F and BW.
             unsafe { self.lookup_batch_wide(addrs, out) };
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if avx2::available() {
+            // SAFETY: `available` checked the CPU's AVX2.
+            unsafe { self.lookup_batch_avx2(addrs, out) };
             return;
         }
         self.batch_portable(addrs, out);
@@ -556,10 +567,10 @@ impl<S: Storage> Dxr6<S> {
         }
     }
 
-    /// The batch lookup without AVX-512: groups of keys walked in passes
-    /// with prefetches ([`Self::lookup_group`]). What `lookup_batch` runs
-    /// on a CPU without AVX-512 F and BW; public so that tests and
-    /// benchmarks on a CPU with them can run it too.
+    /// The batch lookup without vector walks: groups of keys walked in
+    /// passes with prefetches ([`Self::lookup_group`]). What `lookup_batch`
+    /// runs on a CPU with neither AVX-512 F and BW nor AVX2; public so that
+    /// tests and benchmarks on a CPU with them can run it too.
     #[doc(hidden)]
     pub fn lookup_batch_portable(&self, addrs: &[u128], out: &mut [Option<Label>]) {
         self.batch_portable(addrs, out);

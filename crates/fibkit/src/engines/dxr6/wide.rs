@@ -490,50 +490,12 @@ fn shift_left(hi: __m512i, lo: __m512i, by: __m512i) -> (__m512i, __m512i) {
 
 #[cfg(test)]
 mod tests {
-    use rand::rngs::SmallRng;
-    use rand::{Rng, SeedableRng};
-
     use super::available;
     use crate::engine::{Lookup, Updater};
+    use crate::engines::dxr6::testing::{mixed_table, probes, TEST_CONFIGS};
     use crate::engines::dxr6::{Dxr6, Dxr6Config, Dxr6Updater};
     use crate::labels::word_of;
-    use crate::prefix::Prefix;
     use crate::rib::Rib;
-
-    /// Nested random prefixes under a few /24s, lengths 24..=128, so that
-    /// leaves take starts of every width, and label entries, nodes of
-    /// several levels and leaves all occur.
-    fn mixed_table(seed: u64) -> Rib<u128> {
-        let mut rng = SmallRng::seed_from_u64(seed);
-        let mut pairs = Vec::new();
-        for top in [0x20010du128, 0x2a0000, 0x2c0ff0] {
-            let base = top << 104;
-            for _ in 0..3_000 {
-                let len = [32, 40, 44, 48, 56, 64, 80, 96, 112, 127, 128][rng.random_range(0..11)];
-                let addr = base | (rng.random::<u128>() >> 24);
-                pairs.push((Prefix::new_masked(addr, len), rng.random_range(0..50)));
-            }
-            pairs.push((Prefix::new_masked(base, 24), 99));
-        }
-        pairs.push((Prefix::default_route(), 1000));
-        Rib::from_pairs(pairs)
-    }
-
-    /// Addresses at and beside every range start, and random ones.
-    fn probes(rib: &Rib<u128>, seed: u64) -> Vec<u128> {
-        let mut rng = SmallRng::seed_from_u64(seed);
-        let mut addrs = Vec::new();
-        for range in rib.ranges() {
-            addrs.extend([
-                range.first,
-                range.first.wrapping_sub(1),
-                range.last,
-                range.first | 0xffff,
-            ]);
-        }
-        addrs.extend((0..5_000).map(|_| rng.random::<u128>()));
-        addrs
-    }
 
     /// The C library's words from both batch paths on a table without a
     /// default route, where most random keys find no route (`u64::MAX`).
@@ -578,25 +540,7 @@ mod tests {
             eprintln!("skipped: this CPU has no AVX-512 F and BW");
             return;
         }
-        for (seed, config) in [
-            (1, Dxr6Config::default()),
-            (
-                2,
-                Dxr6Config {
-                    root_bits: 8,
-                    max_stride: 3,
-                    density: 1,
-                },
-            ),
-            (
-                3,
-                Dxr6Config {
-                    root_bits: 24,
-                    max_stride: 16,
-                    density: 64,
-                },
-            ),
-        ] {
+        for (seed, config) in TEST_CONFIGS {
             let rib = mixed_table(seed);
             let (updater, dxr) = Dxr6Updater::build(&config, &rib).unwrap();
             let stats = updater.stats(&dxr);
