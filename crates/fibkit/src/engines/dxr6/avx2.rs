@@ -11,8 +11,11 @@
 //! vector instructions and one gather. The root entry is read key by key
 //! and the leaves searched key by key as the portable batch does: random
 //! keys nearly all end at the root, where a scalar read and test beat
-//! loading keys into vectors, and the leaf's one 64-byte compare needs
-//! its line and probe in scalar registers anyway.
+//! loading keys into vectors, and the leaves searched four per vector
+//! (the AVX-512 path's gathered binary search: five dependent gathers per
+//! vector) measured 0.67-0.72x this path in bursts of 8 and 32 keys on an
+//! AMD Zen 3, level in whole batches (docs/BENCHMARKS.md, "The node walk
+//! four keys per AVX2 vector").
 //!
 //! Each lane keeps its entry (zero-extended to 64 bits) and the address
 //! bits after the entry's depth, left-aligned, as two 64-bit halves: a
@@ -114,8 +117,8 @@ impl<S: Storage> Dxr6<S> {
             walks.lo[count] = walk.rest as u64;
             count += 1;
         }
-        // The lanes past `count` hold entry 0 (a label or leaf, never a
-        // node: the root), so they never step.
+        // The lanes past `count` hold the entry 0, a label entry, so they
+        // never step.
         let vectors = count.div_ceil(LANES);
         // SAFETY: the caller enables AVX2; `vectors * LANES <= N`.
         unsafe { self.avx2_walk(&mut walks, vectors) };
