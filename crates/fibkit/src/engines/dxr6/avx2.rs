@@ -28,11 +28,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{
-    is_label, label_of, Dxr6, Walk, GROUP, KIND_NODE, KIND_SHIFT, NODE_BASE_MASK, STRIDE_MASK,
-    STRIDE_SHIFT,
-};
-use crate::engines::prefetch;
+use super::{Dxr6, Walk, GROUP, KIND_NODE, KIND_SHIFT, NODE_BASE_MASK, STRIDE_MASK, STRIDE_SHIFT};
 use crate::labels::Answer;
 use crate::storage::Storage;
 
@@ -103,14 +99,9 @@ impl<S: Storage> Dxr6<S> {
         };
         let mut count = 0;
         for (j, (&addr, answer)) in keys.iter().zip(out.iter_mut()).enumerate() {
-            let walk = self.start(addr);
-            // A branch: it goes the same way for nearly every key of a
-            // pattern (random keys: labels; announced keys: nodes).
-            if is_label(walk.entry) {
-                *answer = T::from_slot(self.results[label_of(walk.entry)]);
+            let Some(walk) = self.start_or_answer(addr, answer) else {
                 continue;
-            }
-            prefetch(self.next_read(walk));
+            };
             walks.at[count] = j as u8;
             walks.entry[count] = walk.entry as u64;
             walks.hi[count] = (walk.rest >> 64) as u64;
@@ -183,9 +174,10 @@ impl<S: Storage> Dxr6<S> {
                         ),
                         one,
                     );
+                    let back = _mm256_sub_epi64(sixty_four, stride);
                     let child = _mm256_add_epi64(
                         _mm256_and_si256(entry, base_mask),
-                        _mm256_srlv_epi64(hi, _mm256_sub_epi64(sixty_four, stride)),
+                        _mm256_srlv_epi64(hi, back),
                     );
                     let child = _mm256_blendv_epi8(
                         child,
@@ -198,7 +190,6 @@ impl<S: Storage> Dxr6<S> {
                     // clamp above) and not negative; the scale 4 matches
                     // the u32 entries.
                     let next = _mm256_cvtepu32_epi64(_mm256_i64gather_epi32::<4>(entries, child));
-                    let back = _mm256_sub_epi64(sixty_four, stride);
                     let next_hi =
                         _mm256_or_si256(_mm256_sllv_epi64(hi, stride), _mm256_srlv_epi64(lo, back));
                     let next_lo = _mm256_sllv_epi64(lo, stride);

@@ -315,6 +315,22 @@ impl<S: Storage> Dxr6<S> {
         }
     }
 
+    /// The first pass of a batch group for one key: the answer written to
+    /// `answer` when `addr`'s root entry is a label, otherwise its walk,
+    /// whose next read is requested.
+    #[inline(always)]
+    fn start_or_answer<T: Answer>(&self, addr: u128, answer: &mut T) -> Option<Walk> {
+        let walk = self.start(addr);
+        // A branch: it goes the same way for nearly every key of a
+        // pattern (random keys: labels; announced keys: nodes).
+        if is_label(walk.entry) {
+            *answer = T::from_slot(self.results[label_of(walk.entry)]);
+            return None;
+        }
+        prefetch(self.next_read(walk));
+        Some(walk)
+    }
+
     /// The index of the child entry of the node `walk` has reached.
     #[inline(always)]
     fn child_index(walk: Walk) -> usize {
@@ -454,14 +470,9 @@ impl<S: Storage> Dxr6<S> {
         let mut marked = 0u64;
         let mut walking = 0u64;
         for (j, (&addr, result)) in keys.iter().zip(out.iter_mut()).enumerate() {
-            let walk = self.start(addr);
-            // A branch: it goes the same way for nearly every key of a
-            // pattern (random keys: labels; announced keys: nodes).
-            if is_label(walk.entry) {
-                *result = T::from_slot(self.results[label_of(walk.entry)]);
+            let Some(walk) = self.start_or_answer(addr, result) else {
                 continue;
-            }
-            prefetch(self.next_read(walk));
+            };
             (entries[j], rests[j]) = (walk.entry, walk.rest);
             marked |= 1 << j;
             walking |= (is_node(walk.entry) as u64) << j;
