@@ -79,6 +79,47 @@ fn dfz_v6_nh_matrix() {
     }
 }
 
+/// A trie past the entry limit names the layout with the fewest levels
+/// whose trie fits: that layout builds and verifies, and one level fewer
+/// does not fit.
+#[test]
+fn too_big_names_the_fewest_levels_that_fit() {
+    let rib = &shared_table("dfz-v6-nh.txt.gz").v6;
+    for (variant, start) in [("", 6), (",fixed", 6)] {
+        let spec = format!("cpe:levels={start}{variant}");
+        let err = check(&spec, rib, 0).unwrap_err();
+        let named = err
+            .split("; `")
+            .nth(1)
+            .and_then(|rest| rest.split('`').next())
+            .unwrap_or_else(|| panic!("{spec}: no layout named: {err}"));
+        assert!(
+            err.ends_with("is the fewest levels whose trie fits"),
+            "{spec}: {err}"
+        );
+        let levels: u8 = named
+            .split("levels=")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{spec}: {named} names no level count"));
+        assert!(levels > start, "{spec}: {named}");
+        assert_eq!(named, format!("cpe:levels={levels}{variant}"), "{err}");
+        check(named, rib, 20_000).unwrap();
+        let fewer = format!("cpe:levels={}{variant}", levels - 1);
+        let err = check(&fewer, rib, 0).unwrap_err();
+        assert!(err.contains("cannot encode this table"), "{fewer}: {err}");
+    }
+    // A host route needs 32 levels of 2 entries at the least: no trie fits
+    // 16 entries, and the error says so and names other engines.
+    let rib = rib_of_strs(&[("10.0.0.0/8", 1), ("10.1.2.3/32", 2)]);
+    let err = check("cpe:max-entries=16", &rib, 0).unwrap_err();
+    assert!(
+        err.ends_with("no trie of at most 32 levels fits; try `dxr` or `lctrie`"),
+        "{err}"
+    );
+}
+
 /// linx-rib-ipv6 ends at /48: 2 levels of at most 24 bits would need a
 /// 2^24-entry node below every /24 with longer prefixes (over 2^26 entries);
 /// 3, 4 and 6 levels build.

@@ -89,7 +89,7 @@ use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 use crate::spec::EngineSpec;
 use crate::storage::{Owned, Storage};
-use strides::{fixed_plan, sorted_prefixes, variable_plan_weighted};
+use strides::{fixed_plan, least_memory_by_levels, sorted_prefixes, variable_plan_weighted};
 
 /// Largest stride of any node.
 pub const MAX_STRIDE: u8 = 24;
@@ -109,6 +109,10 @@ pub const MAX_LABELS: usize = (CHILD_FLAG - 1) as usize;
 /// IPv4 (the paper's choice for its largest table); for IPv6 enough to
 /// reach /128 with small nodes (dfz-v6 needs 7).
 pub const DEFAULT_LEVELS: [u8; 2] = [4, 12];
+
+/// Most levels a spec may name (`levels=1..=32`).
+pub const MAX_LEVELS: u8 = 32;
+
 /// Level cost of the variable-stride program when the spec names none,
 /// per family (IPv4, IPv6): see [`CpeConfig::level_cost`].
 // PERF: dfz-v6-nh, keys inside announced prefixes, 2026-11-23: the IPv6
@@ -273,9 +277,46 @@ impl CpeConfig {
         // the builder stop at the limit).
         let entries = bytes / model.entry_bytes;
         if model.packed_runs.is_none() && entries > self.max_entries() as u64 {
-            return Err(too_big(self, entries));
+            return Err(self.too_big_with_advice(&prefixes, entries));
         }
         Ok(strides)
+    }
+
+    /// The error of a plan of `entries` entries past the limit, naming the
+    /// layout with the fewest levels whose least-memory trie fits (one
+    /// more run of the program, for up to [`MAX_LEVELS`] levels), or, when
+    /// none does, engines without the limit.
+    fn too_big_with_advice<A: Addr>(&self, prefixes: &[(A, u8)], entries: u64) -> BuildError {
+        let model = self.memory_model();
+        let limit = self.max_entries() as u64;
+        let fits = |bytes: u64| bytes / model.entry_bytes <= limit;
+        let fewest = if self.fixed {
+            (self.levels::<A>() + 1..=MAX_LEVELS).find(|&levels| {
+                fixed_plan(prefixes, levels, self.cap(), model).is_ok_and(|plan| fits(plan.bytes))
+            })
+        } else {
+            least_memory_by_levels(prefixes, MAX_LEVELS, self.cap(), model)
+                .iter()
+                .position(|&bytes| bytes.is_some_and(fits))
+                .map(|levels| levels as u8)
+                .filter(|&levels| levels > 0)
+        };
+        let advice = match fewest {
+            Some(levels) => {
+                let mut layout = self.clone();
+                layout.levels = Some(levels);
+                layout.level_cost = None;
+                format!("`{layout}` is the fewest levels whose trie fits")
+            }
+            None => format!(
+                "no trie of at most {MAX_LEVELS} levels fits; try `{}` or `lctrie`",
+                if A::BITS == 128 { "dxr6" } else { "dxr" }
+            ),
+        };
+        BuildError::Limit {
+            engine: self.to_string(),
+            why: format!("{}; {advice}", too_big_why(self, entries)),
+        }
     }
 }
 
@@ -330,7 +371,9 @@ impl EngineConfig for CpeConfig {
             "max-entries",
         ])?;
         let mut config = CpeConfig {
-            levels: spec.number("levels", 1..=32)?.map(|l| l as u8),
+            levels: spec
+                .number("levels", 1..=MAX_LEVELS as u32)?
+                .map(|l| l as u8),
             strides: None,
             fixed: spec.flag("fixed")?,
             nopush: spec.flag("nopush")?,
@@ -481,6 +524,14 @@ impl Shape {
 }
 
 fn too_big(config: &CpeConfig, entries: u64) -> BuildError {
+    BuildError::Limit {
+        engine: config.to_string(),
+        why: too_big_why(config, entries),
+    }
+}
+
+/// Why a trie of `entries` entries cannot be built under `config`.
+fn too_big_why(config: &CpeConfig, entries: u64) -> String {
     let limit = if config.max_entries().is_power_of_two() {
         format!("2^{}", config.max_entries().trailing_zeros())
     } else {
@@ -491,10 +542,7 @@ fn too_big(config: &CpeConfig, entries: u64) -> BuildError {
     } else {
         "26-bit node indices address no more; use more levels or a smaller cap"
     };
-    BuildError::Limit {
-        engine: config.to_string(),
-        why: format!("the trie needs {entries} entries, more than its limit of {limit} ({advice})"),
-    }
+    format!("the trie needs {entries} entries, more than its limit of {limit} ({advice})")
 }
 
 /// Free nodes by stride, for updates to reuse, with what an update in
