@@ -133,7 +133,7 @@ pub struct PredictArgs {
     /// Instead of the `levels` structures: predicted against measured
     /// dependent lookups of other engines' layouts, `dxr` (IPv4
     /// dxr:k=16..22; IPv6 dxr6, dxr6:k=12, dxr6:k=20, dxr6:density=8) and
-    /// `cpe` (cpe:levels=2..4; IPv6: cpe, cpe:levels=12), and the model's
+    /// `cpe` (cpe:levels=2..4; IPv6: cpe), and the model's
     /// pick beside the measured best, per trace.
     #[arg(long, value_delimiter = ',', value_parser = ["dxr", "cpe"])]
     engines: Vec<String>,

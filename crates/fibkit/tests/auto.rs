@@ -174,7 +174,7 @@ fn ipv6_models_and_times_dxr6_beside_the_cpe_layouts() {
     assert_verified(&snapshot, &rib, 2000, "auto on IPv6");
     let ranking = &updater.choice().ranking;
     // Every dxr6 layout is predicted (its model walks the built table)
-    // and timed, beside the two cpe layouts.
+    // and timed, beside the cpe layout.
     for spec in DXR6_CANDIDATES {
         let row = ranking.iter().find(|r| r.spec == spec).unwrap();
         assert!(
@@ -186,7 +186,8 @@ fn ipv6_models_and_times_dxr6_beside_the_cpe_layouts() {
             "{row:?}"
         );
     }
-    assert_eq!(ranking.len(), DXR6_CANDIDATES.len() + 2);
+    assert_eq!(ranking.len(), DXR6_CANDIDATES.len() + 1);
+    assert!(ranking.iter().any(|r| r.spec == "cpe"), "{ranking:?}");
     assert_best_timed_first(ranking, |rnd, seq| rnd.max(seq));
     // With the model alone the fastest predicted is picked, dxr6 included.
     for spec in ["auto:measure=0", "auto:measure=0,candidates=dxr"] {
