@@ -391,21 +391,10 @@ impl<A: Addr> VariableDp<'_, A> {
 
 /// Runs the variable-stride program on `prefixes` for 1..=`levels` levels
 /// and strides up to `cap`; returns `Opt(root, r)` in bytes for each `r`
-/// (index 0 unused), and with `plan` the node list for `levels`.
+/// (index 0 unused), and with `plan` the node list for `levels`. With
+/// `memo` lone chains come from a memo ([`Chain`]), else every node is
+/// computed (tests compare the two).
 fn variable_dp<A: Addr>(
-    prefixes: &[(A, u8)],
-    levels: u8,
-    cap: u8,
-    model: MemoryModel,
-    level_cost: u64,
-    plan: bool,
-) -> (Vec<u64>, Option<Vec<(u8, bool)>>) {
-    variable_dp_with(prefixes, levels, cap, model, level_cost, plan, true)
-}
-
-/// [`variable_dp`], with lone chains taken from a memo (`memo`) or
-/// computed node by node.
-fn variable_dp_with<A: Addr>(
     prefixes: &[(A, u8)],
     levels: u8,
     cap: u8,
@@ -465,7 +454,7 @@ pub(crate) fn least_memory_by_levels<A: Addr>(
     cap: u8,
     model: MemoryModel,
 ) -> Vec<Option<u64>> {
-    let (costs, _) = variable_dp(prefixes, levels, cap, model, 0, false);
+    let (costs, _) = variable_dp(prefixes, levels, cap, model, 0, false, true);
     costs
         .into_iter()
         .map(|bytes| (bytes < INF).then_some(bytes))
@@ -494,7 +483,7 @@ pub(crate) fn variable_plan_weighted<A: Addr>(
     model: MemoryModel,
     level_cost: u64,
 ) -> Result<VariablePlan, String> {
-    let (_, nodes) = variable_dp(prefixes, levels, cap, model, level_cost, true);
+    let (_, nodes) = variable_dp(prefixes, levels, cap, model, level_cost, true, true);
     match nodes {
         Some(nodes) => {
             let bytes = nodes
@@ -594,6 +583,7 @@ pub fn stride_report<A: Addr>(
         MemoryModel::LEAF_PUSHED_PACKED,
         0,
         false,
+        true,
     );
     let (nopush_packed, _) = variable_dp(
         &prefixes,
@@ -602,6 +592,7 @@ pub fn stride_report<A: Addr>(
         MemoryModel::NOT_PUSHED_PACKED,
         0,
         false,
+        true,
     );
     let packed_time = started.elapsed() / 2;
     let finite = |bytes: u64| (bytes < INF).then_some(bytes);
@@ -730,21 +721,29 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
-    /// Random prefixes of every length, sorted as the programs take them.
+    /// Random prefixes of every length, and as many again that share all
+    /// but their last few bits with one of those (so that chains also
+    /// start deep, where the bits left and not the cap bound a stride),
+    /// sorted as the programs take them.
     fn random_prefixes(seed: u64, count: usize) -> Vec<(u128, u8)> {
         let mut rng = StdRng::seed_from_u64(seed);
+        let prefix = |addr: u128, len: u32| {
+            let addr = if len == 0 {
+                0
+            } else {
+                addr >> (128 - len) << (128 - len)
+            };
+            (addr, len as u8)
+        };
         let mut prefixes: Vec<(u128, u8)> = (0..count)
-            .map(|_| {
-                let len = rng.random_range(0..=128u32);
-                let addr: u128 = rng.random();
-                let addr = if len == 0 {
-                    0
-                } else {
-                    addr >> (128 - len) << (128 - len)
-                };
-                (addr, len as u8)
-            })
+            .map(|_| prefix(rng.random(), rng.random_range(0..=128u32)))
             .collect();
+        for i in 0..count {
+            let addr = prefixes[i].0;
+            let split = rng.random_range(96..128u32);
+            let len = rng.random_range(split + 1..=128);
+            prefixes.push(prefix(addr ^ (1u128 << (127 - split)), len));
+        }
         prefixes.sort_unstable();
         prefixes.dedup();
         prefixes
@@ -761,8 +760,8 @@ mod tests {
                 (24, 8, MemoryModel::NOT_PUSHED, 0),
                 (8, 16, MemoryModel::LEAF_PUSHED_PACKED, 16),
             ] {
-                let memo = variable_dp_with(&prefixes, levels, cap, model, level_cost, true, true);
-                let slow = variable_dp_with(&prefixes, levels, cap, model, level_cost, true, false);
+                let memo = variable_dp(&prefixes, levels, cap, model, level_cost, true, true);
+                let slow = variable_dp(&prefixes, levels, cap, model, level_cost, true, false);
                 assert_eq!(
                     memo, slow,
                     "seed {seed}, {levels} levels, cap {cap}, {model:?}"
