@@ -865,7 +865,7 @@ mod tests {
 
     #[test]
     fn dxr_layouts_and_families_from_specs() {
-        let layout = |d_bits, k_bits| Some(Layout { d_bits, k_bits });
+        let layout = |d_bits, k_bits| Some(Layout::extended(d_bits, k_bits));
         assert_eq!(dxr_layout("dxr:k=20"), layout(0, 20));
         assert_eq!(dxr_layout("dxr:d=16,x=4"), layout(16, 20));
         assert_eq!(
@@ -874,19 +874,7 @@ mod tests {
         );
         assert_eq!(dxr_layout("dir24-8"), None);
         assert_eq!(dxr_layout("dxr:k=99"), None);
-        assert_eq!(
-            dxr_family(Layout {
-                d_bits: 0,
-                k_bits: 18
-            }),
-            "D{K}R"
-        );
-        assert_eq!(
-            dxr_family(Layout {
-                d_bits: 14,
-                k_bits: 18
-            }),
-            "D14X{X}R"
-        );
+        assert_eq!(dxr_family(Layout::single(18)), "D{K}R");
+        assert_eq!(dxr_family(Layout::extended(14, 18)), "D14X{X}R");
     }
 }

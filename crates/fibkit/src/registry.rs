@@ -100,7 +100,8 @@ pub const ENGINES: &[EngineInfo] = &[
         name: "dxr",
         ipv4: true,
         ipv6: false,
-        about: "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X",
+        about: "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X; \
+                align=1|2|4|8 range-table words per chunk-base step (default: the least that fits)",
     },
     EngineInfo {
         name: "dxr6",
@@ -789,8 +790,10 @@ impl ImageFamily for u128 {
 /// The image of the engine `spec` built from `rib`, as bytes.
 pub fn image_bytes<A: ImageFamily>(spec: &str, rib: &Rib<A>) -> Result<Vec<u8>, crate::Error> {
     let config: A::Config = spec.parse()?;
-    let (_, snapshot) = A::Engine::build(&config, rib)?;
-    let canonical = config.to_string();
+    let (engine, snapshot) = A::Engine::build(&config, rib)?;
+    // The layout the build settled on, which may differ from the one asked
+    // for (`dxr` raises its `align` for a large range table).
+    let canonical = engine.config().to_string();
     let sections = A::image_sections(&snapshot).ok_or_else(|| image_unsupported(&canonical))?;
     Ok(crate::image::to_bytes(A::FAMILY, &canonical, &sections))
 }

@@ -209,21 +209,32 @@ fn linx_update_replay() {
     }
 }
 
-/// A table whose range table cannot fit the 22-bit chunk base fails to build
-/// with a `Limit` error that says why and what would work.
+/// A table whose range table cannot fit the 22-bit chunk base in steps of
+/// one word fails to build at that stated step with a `Limit` error that
+/// says why and what would work; without `align` the build takes two-word
+/// steps and answers like the reference.
 #[test]
 fn range_table_overflow_is_a_limit_error() {
     // 800,000 host routes with distinct labels, one address apart: 1.6M
     // ranges in wide chunks, about 4.8M words at any K (> 2^22).
     let rib =
         Rib::from_pairs((0..800_000u32).map(|i| (Prefix::new_masked(0x0a00_0000 + 2 * i, 32), i)));
-    for spec in ["dxr:k=16", "dxr:d=16,x=8"] {
+    for (spec, chosen) in [
+        ("dxr:k=16,align=1", "dxr:k=16"),
+        ("dxr:d=16,x=8,align=1", "dxr:d=16,x=8"),
+    ] {
         let err = build(spec, &rib).err().expect("must not build").to_string();
         assert!(
-            err.contains("2^22") && err.contains("dir24-8"),
+            err.contains("(8 MiB)")
+                && err.contains("dir24-8")
+                && err.contains(&format!("`{chosen}` fits too")),
             "{spec}: {err}"
         );
         eprintln!("{err}");
+        let (updater, dxr) = DxrUpdater::build(&DxrConfig::parse(chosen).unwrap(), &rib).unwrap();
+        assert_eq!(updater.config().to_string(), format!("{chosen},align=2"));
+        let report = verify(&dxr, &rib, 20_000, 2);
+        assert!(report.ok(), "{chosen}: {}", report.mismatches[0]);
     }
 }
 
@@ -242,15 +253,22 @@ fn limit_errors_name_the_layouts_that_fit() {
         let offset = 2 * ((i / 1000) % 1024) + 1; // (offset, label) pairs are distinct
         (Prefix::new_masked(i * 2048 + offset, 32), i % 1000)
     }));
-    let err = build("dxr:k=20", &rib)
+    // At a stated step of one word, the 8 MiB range table of a 22-bit
+    // chunk base; without `align` the build takes a coarser step.
+    let err = build("dxr:k=20,align=1", &rib)
         .err()
         .expect("k=20 must overflow")
         .to_string();
     eprintln!("{err}");
-    assert!(err.contains("2^22"), "{err}");
+    assert!(err.contains("4194304 16-bit words (8 MiB)"), "{err}");
+    assert!(err.contains("`dxr:k=20` fits too"), "{err}");
+    let chosen = DxrUpdater::build(&DxrConfig::parse("dxr:k=20").unwrap(), &rib).unwrap();
+    assert_eq!(chosen.0.config().to_string(), "dxr:k=20,align=2");
+    let report = verify(&chosen.1, &rib, 20_000, 3);
+    assert!(report.ok(), "dxr:k=20,align=2: {}", report.mismatches[0]);
     let mut fitting = 0;
     for k in 16..=24 {
-        let spec = format!("dxr:k={k}");
+        let spec = format!("dxr:k={k},align=1");
         let named = err.contains(&format!("{spec},")) || err.contains(&format!("{spec} "));
         match build(&spec, &rib) {
             Ok(engine) => {
@@ -273,7 +291,7 @@ fn limit_errors_name_the_layouts_that_fit() {
     );
     assert!(!err.contains("dir24-8"), "{err}");
     // The extended layouts of a fitting K fit too, as the message says.
-    let engine = build("dxr:d=12,x=4", &rib).expect("d=12,x=4 has K=16");
+    let engine = build("dxr:d=12,x=4,align=1", &rib).expect("d=12,x=4 has K=16");
     let report = verify(&engine, &rib, 20_000, 4);
     assert!(report.ok(), "dxr:d=12,x=4: {}", report.mismatches[0]);
 }

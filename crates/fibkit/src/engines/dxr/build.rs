@@ -53,7 +53,10 @@ type DedupMap<V> = HashMap<u64, V>;
 /// builds [`Dxr`] snapshots and patches the one it last produced.
 #[derive(Clone, Debug)]
 pub struct DxrUpdater {
+    /// The layout: the spec's, with the `align` the build settled on.
     config: DxrConfig,
+    /// Whether the spec left `align` to the build (which may raise it).
+    align_chosen: bool,
     geometry: Geometry,
     /// Label → index into the snapshot's results, most frequent first.
     labels: LabelIndex,
@@ -95,13 +98,15 @@ impl Updater<u32> for DxrUpdater {
     type Snapshot = Dxr;
     type Stats = DxrStats;
 
+    /// Builds at `config`'s `align`, doubling it while the range table
+    /// outgrows the base field (see the module docs).
     fn build(config: &DxrConfig, rib: &Rib<u32>) -> Result<(Self, Dxr), BuildError> {
         let mut updater = DxrUpdater::new(*config);
         let mut snapshot = Dxr::empty(*config);
-        match updater.rebuild(&mut snapshot, rib) {
+        match updater.rebuild_growing(&mut snapshot, rib) {
             Ok(()) => Ok((updater, snapshot)),
             Err(ChunkError::Label(error)) => Err(error),
-            Err(ChunkError::Base) => Err(range_table_limit(*config, Some(rib))),
+            Err(ChunkError::Base) => Err(range_table_limit(*config, updater.config, Some(rib))),
         }
     }
 
@@ -147,11 +152,20 @@ impl Updater<u32> for DxrUpdater {
                 }
             })
         };
+        // A range table past the base field's reach: the same table with
+        // a coarser base step, built in place.
+        let result = match result {
+            Err(ChunkError::Base) if self.may_grow() => {
+                self.grow_align(snapshot);
+                self.rebuild_growing(snapshot, rib)
+            }
+            other => other,
+        };
         // The caller rebuilds after an error; `Updater::build` names the
         // layouts that fit then.
         result.map_err(|error| match error {
             ChunkError::Label(error) => error,
-            ChunkError::Base => range_table_limit(self.config, None),
+            ChunkError::Base => range_table_limit(self.config, self.config, None),
         })
     }
 
@@ -198,6 +212,7 @@ impl DxrUpdater {
     fn new(config: DxrConfig) -> Self {
         DxrUpdater {
             config,
+            align_chosen: config.align.is_none(),
             geometry: Geometry::new(config),
             labels: LabelIndex::new("dxr", MAX_LABELS),
             chunk_refs: Vec::new(),
@@ -244,6 +259,33 @@ impl DxrUpdater {
         self.prefixes = rib.len();
         self.build_ns = started.elapsed().as_nanos() as u64;
         Ok(())
+    }
+
+    /// [`Self::rebuild`], doubling the layout's `align` (up to
+    /// [`MAX_ALIGN`]) and starting over while the range table outgrows the
+    /// base field.
+    fn rebuild_growing(&mut self, snapshot: &mut Dxr, rib: &Rib<u32>) -> Result<(), ChunkError> {
+        loop {
+            match self.rebuild(snapshot, rib) {
+                Err(ChunkError::Base) if self.may_grow() => self.grow_align(snapshot),
+                result => return result,
+            }
+        }
+    }
+
+    /// Whether the range table may take a coarser step: the spec left
+    /// `align` to the build, and it is below [`MAX_ALIGN`].
+    fn may_grow(&self) -> bool {
+        self.align_chosen && self.config.align_words() < MAX_ALIGN
+    }
+
+    /// Doubles the layout's `align` in the updater and the snapshot, whose
+    /// chunk entries are then stale: a rebuild must follow.
+    fn grow_align(&mut self, snapshot: &mut Dxr) {
+        self.config = self.config.with_align(self.config.align_words() * 2);
+        self.geometry = Geometry::new(self.config);
+        snapshot.config = self.config;
+        snapshot.geometry = self.geometry;
     }
 
     /// Forgets every chunk and block and indexes the labels of `ranges`,
@@ -424,8 +466,9 @@ impl DxrUpdater {
         words: &[u16],
     ) -> Result<u32, ChunkError> {
         let hash = hash_chunk(format, words);
+        let g = self.geometry;
         if let Some(&entry) = self.chunks.get(&hash) {
-            let base = base_of(entry);
+            let base = g.base_of(entry);
             if format_of(entry) == format
                 && size_of(entry) == size
                 && snapshot.ranges.get(base..base + words.len()) == Some(words)
@@ -437,7 +480,7 @@ impl DxrUpdater {
         let base = self.alloc(snapshot, words.len())?;
         snapshot.ranges[base..base + words.len()].copy_from_slice(words);
         self.chunk_refs[base] = 1;
-        let entry = chunk_entry(format, size, base);
+        let entry = g.chunk_entry(format, size, base);
         // On a hash collision the newer chunk wins the slot; the older one
         // just stops being found for dedup.
         self.chunks.insert(hash, entry);
@@ -449,17 +492,20 @@ impl DxrUpdater {
         if is_label(entry) {
             return;
         }
-        let base = base_of(entry);
+        let g = self.geometry;
+        let base = g.base_of(entry);
         debug_assert!(self.chunk_refs[base] > 0, "release of a free chunk");
         self.chunk_refs[base] -= 1;
         if self.chunk_refs[base] > 0 {
             return;
         }
-        let len = chunk_words(ranges, entry);
-        let hash = hash_chunk(format_of(entry), &ranges[base..base + len]);
+        let words = chunk_words(g, ranges, entry);
+        let hash = hash_chunk(format_of(entry), &ranges[base..base + words]);
         if self.chunks.get(&hash) == Some(&entry) {
             self.chunks.remove(&hash);
         }
+        // `alloc` placed it on a run of this many words.
+        let len = g.stored_words(words);
         self.free
             .by_len
             .entry(len as u32)
@@ -468,9 +514,11 @@ impl DxrUpdater {
         self.free.words += len;
     }
 
-    /// Finds room for `len` words: the smallest free run that fits (the rest
-    /// of it stays free), else the end of the table.
-    fn alloc(&mut self, snapshot: &mut Dxr, len: usize) -> Result<usize, ChunkError> {
+    /// Finds room for `words` words: the smallest free run that fits (the
+    /// rest of it stays free), else the end of the table. Runs are
+    /// multiples of the layout's `align`, so every base stays on its grid.
+    fn alloc(&mut self, snapshot: &mut Dxr, words: usize) -> Result<usize, ChunkError> {
+        let len = self.geometry.stored_words(words);
         let free = &mut self.free;
         if let Some((&run, bases)) = free.by_len.range_mut(len as u32..).next() {
             let base = bases
@@ -492,7 +540,7 @@ impl DxrUpdater {
             return Ok(base);
         }
         let base = snapshot.ranges.len();
-        if base + len > 1 << BASE_BITS {
+        if base + len > self.geometry.max_words() {
             return Err(ChunkError::Base);
         }
         snapshot.ranges.resize(base + len, 0);
@@ -671,7 +719,7 @@ impl DxrUpdater {
             // reference; the group's own references are then dropped.
             for &entry in &content {
                 if !is_label(entry) {
-                    self.chunk_refs[base_of(entry)] += 1;
+                    self.chunk_refs[g.base_of(entry)] += 1;
                 }
             }
             for &(_, entry) in group {
@@ -711,60 +759,90 @@ fn labels_by_frequency(ranges: &[Range<u32>]) -> Vec<Label> {
     labels.into_iter().map(|(label, _)| label).collect()
 }
 
-/// The error for a range table that outgrew the base field of `config`,
-/// naming the layouts whose range table fits `rib` (when given; updates
-/// leave that to the rebuild that follows their error).
-fn range_table_limit(config: DxrConfig, rib: Option<&Rib<u32>>) -> BuildError {
-    let advice = match rib.map(|rib| fitting_k(rib, config.k_bits)) {
+/// The error for a range table that outgrew the base field of `built`
+/// (the layout `asked` with the `align` the build reached), naming the
+/// layouts whose range table fits `rib` (when given; updates leave that to
+/// the rebuild that follows their error): other `K` at the same step, and,
+/// when the spec stated a smaller `align` than the most, the spec without
+/// it if the build could then pick a step that fits.
+fn range_table_limit(asked: DxrConfig, built: DxrConfig, rib: Option<&Rib<u32>>) -> BuildError {
+    let align = built.align_words();
+    let advice = match rib {
         None => String::new(),
-        Some(fitting) if fitting.is_empty() => {
-            format!("; no K in {MIN_K}..={MAX_K} fits this table (use dir24-8)")
-        }
-        Some(fitting) => {
-            let specs: Vec<String> = fitting
-                .iter()
-                .map(|&k| DxrConfig::single(k).to_string())
-                .collect();
-            format!(
-                "; layouts that fit: {} (or dxr:d=D,x=X with D+X one of these K)",
-                specs.join(", ")
-            )
+        Some(rib) => {
+            let ranges = rib.ranges_without_default();
+            let fitting = fitting_k(&ranges, asked.k_bits, align);
+            let mut advice = if fitting.is_empty() {
+                format!("; no K in {MIN_K}..={MAX_K} fits this table at that step (use dir24-8)")
+            } else {
+                let specs: Vec<String> = fitting
+                    .iter()
+                    .map(|&k| {
+                        DxrConfig {
+                            align: asked.align,
+                            ..DxrConfig::single(k)
+                        }
+                        .to_string()
+                    })
+                    .collect();
+                format!(
+                    "; layouts that fit: {} (or dxr:d=D,x=X with D+X one of these K)",
+                    specs.join(", ")
+                )
+            };
+            if asked.align.is_some() && align < MAX_ALIGN && fits(&ranges, asked.k_bits, MAX_ALIGN)
+            {
+                let chosen = DxrConfig {
+                    align: None,
+                    ..asked
+                };
+                advice.push_str(&format!(
+                    "; `{chosen}` fits too (without `align` the build takes the step the table needs)"
+                ));
+            }
+            advice
         }
     };
+    let max_words = Geometry::new(built).max_words();
     BuildError::Limit {
-        engine: config.to_string(),
+        engine: asked.to_string(),
         why: format!(
-            "the range table needs more than 2^{BASE_BITS} 16-bit words, the most a \
-             {BASE_BITS}-bit chunk base can address{advice}"
+            "the range table needs more than {max_words} 16-bit words ({} MiB), the most a \
+             {BASE_BITS}-bit chunk base in steps of {align} word{} can address{advice}",
+            (max_words * 2) >> 20,
+            if align == 1 { "" } else { "s" },
         ),
     }
 }
 
 /// The `K` (other than `failed_k`) whose range table fits the base field
-/// for `rib`. Each candidate's range table is built for real, with the
-/// chunk dedup of a build, but without chunk entries or blocks (the range
-/// table is the same for every layout of one `K`), and abandoned as soon as
-/// it overflows: at most 8 MiB of words per candidate, no 2^K array.
-fn fitting_k(rib: &Rib<u32>, failed_k: u32) -> Vec<u32> {
-    let ranges = rib.ranges_without_default();
+/// in steps of `align` words for the range view `ranges` (see [`fits`]).
+fn fitting_k(ranges: &[Range<u32>], failed_k: u32, align: u32) -> Vec<u32> {
     (MIN_K..=MAX_K)
-        .filter(|&k| k != failed_k)
-        .filter(|&k| {
-            let config = DxrConfig::single(k);
-            let mut sizer = DxrUpdater::new(config);
-            let mut scratch = Dxr::empty(config);
-            let last_chunk = ((1u64 << k) - 1) as u32;
-            sizer.reset(&ranges).is_ok()
-                && sizer
-                    .fill_chunks(&mut scratch, &ranges, 0, last_chunk, |_, _, _, _| {})
-                    .is_ok()
-        })
+        .filter(|&k| k != failed_k && fits(ranges, k, align))
         .collect()
 }
 
+/// Whether the range table of the range view `ranges` (without the
+/// default route) at `K = k` fits a base in steps of
+/// `align` words. The range table is built for real, with the chunk dedup
+/// of a build, but without chunk entries or blocks (it is the same for
+/// every layout of one `K`), and abandoned as soon as it overflows: no
+/// 2^K array.
+fn fits(ranges: &[Range<u32>], k: u32, align: u32) -> bool {
+    let config = DxrConfig::single(k).with_align(align);
+    let mut sizer = DxrUpdater::new(config);
+    let mut scratch = Dxr::empty(config);
+    let last_chunk = ((1u64 << k) - 1) as u32;
+    sizer.reset(ranges).is_ok()
+        && sizer
+            .fill_chunks(&mut scratch, ranges, 0, last_chunk, |_, _, _, _| {})
+            .is_ok()
+}
+
 /// Words a stored chunk occupies in `ranges` (header included).
-pub(super) fn chunk_words(ranges: &[u16], entry: u32) -> usize {
-    let base = base_of(entry);
+pub(super) fn chunk_words(g: Geometry, ranges: &[u16], entry: u32) -> usize {
+    let base = g.base_of(entry);
     let size = size_of(entry);
     let (header, n) = if size == SIZE_ESCAPE {
         (1, ranges[base] as usize + 1)

@@ -24,8 +24,8 @@
 //! whatever the image holds.
 
 use super::{
-    base_of, format_of, is_label, label_of, size_of, Dxr, DxrConfig, Geometry, FORMAT_LONG,
-    FORMAT_SHORT, SIZE_ESCAPE,
+    format_of, is_label, label_of, size_of, Dxr, DxrConfig, Geometry, FORMAT_LONG, FORMAT_SHORT,
+    SIZE_ESCAPE,
 };
 use crate::image::{Image, ImageError, Mapped, SectionData};
 
@@ -79,7 +79,7 @@ impl Dxr<Mapped> {
                 if label_of(entry) as usize >= self.results.len() {
                     return Err("a chunk entry names a label outside the results".into());
                 }
-            } else if owner.get(base_of(entry)) != Some(&entry) {
+            } else if owner.get(self.geometry.base_of(entry)) != Some(&entry) {
                 self.check_chunk(entry, &mut owner)?;
             }
         }
@@ -90,13 +90,13 @@ impl Dxr<Mapped> {
     fn check_chunk(&self, entry: u32, owner: &mut [u32]) -> Result<(), String> {
         let ranges = &self.ranges[..];
         let outside = || "a chunk lies outside the range table".to_string();
-        let mut base = base_of(entry);
+        let mut base = self.geometry.base_of(entry);
         let mut n = size_of(entry) as usize;
         let header = usize::from(n == SIZE_ESCAPE as usize);
         if header == 1 {
             n = *ranges.get(base).ok_or_else(outside)? as usize + 1;
         }
-        let region = base_of(entry);
+        let region = self.geometry.base_of(entry);
         base += header;
         let words_per_range = match format_of(entry) {
             FORMAT_SHORT => 1,

@@ -64,9 +64,20 @@
 //! than it saves, take the plain loop.
 //!
 //! Limits (checked at build, reported as [`BuildError::Limit`]):
-//! - the range table holds at most `2^22` words (8 MiB) — the base field;
-//!   the error names the layouts whose range table really fits (sized by a
-//!   dry run of the range table alone, without the chunk entries);
+//! - the 22-bit base field counts range-table words in steps of `align`
+//!   words (1, 2, 4 or 8; spec `dxr:k=K,align=A`), so the range table holds
+//!   at most `2^22 x align` words: 8 MiB at `align=1`. Chunks start at
+//!   multiples of `align` words (a few words of padding each). Unless the
+//!   spec states `align`, a build starts at 1 and, when its range table
+//!   outgrows that, doubles `align` and starts over, up to 8 (64 MiB); an
+//!   update that outgrows it rebuilds in place at the next step, and the
+//!   updater keeps the larger step (its
+//!   [`Updater::config`](crate::Updater::config) names it, as do saved
+//!   images). A table with a million distinct labels, whose chunks take 6
+//!   bytes per range, needs `align=2`; the shared tables fit at 1, so their
+//!   layout is unchanged. A table the step cannot hold fails with an error
+//!   naming the layouts whose range table fits (sized by a dry run of the
+//!   range table alone, without the chunk entries);
 //! - at most `2^30 - 1` distinct labels (label entries use 30 bits);
 //! - chunk sizes have no limit: sizes above 254 go to a header word
 //!   (a chunk holds at most `2^(32-K) <= 65,536` ranges, so `n-1` fits it);
@@ -170,19 +181,8 @@ fn size_of(entry: u32) -> u32 {
     (entry >> SIZE_SHIFT) & SIZE_MASK
 }
 
-/// The range-table word a chunk entry's data starts at.
-#[inline(always)]
-fn base_of(entry: u32) -> usize {
-    (entry & BASE_MASK) as usize
-}
-
-/// The entry of a chunk of `format` (not a label) with size field `size`
-/// stored from word `base`.
-#[inline(always)]
-fn chunk_entry(format: u32, size: u32, base: usize) -> u32 {
-    debug_assert!(format != FORMAT_LABEL && size <= SIZE_MASK && base <= BASE_MASK as usize);
-    (format << FORMAT_SHIFT) | (size << SIZE_SHIFT) | base as u32
-}
+/// The largest `align`: chunk bases in steps of 8 words reach 64 MiB.
+pub const MAX_ALIGN: u32 = 8;
 
 /// Which DXR layout: `d_bits == 0` for the single-level D{K}R, otherwise
 /// D{d}X{k-d}R. Parsed from `dxr`, `dxr:k=K`, `dxr:d=D,x=X` or
@@ -193,6 +193,12 @@ pub struct DxrConfig {
     pub d_bits: u32,
     /// Address bits resolved by the direct (and extension) tables.
     pub k_bits: u32,
+    /// Range-table words per step of a chunk entry's base (1, 2, 4 or 8):
+    /// the range table holds at most `2^22 x align` words. `None` (no
+    /// `align` in the spec): the build takes 1 and doubles it while the
+    /// table needs more (see the module docs); a stated step is kept, and
+    /// a table it cannot hold is an error.
+    pub align: Option<u32>,
 }
 
 /// The default layout, chosen by measurement (docs/BENCHMARKS.md, "DXR"):
@@ -205,6 +211,7 @@ pub struct DxrConfig {
 pub const DEFAULT_LAYOUT: DxrConfig = DxrConfig {
     d_bits: 0,
     k_bits: 20,
+    align: None,
 };
 
 impl Default for DxrConfig {
@@ -215,8 +222,39 @@ impl Default for DxrConfig {
 
 impl DxrConfig {
     /// The single-level layout D{K}R.
-    pub fn single(k_bits: u32) -> Self {
-        DxrConfig { d_bits: 0, k_bits }
+    pub const fn single(k_bits: u32) -> Self {
+        DxrConfig {
+            d_bits: 0,
+            k_bits,
+            align: None,
+        }
+    }
+
+    /// The extended layout D{d}X{k-d}R.
+    pub const fn extended(d_bits: u32, k_bits: u32) -> Self {
+        DxrConfig {
+            d_bits,
+            k_bits,
+            align: None,
+        }
+    }
+
+    /// This layout with chunk bases in steps of `align` words, stated.
+    pub const fn with_align(self, align: u32) -> Self {
+        debug_assert!(align.is_power_of_two() && align <= MAX_ALIGN);
+        DxrConfig {
+            align: Some(align),
+            ..self
+        }
+    }
+
+    /// The words per step of a chunk base this layout builds with (1 when
+    /// the build picks it and has not needed more).
+    pub const fn align_words(self) -> u32 {
+        match self.align {
+            Some(align) => align,
+            None => 1,
+        }
     }
 
     /// Whether this is the two-level layout D{D}X{X}R.
@@ -228,10 +266,14 @@ impl DxrConfig {
 impl fmt::Display for DxrConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.d_bits == 0 {
-            write!(f, "dxr:k={}", self.k_bits)
+            write!(f, "dxr:k={}", self.k_bits)?;
         } else {
-            write!(f, "dxr:d={},x={}", self.d_bits, self.k_bits - self.d_bits)
+            write!(f, "dxr:d={},x={}", self.d_bits, self.k_bits - self.d_bits)?;
         }
+        if let Some(align) = self.align {
+            write!(f, ",align={align}")?;
+        }
+        Ok(())
     }
 }
 
@@ -239,15 +281,20 @@ impl EngineConfig for DxrConfig {
     const NAMES: &'static [&'static str] = &["dxr"];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
-        spec.expect_only(&["k", "d", "x"])?;
+        spec.expect_only(&["k", "d", "x", "align"])?;
         let k = spec.number("k", MIN_K..=MAX_K)?;
         let d = spec.number("d", MIN_D..=MAX_D)?;
         let x = spec.number("x", 1..=MAX_K - MIN_D)?;
+        let align = spec.number("align", 1..=MAX_ALIGN)?;
+        if let Some(align) = align.filter(|align| !align.is_power_of_two()) {
+            return Err(spec.error(format!("align must be 1, 2, 4 or 8 (got {align})")));
+        }
         let Some(d_bits) = d else {
             if x.is_some() {
                 return Err(spec.error("`x` needs `d` (the extended layout is d=D,x=X)".into()));
             }
-            return Ok(k.map_or(DEFAULT_LAYOUT, DxrConfig::single));
+            let layout = k.map_or(DEFAULT_LAYOUT, DxrConfig::single);
+            return Ok(DxrConfig { align, ..layout });
         };
         let k_bits = match (k, x) {
             (Some(k), None) => k,
@@ -264,7 +311,10 @@ impl EngineConfig for DxrConfig {
                 k_bits as i64 - d_bits as i64
             )));
         }
-        Ok(DxrConfig { d_bits, k_bits })
+        Ok(DxrConfig {
+            align,
+            ..DxrConfig::extended(d_bits, k_bits)
+        })
     }
 }
 
@@ -283,6 +333,8 @@ struct Geometry {
     offset_mask: u32,
     /// `24 - K`: shifts an offset to its short (8-bit) start.
     short_shift: u32,
+    /// `log2(align)`: shifts a chunk entry's base field to its word.
+    base_shift: u32,
 }
 
 impl Geometry {
@@ -295,7 +347,40 @@ impl Geometry {
             x_mask: if d == 0 { 0 } else { (1 << (k - d)) - 1 },
             offset_mask: (1u32 << (32 - k)) - 1,
             short_shift: 24 - k,
+            base_shift: config.align_words().trailing_zeros(),
         }
+    }
+
+    /// The range-table word a chunk entry's data starts at.
+    #[inline(always)]
+    fn base_of(self, entry: u32) -> usize {
+        ((entry & BASE_MASK) as usize) << self.base_shift
+    }
+
+    /// The entry of a chunk of `format` (not a label) with size field
+    /// `size` stored from word `base`, a multiple of the layout's `align`.
+    #[inline(always)]
+    fn chunk_entry(self, format: u32, size: u32, base: usize) -> u32 {
+        let field = base >> self.base_shift;
+        debug_assert!(format != FORMAT_LABEL && size <= SIZE_MASK && field <= BASE_MASK as usize);
+        debug_assert_eq!(
+            field << self.base_shift,
+            base,
+            "a chunk base off the align grid"
+        );
+        (format << FORMAT_SHIFT) | (size << SIZE_SHIFT) | field as u32
+    }
+
+    /// The words a chunk of `words` words occupies: rounded up to `align`,
+    /// so that the next chunk's base stays on the grid.
+    #[inline]
+    fn stored_words(self, words: usize) -> usize {
+        words.next_multiple_of(1 << self.base_shift)
+    }
+
+    /// The range-table words the base field can address.
+    fn max_words(self) -> usize {
+        (1usize << BASE_BITS) << self.base_shift
     }
 }
 
@@ -478,7 +563,7 @@ impl<S: Storage> Dxr<S> {
     fn search_chunk(&self, entry: u32, addr: u32) -> u32 {
         let ranges = &self.ranges[..];
         let mut n = size_of(entry) as usize;
-        let mut base = base_of(entry);
+        let mut base = self.geometry.base_of(entry);
         if n == SIZE_ESCAPE as usize {
             n = ranges[base] as usize + 1;
             base += 1;

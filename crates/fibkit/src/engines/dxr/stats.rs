@@ -86,9 +86,9 @@ impl DxrStats {
                 return;
             }
             let format = format_of(entry) as usize - 1;
-            let words = build::chunk_words(&snapshot.ranges, entry);
+            let words = build::chunk_words(snapshot.geometry, &snapshot.ranges, entry);
             let n = if size_of(entry) == SIZE_ESCAPE {
-                snapshot.ranges[base_of(entry)] as usize + 1
+                snapshot.ranges[snapshot.geometry.base_of(entry)] as usize + 1
             } else {
                 size_of(entry) as usize
             };

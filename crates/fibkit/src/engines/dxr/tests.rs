@@ -93,7 +93,16 @@ fn mixed_table() -> (Rib<u32>, Vec<u32>) {
     (rib, addrs)
 }
 
-const TEST_LAYOUTS: [(u32, u32); 4] = [(0, 16), (0, 20), (16, 20), (12, 18)];
+/// The layouts the tests build: both kinds, and chunk bases on coarser
+/// grids (`align`), whose padding and free runs the updates exercise.
+const TEST_LAYOUTS: [DxrConfig; 6] = [
+    DxrConfig::single(16),
+    DxrConfig::single(20),
+    DxrConfig::extended(16, 20),
+    DxrConfig::extended(12, 18),
+    DxrConfig::single(20).with_align(8),
+    DxrConfig::extended(12, 18).with_align(2),
+];
 
 /// Runs the masked batch lookup of `dxr`, unchecked and checked.
 fn masked_twins(dxr: &Dxr, addrs: &[u32]) -> (Vec<Option<Label>>, Vec<Option<Label>>) {
@@ -115,8 +124,7 @@ fn masked_twins(dxr: &Dxr, addrs: &[u32]) -> (Vec<Option<Label>>, Vec<Option<Lab
 #[test]
 fn masked_batch_matches_lookup_checked_and_unchecked() {
     let (rib, addrs) = mixed_table();
-    for (d_bits, k_bits) in TEST_LAYOUTS {
-        let config = DxrConfig { d_bits, k_bits };
+    for config in TEST_LAYOUTS {
         let (updater, dxr) = DxrUpdater::build(&config, &rib).unwrap();
         let stats = updater.stats(&dxr);
         assert!(
@@ -172,22 +180,24 @@ fn configs_parse_and_print_canonically() {
     assert_eq!(parse("dxr").unwrap(), DEFAULT_LAYOUT);
     assert_eq!(parse("dxr").unwrap().to_string(), "dxr:k=20");
     assert_eq!(parse("dxr:k=16").unwrap(), DxrConfig::single(16));
-    assert_eq!(
-        parse("dxr:d=12,x=8").unwrap(),
-        DxrConfig {
-            d_bits: 12,
-            k_bits: 20
-        }
-    );
-    assert_eq!(
-        parse("dxr:d=16,k=22").unwrap(),
-        DxrConfig {
-            d_bits: 16,
-            k_bits: 22
-        }
-    );
+    assert_eq!(parse("dxr:d=12,x=8").unwrap(), DxrConfig::extended(12, 20));
+    assert_eq!(parse("dxr:d=16,k=22").unwrap(), DxrConfig::extended(16, 22));
     assert_eq!(parse("dxr:d=16,k=22").unwrap().to_string(), "dxr:d=16,x=6");
     assert_eq!(parse("dxr:d=16,x=6").unwrap().to_string(), "dxr:d=16,x=6");
+    assert_eq!(
+        parse("dxr:k=20,align=4").unwrap(),
+        DxrConfig::single(20).with_align(4)
+    );
+    // A stated step prints, so it stays stated.
+    assert_eq!(
+        parse("dxr:k=20,align=1").unwrap().to_string(),
+        "dxr:k=20,align=1"
+    );
+    assert_eq!(parse("dxr:k=20").unwrap().align, None);
+    assert_eq!(
+        parse("dxr:d=16,x=4,align=8").unwrap().to_string(),
+        "dxr:d=16,x=4,align=8"
+    );
     for bad in [
         "dxr:k=25",
         "dxr:x=4",
@@ -196,6 +206,9 @@ fn configs_parse_and_print_canonically() {
         "dxr:d=16,x=9",
         "dxr:d=12,x=4,k=17",
         "dxr:q=1",
+        "dxr:align=3",
+        "dxr:align=0",
+        "dxr:k=20,align=16",
         "dir24-8",
     ] {
         assert!(parse(bad).is_err(), "{bad}");
@@ -207,8 +220,7 @@ fn configs_parse_and_print_canonically() {
 #[test]
 fn failed_rebuilds_leave_readable_snapshots() {
     let (rib, addrs) = mixed_table();
-    for (d_bits, k_bits) in TEST_LAYOUTS {
-        let config = DxrConfig { d_bits, k_bits };
+    for config in TEST_LAYOUTS {
         let (_, mut dxr) = DxrUpdater::build(&config, &rib).unwrap();
         // What a rebuild leaves when it fails a third of the way: the
         // entries (D{K}R) or whole blocks (extended) built so far.
@@ -220,7 +232,11 @@ fn failed_rebuilds_leave_readable_snapshots() {
             dxr.ext.truncate(dxr.ext.len() / 3 + 5);
         }
         dxr.fill_unbuilt();
-        let direct_entries = if d_bits == 0 { 0 } else { 1 << d_bits };
+        let direct_entries = if config.d_bits == 0 {
+            0
+        } else {
+            1 << config.d_bits
+        };
         assert_eq!(dxr.direct.len(), direct_entries);
         assert_eq!(dxr.ext.len() % (1 << dxr.geometry.x_bits), 0);
         let (checked, unchecked) = masked_twins(&dxr, &addrs);
@@ -253,8 +269,7 @@ fn large_changes_rebuild_small_ones_patch() {
         ),
         (vec![Change::Withdraw(p("10.0.0.0/8"))], false),
     ];
-    for (d_bits, k_bits) in TEST_LAYOUTS {
-        let config = DxrConfig { d_bits, k_bits };
+    for config in TEST_LAYOUTS {
         let mut fib = LocalFib::<u32, DxrUpdater>::with_config(config, rib.clone()).unwrap();
         let mut span_rebuilds = 0;
         for (batch, spans_most) in &steps {
@@ -293,8 +308,7 @@ fn compaction_follows_small_patches_at_once_and_large_ones_later() {
         .collect();
     let withdraw_hosts: Vec<Change<u32>> = hosts.iter().map(|&h| Change::Withdraw(h)).collect();
     let p = |text: &str| text.parse::<Prefix<u32>>().unwrap();
-    for (d_bits, k_bits) in TEST_LAYOUTS {
-        let config = DxrConfig { d_bits, k_bits };
+    for config in TEST_LAYOUTS {
         let mut fib = LocalFib::<u32, DxrUpdater>::with_config(config, rib.clone()).unwrap();
         let check = |fib: &LocalFib<u32, DxrUpdater>, step: &str| {
             for &addr in &addrs[..30_000] {
@@ -354,4 +368,92 @@ fn the_default_route_is_one_results_slot() {
             },
         );
     }
+}
+
+/// `count` distinct random prefixes of lengths 8..=32, each with a label
+/// of its own: nearly every chunk needs the wide format (6 bytes per
+/// range). The lengths 8..=13 hold fewer prefixes than their share.
+fn distinct_label_pairs(count: usize, seed: u64) -> Vec<(Prefix<u32>, Label)> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut seen = std::collections::HashSet::new();
+    let mut pairs = Vec::with_capacity(count);
+    while pairs.len() < count {
+        let prefix = Prefix::new_masked(rng.random(), rng.random_range(8..=32u8));
+        if seen.insert(prefix) {
+            pairs.push((prefix, pairs.len() as Label));
+        }
+    }
+    pairs
+}
+
+/// A range table past what the 22-bit base addresses in single words
+/// (8 MiB) builds with chunk bases in steps of two words, and agrees with
+/// the reference; stating that step builds the same snapshot.
+#[test]
+fn range_tables_past_the_base_field_double_align() {
+    let rib = Rib::from_pairs(distinct_label_pairs(900_000, 3));
+    let (updater, dxr) = DxrUpdater::build(&DEFAULT_LAYOUT, &rib).unwrap();
+    let config = updater.config();
+    assert_eq!(config, DEFAULT_LAYOUT.with_align(2));
+    assert_eq!(dxr.config(), config);
+    assert_eq!(config.to_string(), "dxr:k=20,align=2");
+    assert!(dxr.ranges.len() > 1 << BASE_BITS, "{}", dxr.ranges.len());
+    let report = crate::verify(&dxr, &rib, 100_000, 9);
+    assert!(report.ok(), "{}", report.mismatches[0]);
+    let (_, stated) = DxrUpdater::build(&config, &rib).unwrap();
+    assert_eq!(stated.ext, dxr.ext);
+    assert_eq!(stated.ranges, dxr.ranges);
+    // A stated step is kept: one word is an error naming the spec without
+    // it, which fits.
+    let error = DxrUpdater::build(&DEFAULT_LAYOUT.with_align(1), &rib)
+        .expect_err("8 MiB cannot hold it")
+        .to_string();
+    assert!(error.contains("`dxr:k=20` fits too"), "{error}");
+}
+
+/// Patches that grow the range table past the base field's reach rebuild
+/// it with a coarser step in place (no error reaches the caller), and the
+/// snapshot agrees with the reference before and after.
+#[test]
+fn updates_past_the_base_field_double_align() {
+    use crate::fib::LocalFib;
+    use crate::rib::Change;
+    let rib = Rib::from_pairs(distinct_label_pairs(550_000, 5));
+    let mut fib = LocalFib::<u32, DxrUpdater>::with_config(DEFAULT_LAYOUT, rib).unwrap();
+    assert_eq!(fib.snapshot().config().align, None);
+    // Host routes with labels of their own, 30,000 per batch: each batch
+    // touches at most 30,000 of the 2^20 chunks, so it patches.
+    let mut rng = SmallRng::seed_from_u64(6);
+    let mut aligns = Vec::new();
+    for batch in 0..10u32 {
+        let changes: Vec<Change<u32>> = (0..30_000u32)
+            .map(|i| {
+                Change::Announce(
+                    Prefix::new_masked(rng.random(), 32),
+                    1 << 24 | batch << 16 | i,
+                )
+            })
+            .collect();
+        let summary = fib.apply(&changes).unwrap();
+        assert!(summary.rebuilt.is_none(), "the updater grows align itself");
+        aligns.push(fib.snapshot().config().align_words());
+        let addrs: Vec<u32> = changes
+            .iter()
+            .take(2_000)
+            .map(|change| change.prefix().first())
+            .chain((0..20_000).map(|_| rng.random()))
+            .collect();
+        for addr in addrs {
+            assert_eq!(
+                fib.lookup(addr),
+                fib.rib().lookup(addr),
+                "batch {batch}, {addr:#x}"
+            );
+        }
+    }
+    assert_eq!(aligns.first(), Some(&1), "{aligns:?}");
+    assert_eq!(aligns.last(), Some(&2), "{aligns:?}");
+    assert_eq!(fib.stats().span_rebuilds, 0);
+    let report = crate::verify(fib.snapshot(), fib.rib(), 100_000, 10);
+    assert!(report.ok(), "{}", report.mismatches[0]);
 }
