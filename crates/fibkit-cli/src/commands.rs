@@ -200,10 +200,12 @@ pub(crate) fn build_timed<A: EngineFamily>(
     let config: A::Config = spec.parse()?;
     let start = Instant::now();
     let (updater, snapshot) = A::Engine::build(&config, rib)?;
+    // The layout the build settled on (`dxr` may raise its `align`).
+    let spec = updater.config().to_string();
     Ok(Built {
         updater,
         snapshot,
-        spec: config.to_string(),
+        spec,
         seconds: start.elapsed().as_secs_f64(),
     })
 }
