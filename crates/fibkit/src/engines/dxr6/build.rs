@@ -558,7 +558,7 @@ impl Dxr6Updater {
         if base > NODE_BASE_MASK as usize {
             return Err(self.limit(format!(
                 "node tables need more than 2^{NODE_BASE_BITS} entries (the node base field); \
-                 `leaf=` larger or `stride=` smaller need fewer, or use `lctrie`"
+                 a smaller `density=` or `stride=` needs fewer, or use `poptrie` or `lctrie`"
             )));
         }
         snapshot.entries.resize(base + (1 << stride), 0);
@@ -584,7 +584,7 @@ impl Dxr6Updater {
                     if line > LINE_MASK as usize {
                         return Err(self.limit(format!(
                             "leaves need more than 2^{LINE_BITS} lines (the line field); \
-                             use `lctrie` or `cpe`"
+                             use `poptrie`, `btree` or `lctrie`"
                         )));
                     }
                     snapshot.leaves.push(LeafLine([0; LINE_WORDS]));
