@@ -215,10 +215,7 @@ fn linx_update_replay() {
 /// steps and answers like the reference.
 #[test]
 fn range_table_overflow_is_a_limit_error() {
-    // 800,000 host routes with distinct labels, one address apart: 1.6M
-    // ranges in wide chunks, about 4.8M words at any K (> 2^22).
-    let rib =
-        Rib::from_pairs((0..800_000u32).map(|i| (Prefix::new_masked(0x0a00_0000 + 2 * i, 32), i)));
+    let rib = distinct_host_routes_v4();
     for (spec, chosen) in [
         ("dxr:k=16,align=1", "dxr:k=16"),
         ("dxr:d=16,x=8,align=1", "dxr:d=16,x=8"),

@@ -69,20 +69,11 @@ fn images_of_tables_with_many_labels_answer_like_the_engine() {
 }
 
 /// A table whose `dxr` range table passes the 8 MiB that chunk bases in
-/// single words reach (900,000 distinct random prefixes, each with its own
-/// label): the build doubles `align`, the image records the layout it
-/// built, and the image answers like the engine.
+/// single words reach: the build doubles `align`, the image records the
+/// layout it built, and the image answers like the engine.
 #[test]
 fn images_of_dxr_with_a_coarser_chunk_grid_record_it() {
-    use rand::rngs::SmallRng;
-    use rand::{Rng, SeedableRng};
-    let mut rng = SmallRng::seed_from_u64(3);
-    let mut prefixes = std::collections::HashSet::new();
-    while prefixes.len() < 900_000 {
-        let len = rng.random_range(8..=32u8);
-        prefixes.insert(fibkit::Prefix::new_masked(rng.random::<u32>(), len));
-    }
-    let rib = Rib::from_pairs(prefixes.into_iter().zip(0..));
+    let rib = distinct_host_routes_v4();
     let bytes = round_trip("dxr", &rib, "dxr-align");
     let image = Image::from_bytes(&bytes).unwrap();
     assert_eq!(image.spec(), "dxr:k=20,align=2");

@@ -90,14 +90,13 @@ impl Dxr<Mapped> {
     fn check_chunk(&self, entry: u32, owner: &mut [u32]) -> Result<(), String> {
         let ranges = &self.ranges[..];
         let outside = || "a chunk lies outside the range table".to_string();
-        let mut base = self.geometry.base_of(entry);
+        let region = self.geometry.base_of(entry);
         let mut n = size_of(entry) as usize;
         let header = usize::from(n == SIZE_ESCAPE as usize);
         if header == 1 {
-            n = *ranges.get(base).ok_or_else(outside)? as usize + 1;
+            n = *ranges.get(region).ok_or_else(outside)? as usize + 1;
         }
-        let region = self.geometry.base_of(entry);
-        base += header;
+        let base = region + header;
         let words_per_range = match format_of(entry) {
             FORMAT_SHORT => 1,
             FORMAT_LONG => 2,
