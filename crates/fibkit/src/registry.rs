@@ -109,7 +109,8 @@ pub const ENGINES: &[EngineInfo] = &[
         ipv6: true,
         about: "DXR for 128-bit keys: 2^K root, nodes of per-chunk stride, one-line leaves of \
                 range starts at 16/32/64/128 bits counted by SIMD (k=8..24, stride=1..16, \
-                density=1..64)",
+                density=1..64; align=1|2|4|8 words per leaf-place step, default: the least \
+                that fits)",
     },
     EngineInfo {
         name: "btree",

@@ -5,10 +5,11 @@
 mod common;
 
 use common::*;
-use fibkit::engines::dxr6::Dxr6Updater;
+use fibkit::engines::dxr6::{Dxr6Config, Dxr6Updater};
 use fibkit::trace::generate_changes;
 use fibkit::verify::check_addresses;
 use fibkit::{build, verify, Label, LocalFib, Lookup, Prefix, Rib};
+use fibkit::{EngineConfig, Updater};
 
 /// `lookup_batch` on every slice length 0..300, at several offsets, equals
 /// the per-key lookup (groups of 32 keys, the next group's prefetch, and
@@ -83,6 +84,9 @@ fn rejects_bad_specs_and_ipv4() {
         "dxr6:density=0",
         "dxr6:density=65",
         "dxr6:leaf=1",
+        "dxr6:align=0",
+        "dxr6:align=3",
+        "dxr6:align=16",
     ] {
         assert!(build(bad, &rib).is_err(), "{bad}");
     }
@@ -154,23 +158,68 @@ fn generated_streams_on_small_tables() {
     }
 }
 
-/// More leaf lines than the line field can name: 600,000 host routes one
-/// per /48, each a leaf of 128-bit starts filling its own line. The error
-/// names engines that build such a table, and the first of them does.
+/// More leaf lines than the line field names at `align=1`: 600,000 host
+/// routes, each a leaf filling its own line. Unless the spec states
+/// `align`, the build raises it to 2 and says so in its layout; stated,
+/// `align=1` is an error naming `align=2` and the spec without `align`.
 #[test]
-fn too_many_leaf_lines_is_a_limit_error() {
-    let rib = Rib::from_pairs(
-        (0..600_000u128).map(|i| (Prefix::new_masked(i << 80 | 1, 128), i as u32 % 7)),
+fn leaves_past_the_line_field_double_align() {
+    let rib = host_routes_one_line_each_v6(600_000);
+    let config = Dxr6Config::parse("dxr6").unwrap();
+    let (updater, built) = Dxr6Updater::build(&config, &rib).expect("the default raises align");
+    assert_eq!(
+        updater.config().to_string(),
+        "dxr6:k=16,stride=16,density=2,align=2"
     );
-    let err = build("dxr6", &rib)
+    assert_eq!(updater.stats(&built).align, 2);
+    let report = verify(&built, &rib, 20_000, 3);
+    assert!(report.ok(), "dxr6: {}", report.mismatches[0]);
+    let stated = build("dxr6:k=16,stride=16,density=2,align=2", &rib).unwrap();
+    let addrs = check_addresses(&rib, 20_000, 5);
+    for &addr in addrs.iter().step_by(3) {
+        assert_eq!(stated.lookup(addr), built.lookup(addr), "{addr:#x}");
+    }
+    let err = build("dxr6:align=1", &rib)
         .err()
-        .expect("must not build")
+        .expect("align=1 must not build")
         .to_string();
     assert!(
-        err.contains("2^19") && err.contains("`poptrie`, `btree` or `lctrie`"),
+        err.contains("2^19 lines")
+            && err.contains("`dxr6:k=16,stride=16,density=2,align=2` holds twice as many")
+            && err.contains("`dxr6:k=16,stride=16,density=2` raises align"),
         "{err}"
     );
-    let named = build("poptrie", &rib).expect("the named engine builds");
-    let report = verify(&named, &rib, 20_000, 3);
-    assert!(report.ok(), "poptrie: {}", report.mismatches[0]);
+}
+
+/// Updates that add leaves past the line field at `align=1`: patches of
+/// host routes, each in a root chunk of its own and a line of its own,
+/// the last of which finds no line to name, rebuild in place at
+/// `align=2`; checked along the way and on every range boundary at the
+/// end.
+#[test]
+fn updates_past_the_line_field_double_align() {
+    let rib = host_routes_one_line_each_v6(500_000);
+    let mut fib = LocalFib::<u128, Dxr6Updater>::with_spec("dxr6", rib).unwrap();
+    assert_eq!(fib.spec(), "dxr6:k=16,stride=16,density=2");
+    // Root entries 1.. hold nothing yet: each new route is one patched
+    // chunk (2,000 per batch, a patch: fewer than a quarter of the root).
+    let added: Vec<fibkit::Change<u128>> = (1..=30_000u128)
+        .map(|i| fibkit::Change::Announce(Prefix::new_masked(i << 112 | 1, 128), i as u32 % 7))
+        .collect();
+    for (i, batch) in added.chunks(2_000).enumerate() {
+        let compactions = fib.stats().compactions;
+        fib.apply(batch).unwrap();
+        if fib.stats().compactions > compactions {
+            // The batch that outgrew the line field rebuilt at align=2.
+            assert_eq!(fib.stats().align, 2, "batch {i}");
+        }
+        if i % 5 == 4 {
+            let report = verify(fib.snapshot(), fib.rib(), 2_000, i as u64);
+            assert!(report.ok(), "after batch {i}: {}", report.mismatches[0]);
+        }
+    }
+    assert_eq!(fib.spec(), "dxr6:k=16,stride=16,density=2,align=2");
+    assert_eq!(fib.stats().compactions, 1, "{:?}", fib.stats());
+    let report = verify(fib.snapshot(), fib.rib(), 20_000, 7);
+    assert!(report.ok(), "at the end: {}", report.mismatches[0]);
 }

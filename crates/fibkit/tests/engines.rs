@@ -25,6 +25,7 @@ const ENGINES: &[(&str, bool, bool)] = &[
     ("dxr:d=12,x=8", true, false),
     ("dxr6", false, true),
     ("dxr6:k=8,stride=3", false, true),
+    ("dxr6:k=8,stride=3,align=8", false, true),
     ("btree", true, true),
     ("btree:k=8", true, true),
     ("btree:k=24", true, true),

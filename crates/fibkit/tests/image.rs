@@ -79,6 +79,16 @@ fn images_of_dxr_with_a_coarser_chunk_grid_record_it() {
     assert_eq!(image.spec(), "dxr:k=20,align=2");
 }
 
+/// A `dxr6` table past 2^19 leaf lines builds at `align=2`; its image
+/// records that layout and answers like the reference.
+#[test]
+fn images_of_dxr6_with_coarser_leaf_places_record_them() {
+    let rib = host_routes_one_line_each_v6(600_000);
+    let bytes = round_trip("dxr6", &rib, "dxr6-align");
+    let image = Image::from_bytes(&bytes).unwrap();
+    assert_eq!(image.spec(), "dxr6:k=16,stride=16,density=2,align=2");
+}
+
 /// Every spec whose engine can be saved as an image, per family: each
 /// layout and variant a spec can produce. The one list the tests below
 /// share; [`IMAGE_ENGINES`] are their engine names.
@@ -106,6 +116,7 @@ const IMAGE_SPECS_V6: &[&str] = &[
     "dxr6",
     "dxr6:k=8,stride=4",
     "dxr6:k=24",
+    "dxr6:k=8,stride=3,align=4",
     "cpe",
     "cpe:levels=12,fixed",
     "cpe:levels=12,nopush",

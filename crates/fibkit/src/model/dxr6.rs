@@ -41,12 +41,13 @@ fn dxr6_accesses<S: Storage>(
     table: &Dxr6<S>,
     line: usize,
 ) -> Result<Accesses, ModelError> {
-    let (root_bits, entries, leaf_lines) = table.model_parts();
+    let (root_bits, entries, leaf_lines, align_shift) = table.model_parts();
     let spread = Spread::new(view)?;
     let mut walk = Walk {
         table: TableWalk::new(&spread, line),
         entries,
         leaf_lines,
+        align_shift,
         leaf_line_counts: ArrayLines::new(line),
     };
     walk.node(0, root_bits, 0, 0)?;
@@ -64,6 +65,8 @@ struct Walk<'a> {
     table: TableWalk<'a>,
     entries: &'a [u32],
     leaf_lines: usize,
+    /// `log2(align)` of the table, to decode its leaf entries.
+    align_shift: u32,
     leaf_line_counts: ArrayLines,
 }
 
@@ -77,7 +80,7 @@ impl Walk<'_> {
             .table(self.entries, base, stride, depth, 128, lo)
             .ok_or_else(corrupt)?;
         for (entry, accesses, first) in read {
-            match ModelEntry::of(entry) {
+            match ModelEntry::of(entry, self.align_shift) {
                 ModelEntry::Label => {}
                 ModelEntry::Leaf { line } => {
                     if line >= self.leaf_lines {
@@ -111,12 +114,12 @@ mod tests {
     /// Dependent reads of one lookup of `addr`, walked entry by entry (the
     /// engine's path, independent of the model's interval walk).
     fn path_reads(table: &Dxr6, addr: u128) -> usize {
-        let (root_bits, entries, _) = table.model_parts();
+        let (root_bits, entries, _, align_shift) = table.model_parts();
         let mut entry = entries[(addr >> (128 - root_bits)) as usize];
         let mut depth = root_bits;
         let mut reads = 1;
         loop {
-            match ModelEntry::of(entry) {
+            match ModelEntry::of(entry, align_shift) {
                 ModelEntry::Label => return reads,
                 ModelEntry::Leaf { .. } => return reads + 1,
                 ModelEntry::Node { base, stride } => {
@@ -165,7 +168,7 @@ mod tests {
         // Root entry 0x2001 is in line 0x200 (16 entries per line).
         let entry_lines = &counts.arrays[0].counts;
         assert!(entry_lines[0x200] > in_leaf && entry_lines[0x200] < 5.0);
-        let (_, entries, lines) = table.model_parts();
+        let (_, entries, lines, _) = table.model_parts();
         assert_eq!(counts.memory_bytes, (entries.len() * 4 + lines * 64) as u64);
     }
 

@@ -178,7 +178,6 @@ pub fn check_small_tables(spec: &str, ipv4: bool, ipv6: bool) {
     }
 }
 
-/// Random IPv4 tables: prefixes clustered so they nest and touch.
 /// 800,000 IPv4 host routes with distinct labels, one address apart: 1.6M
 /// ranges in `dxr`'s wide chunks, about 4.8M range-table words at any K,
 /// past the 2^22 a chunk base reaches in one-word steps.
@@ -186,6 +185,15 @@ pub fn distinct_host_routes_v4() -> Rib<u32> {
     Rib::from_pairs((0..800_000u32).map(|i| (Prefix::new_masked(0x0a00_0000 + 2 * i, 32), i)))
 }
 
+/// `count` IPv6 host routes, one per /48 (`i << 80 | 1`), seven labels: in
+/// `dxr6` each is a leaf of two 128-bit starts and three labels, a line of
+/// its own, so 600,000 of them pass the 2^19 lines that leaf entries name
+/// at `align=1`.
+pub fn host_routes_one_line_each_v6(count: u128) -> Rib<u128> {
+    Rib::from_pairs((0..count).map(|i| (Prefix::new_masked(i << 80 | 1, 128), i as u32 % 7)))
+}
+
+/// Random IPv4 tables: prefixes clustered so they nest and touch.
 pub fn random_table_v4() -> impl Strategy<Value = Vec<(u32, u8, u32)>> {
     prop::collection::vec((any::<u32>(), 0u8..=32, 0u32..6), 0..200).prop_map(|mut entries| {
         // Pull most addresses into a few /12s so prefixes overlap.

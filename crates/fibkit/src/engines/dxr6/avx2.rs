@@ -276,6 +276,7 @@ mod tests {
             root_bits: 8,
             max_stride: 4,
             density: 1,
+            align: None,
         };
         let (_, dxr) = Dxr6Updater::build(&config, &rib).unwrap();
         let walking: Vec<u128> = probes(&rib, 7)

@@ -32,7 +32,14 @@ const COMPACT_MIN: usize = 4096;
 /// The build state of `dxr6`: label indices and free space.
 #[derive(Clone, Debug)]
 pub struct Dxr6Updater {
+    /// The layout built: the requested one, with `align` stated once the
+    /// build has raised it.
     config: Dxr6Config,
+    /// Whether the build picks `align` (the spec did not state it).
+    align_chosen: bool,
+    /// Set when a leaf found no line the line field can name: the error
+    /// a coarser `align` mends.
+    out_of_lines: bool,
     labels: LabelIndex,
     /// Free node tables by stride (index `stride - 1`).
     free_tables: Vec<Vec<usize>>,
@@ -125,6 +132,8 @@ impl Updater<u128> for Dxr6Updater {
     fn build(config: &Dxr6Config, rib: &Rib<u128>) -> Result<(Self, Dxr6), BuildError> {
         let mut updater = Dxr6Updater {
             config: *config,
+            align_chosen: config.align.is_none(),
+            out_of_lines: false,
             labels: LabelIndex::new("dxr6", MAX_LABELS),
             free_tables: vec![Vec::new(); MAX_STRIDE as usize],
             free_entries: 0,
@@ -134,11 +143,12 @@ impl Updater<u128> for Dxr6Updater {
         };
         let mut snapshot = Dxr6 {
             root_bits: config.root_bits,
+            align_shift: config.align_words().trailing_zeros(),
             entries: Vec::new(),
             leaves: Vec::new(),
             results: Vec::new(),
         };
-        updater.fill(&mut snapshot, rib, Labels::ByFrequency)?;
+        updater.fill_growing(&mut snapshot, rib, Labels::ByFrequency)?;
         Ok((updater, snapshot))
     }
 
@@ -195,19 +205,15 @@ impl Updater<u128> for Dxr6Updater {
             // than one full build (docs/BENCHMARKS.md, "IPv6: dxr6").
             return self.rebuild(snapshot, rib, Labels::Kept);
         }
-        let mut ranges = Vec::new();
-        for slot in slots {
-            let old = snapshot.entries[slot.at];
-            self.release(snapshot, old);
-            ranges.clear();
-            rib.ranges_in_without_default(
-                slot.first,
-                slot.first | span_mask(slot.depth),
-                true,
-                &mut ranges,
-            );
-            snapshot.entries[slot.at] =
-                self.chunk_entry(snapshot, slot.depth, slot.first, &ranges)?;
+        match self.patch(snapshot, rib, &slots) {
+            Ok(()) => {}
+            // The leaves outgrew the line field: the next `align` holds
+            // twice the lines; the half-patched arrays are rebuilt.
+            Err(_) if self.out_of_lines && self.may_grow() => {
+                self.grow_align();
+                return self.rebuild(snapshot, rib, Labels::ByFrequency);
+            }
+            Err(error) => return Err(error),
         }
         self.labels.set_default(rib.default_route());
         self.labels.sync(&mut snapshot.results);
@@ -226,6 +232,7 @@ impl Updater<u128> for Dxr6Updater {
     fn stats(&self, snapshot: &Dxr6) -> Dxr6Stats {
         let mut stats = Dxr6Stats {
             root_bits: snapshot.root_bits,
+            align: 1 << snapshot.align_shift,
             node_tables: vec![0; MAX_STRIDE as usize],
             leaves: [0; 4],
             leaf_lines: snapshot.leaves.len(),
@@ -364,6 +371,56 @@ fn touched_slots(snapshot: &Dxr6, prefix: Prefix<u128>, out: &mut Vec<Slot>) {
 }
 
 impl Dxr6Updater {
+    /// Rebuilds the chunks of `slots` from `rib`.
+    fn patch(
+        &mut self,
+        snapshot: &mut Dxr6,
+        rib: &Rib<u128>,
+        slots: &[Slot],
+    ) -> Result<(), BuildError> {
+        let mut ranges = Vec::new();
+        for slot in slots {
+            let old = snapshot.entries[slot.at];
+            self.release(snapshot, old);
+            ranges.clear();
+            rib.ranges_in_without_default(
+                slot.first,
+                slot.first | span_mask(slot.depth),
+                true,
+                &mut ranges,
+            );
+            snapshot.entries[slot.at] =
+                self.chunk_entry(snapshot, slot.depth, slot.first, &ranges)?;
+        }
+        Ok(())
+    }
+
+    /// [`Self::fill`], raising `align` while the leaves outgrow the line
+    /// field and the build picks it.
+    fn fill_growing(
+        &mut self,
+        snapshot: &mut Dxr6,
+        rib: &Rib<u128>,
+        labels: Labels,
+    ) -> Result<(), BuildError> {
+        loop {
+            match self.fill(snapshot, rib, labels) {
+                Err(_) if self.out_of_lines && self.may_grow() => self.grow_align(),
+                result => return result,
+            }
+        }
+    }
+
+    /// Whether the build may raise `align`.
+    fn may_grow(&self) -> bool {
+        self.align_chosen && self.config.align_words() < MAX_ALIGN
+    }
+
+    /// Doubles the layout's `align`; the next fill builds at it.
+    fn grow_align(&mut self) {
+        self.config = self.config.with_align(self.config.align_words() * 2);
+    }
+
     /// Builds the engine from `rib` into this updater's and `snapshot`'s
     /// own vectors, emptied first: a rebuild this way (what compaction and
     /// a large change do) touches no fresh page and frees nothing. On an
@@ -383,7 +440,9 @@ impl Dxr6Updater {
         self.free_tables.iter_mut().for_each(Vec::clear);
         self.free_entries = 0;
         self.space.clear();
+        self.out_of_lines = false;
         snapshot.root_bits = self.config.root_bits;
+        snapshot.align_shift = self.config.align_words().trailing_zeros();
         snapshot.entries.clear();
         snapshot.entries.resize(1 << self.config.root_bits, 0);
         snapshot.leaves.clear();
@@ -411,7 +470,7 @@ impl Dxr6Updater {
         rib: &Rib<u128>,
         labels: Labels,
     ) -> Result<(), BuildError> {
-        self.fill(snapshot, rib, labels)?;
+        self.fill_growing(snapshot, rib, labels)?;
         self.compactions += 1;
         Ok(())
     }
@@ -542,9 +601,16 @@ impl Dxr6Updater {
                 *word = index as u16;
             }
         }
-        let (line, at) = self.alloc_leaf(snapshot, len, B::WORDS)?;
+        let align = B::WORDS.max(self.config.align_words() as usize);
+        let (line, at) = self.alloc_leaf(snapshot, len, align)?;
         snapshot.leaves[line].0[at..at + len].copy_from_slice(&words[..len]);
-        Ok(Some(leaf_entry(line, at, starts, B::CODE, wide)))
+        Ok(Some(leaf_entry(
+            (line, at),
+            starts,
+            B::CODE,
+            wide,
+            snapshot.align_shift,
+        )))
     }
 
     /// Where a node table of `2^stride` entries goes: a free one, or the
@@ -581,11 +647,9 @@ impl Dxr6Updater {
                 Some(line) => (line, 0),
                 None => {
                     let line = snapshot.leaves.len();
-                    if line > LINE_MASK as usize {
-                        return Err(self.limit(format!(
-                            "leaves need more than 2^{LINE_BITS} lines (the line field); \
-                             use `poptrie`, `btree` or `lctrie`"
-                        )));
+                    if line >= max_lines(snapshot.align_shift) {
+                        self.out_of_lines = true;
+                        return Err(self.lines_limit(snapshot.align_shift));
                     }
                     snapshot.leaves.push(LeafLine([0; LINE_WORDS]));
                     self.space.used.push(0);
@@ -610,7 +674,7 @@ impl Dxr6Updater {
             self.free_tables[stride as usize - 1].push(base);
             self.free_entries += 1 << stride;
         } else if is_leaf(entry) {
-            let (line, len) = (line_of(entry), leaf_words(entry));
+            let (line, len) = (line_of(entry, snapshot.align_shift), leaf_words(entry));
             let space = &mut self.space;
             space.used[line] -= len as u8;
             space.used_words -= len;
@@ -621,6 +685,29 @@ impl Dxr6Updater {
                 }
             }
         }
+    }
+
+    /// The error for leaves past the lines the line field names at
+    /// `align = 2^align_shift`, naming what would hold them.
+    fn lines_limit(&self, align_shift: u32) -> BuildError {
+        let align = 1u32 << align_shift;
+        let mut why = format!(
+            "leaves need more than 2^{} lines (the line field at align={align})",
+            line_bits(align_shift)
+        );
+        if align < MAX_ALIGN {
+            let unstated = Dxr6Config {
+                align: None,
+                ..self.config
+            };
+            why += &format!(
+                "; `{}` holds twice as many, and `{unstated}` raises align as the table needs",
+                self.config.with_align(align * 2)
+            );
+        } else {
+            why += "; use `poptrie`, `btree` or `lctrie`";
+        }
+        self.limit(why)
     }
 
     fn limit(&self, why: String) -> BuildError {
@@ -665,6 +752,38 @@ mod tests {
             assert_eq!(fib.stats().compactions, i as u64 + 1, "{change:?}");
             let report = crate::verify::verify(fib.snapshot(), fib.rib(), 20_000, i as u64);
             assert_eq!(report.failed, 0, "{change:?}: {:?}", report.mismatches);
+        }
+    }
+
+    /// The line-field error names the next `align` below the top step and
+    /// the engines without the limit at it.
+    #[test]
+    fn line_limit_errors_name_what_holds_the_leaves() {
+        let rib = crate::engines::nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
+        for (spec, shift, names) in [
+            (
+                "dxr6:align=1",
+                0,
+                "2^19 lines (the line field at align=1); \
+                 `dxr6:k=16,stride=16,density=2,align=2` holds twice as many, and \
+                 `dxr6:k=16,stride=16,density=2` raises align",
+            ),
+            (
+                "dxr6:k=12,align=4",
+                2,
+                "2^21 lines (the line field at align=4); \
+                 `dxr6:k=12,stride=16,density=2,align=8` holds twice as many",
+            ),
+            (
+                "dxr6:align=8",
+                3,
+                "2^22 lines (the line field at align=8); use `poptrie`, `btree` or `lctrie`",
+            ),
+        ] {
+            let config = Dxr6Config::parse(spec).unwrap();
+            let (updater, _) = Dxr6Updater::build(&config, &rib).unwrap();
+            let error = updater.lines_limit(shift).to_string();
+            assert!(error.contains(names), "{spec}: {error}");
         }
     }
 

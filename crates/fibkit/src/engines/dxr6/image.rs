@@ -44,6 +44,7 @@ impl Dxr6<Mapped> {
         let config: Dxr6Config = image.config()?;
         let snapshot = Dxr6 {
             root_bits: config.root_bits,
+            align_shift: config.align_words().trailing_zeros(),
             entries: image.array::<u32>("entries")?,
             leaves: image.array::<LeafLine>("leaves")?,
             results: image.results()?,
@@ -95,13 +96,13 @@ impl Dxr6<Mapped> {
             2 => u64::WORDS,
             _ => u128::WORDS,
         };
-        let (at, starts) = (offset_of(entry), starts_of(entry));
+        let (at, starts) = (offset_of(entry, self.align_shift), starts_of(entry));
         let label_words = if has_wide_labels(entry) { 2 } else { 1 };
         let labels_at = at + starts * words_per_start;
         let end = labels_at + (starts + 1) * label_words;
         let line = self
             .leaves
-            .get(line_of(entry))
+            .get(line_of(entry, self.align_shift))
             .ok_or("a leaf lies outside the leaf lines")?;
         if !at.is_multiple_of(words_per_start) || end > LINE_WORDS {
             return Err("a leaf does not fit its line".into());

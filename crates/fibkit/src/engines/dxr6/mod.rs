@@ -27,8 +27,10 @@
 //!   01 node   [29:26] stride S - 1  [25:0] first entry of a table of 2^S entries,
 //!             indexed by the S address bits after the node's depth
 //!   1w leaf   [29:28] width code c: starts of 16 << c bits
-//!             [27:24] m = n - 1 starts (n ranges)  [23:19] word of the first start
-//!             [18:0] line; w: label indices u32 (two words) instead of u16
+//!             [27:24] m = n - 1 starts (n ranges)
+//!             [23:0] where the leaf begins, with A = 2^a the layout's `align`:
+//!               [23:19+a] word of the first start / A   [18+a:0] line
+//!             w: label indices u32 (two words) instead of u16
 //! leaves[line]: 32 u16 words (64 bytes, one cache line), holding whole leaves:
 //!   m starts, ascending, aligned to their width (little-endian u16 halves):
 //!             bits d..d+width of every range start but the first (the
@@ -50,8 +52,19 @@
 //!
 //! Limits (checked at build, reported as [`BuildError::Limit`]): at most
 //! `2^30` distinct labels; node tables at most `2^26` entries in all and
-//! leaves `2^19` lines (32 MiB), the widths of the base fields. Node
-//! strides are 1 to 16 bits and never pass bit 128.
+//! leaves `2^(19 + a)` lines (32 MiB x `align`), the widths of the base
+//! fields. Node strides are 1 to 16 bits and never pass bit 128.
+//!
+//! `align` (1, 2, 4 or 8; spec `dxr6:align=A`) trades a leaf's word offset
+//! for line bits: leaves begin at multiples of `A` words (a few words of
+//! padding per line), and the line field reaches `2^(19 + a)` lines.
+//! Unless the spec states it, a build starts at 1 and doubles it while
+//! its leaves outgrow the line field, up to 8 (256 MiB of leaves); an
+//! update that outgrows it rebuilds in place at the next step. The shared
+//! tables fit at 1; a random table of 10^6 prefixes of every length with
+//! a label each needs 618,188 lines, `align=2`. At `align=1` the leaf
+//! entries are those of the original layout (images saved before `align`
+//! existed open unchanged).
 //!
 //! The snapshot ([`Dxr6`]) holds the three arrays; the updater
 //! ([`Dxr6Updater`]) the label index and the free space. The arrays are
@@ -104,7 +117,11 @@ const STRIDE_MASK: u32 = 0xf;
 const NODE_BASE_BITS: u32 = 26;
 const NODE_BASE_MASK: u32 = (1 << NODE_BASE_BITS) - 1;
 /// Leaf entries: bits 29..28 hold the width code, 27..24 the number of
-/// starts, 23..19 the word of the first start in the line, 18..0 the line.
+/// starts, 23..0 the leaf's place: at `align = 2^a`, bits 23..19+a the
+/// word of the first start in the line divided by `align`, 18+a..0 the
+/// line. The masks and shifts below are those of `align = 1` (the
+/// AVX-512 leaf search decodes only that layout, and leaves the others to
+/// the scalar search).
 const WIDTH_SHIFT: u32 = 28;
 const STARTS_SHIFT: u32 = 24;
 const STARTS_MASK: u32 = 0xf;
@@ -112,6 +129,10 @@ const OFFSET_SHIFT: u32 = 19;
 const OFFSET_MASK: u32 = 0x1f;
 const LINE_BITS: u32 = 19;
 const LINE_MASK: u32 = (1 << LINE_BITS) - 1;
+/// Bits 23..0 of a leaf entry: its line and word offset.
+const PLACE_MASK: u32 = (1 << (LINE_BITS + 5)) - 1;
+/// The largest `align`: leaves at multiples of 8 words, `2^22` lines.
+pub const MAX_ALIGN: u32 = 8;
 /// The most starts a leaf entry can count (its 4-bit field).
 const MAX_LEAF_STARTS: usize = STARTS_MASK as usize;
 
@@ -174,16 +195,23 @@ fn width_code(entry: u32) -> u32 {
     (entry >> WIDTH_SHIFT) & 3
 }
 
-/// The line holding a leaf entry's leaf.
+/// The line bits of a leaf entry at `align = 2^align_shift`.
 #[inline(always)]
-fn line_of(entry: u32) -> usize {
-    (entry & LINE_MASK) as usize
+fn line_bits(align_shift: u32) -> u32 {
+    LINE_BITS + align_shift
 }
 
-/// The word of a leaf's line where its first start is.
+/// The line holding a leaf entry's leaf, at `align = 2^align_shift`.
 #[inline(always)]
-fn offset_of(entry: u32) -> usize {
-    ((entry >> OFFSET_SHIFT) & OFFSET_MASK) as usize
+fn line_of(entry: u32, align_shift: u32) -> usize {
+    (entry & ((1 << line_bits(align_shift)) - 1)) as usize
+}
+
+/// The word of a leaf's line where its first start is, at
+/// `align = 2^align_shift`.
+#[inline(always)]
+fn offset_of(entry: u32, align_shift: u32) -> usize {
+    (((entry & PLACE_MASK) >> line_bits(align_shift)) << align_shift) as usize
 }
 
 /// The number of starts a leaf holds (its ranges less one).
@@ -210,17 +238,30 @@ fn node_entry(base: usize, stride: u32) -> u32 {
     (KIND_NODE << KIND_SHIFT) | ((stride - 1) << STRIDE_SHIFT) | base as u32
 }
 
+/// The most lines a leaf entry can name at `align = 2^align_shift`.
+fn max_lines(align_shift: u32) -> usize {
+    1 << line_bits(align_shift)
+}
+
 /// A leaf entry for the leaf of `starts` starts of `16 << code` bits at
-/// word `offset` of `line`.
-fn leaf_entry(line: usize, offset: usize, starts: usize, code: u32, wide_labels: bool) -> u32 {
-    debug_assert!(line <= LINE_MASK as usize && offset < LINE_WORDS);
+/// word `offset` (a multiple of `align = 2^align_shift`) of `line`.
+fn leaf_entry(
+    place: (usize, usize),
+    starts: usize,
+    code: u32,
+    wide_labels: bool,
+    align_shift: u32,
+) -> u32 {
+    let (line, offset) = place;
+    debug_assert!(line < max_lines(align_shift) && offset < LINE_WORDS);
+    debug_assert!(offset.is_multiple_of(1 << align_shift));
     debug_assert!((1..=MAX_LEAF_STARTS).contains(&starts) && code < 4);
     let wide = if wide_labels { WIDE_LABELS_BIT } else { 0 };
     LEAF_BIT
         | wide
         | (code << WIDTH_SHIFT)
         | (starts as u32) << STARTS_SHIFT
-        | (offset as u32) << OFFSET_SHIFT
+        | ((offset >> align_shift) as u32) << line_bits(align_shift)
         | line as u32
 }
 
@@ -247,6 +288,9 @@ fn bits_after(addr: u128, depth: u32, bits: u32) -> u128 {
 pub struct Dxr6<S: Storage = Owned> {
     /// `K`, the root's address bits.
     root_bits: u32,
+    /// `log2(align)`: how leaf entries split their place into line and
+    /// word offset.
+    align_shift: u32,
     /// The root (`2^K` entries), then every node table.
     entries: S::Array<u32>,
     /// Lines of leaves.
@@ -259,6 +303,7 @@ impl<S: Storage> Clone for Dxr6<S> {
     fn clone(&self) -> Self {
         Dxr6 {
             root_bits: self.root_bits,
+            align_shift: self.align_shift,
             entries: self.entries.clone(),
             leaves: self.leaves.clone(),
             results: self.results.clone(),
@@ -268,6 +313,7 @@ impl<S: Storage> Clone for Dxr6<S> {
     /// Reuses this snapshot's vectors instead of allocating new ones.
     fn clone_from(&mut self, source: &Self) {
         self.root_bits = source.root_bits;
+        self.align_shift = source.align_shift;
         self.entries.clone_from(&source.entries);
         self.leaves.clone_from(&source.leaves);
         self.results.clone_from(&source.results);
@@ -379,8 +425,8 @@ impl<S: Storage> Dxr6<S> {
     #[inline(always)]
     fn leaf_label(&self, walk: Walk) -> usize {
         let entry = walk.entry;
-        let line = &self.leaves[line_of(entry)].0;
-        let (at, starts) = (offset_of(entry), starts_of(entry));
+        let line = &self.leaves[line_of(entry, self.align_shift)].0;
+        let (at, starts) = (offset_of(entry, self.align_shift), starts_of(entry));
         let (range, labels) = match width_code(entry) {
             0 => Self::range::<u16>(line, at, starts, walk.rest),
             1 => Self::range::<u32>(line, at, starts, walk.rest),
@@ -422,7 +468,10 @@ impl<S: Storage> Dxr6<S> {
             0
         };
         let entry = self.entries.as_ptr().wrapping_add(index) as *const u8;
-        let line = self.leaves.as_ptr().wrapping_add(line_of(walk.entry)) as *const u8;
+        let line = self
+            .leaves
+            .as_ptr()
+            .wrapping_add(line_of(walk.entry, self.align_shift)) as *const u8;
         if is_leaf(walk.entry) {
             line
         } else {
@@ -601,8 +650,8 @@ pub(crate) enum ModelEntry {
 }
 
 impl ModelEntry {
-    /// Decodes `entry`.
-    pub(crate) fn of(entry: u32) -> Self {
+    /// Decodes `entry` of a table at `align = 2^align_shift`.
+    pub(crate) fn of(entry: u32, align_shift: u32) -> Self {
         if is_node(entry) {
             ModelEntry::Node {
                 base: node_base(entry),
@@ -610,7 +659,7 @@ impl ModelEntry {
             }
         } else if is_leaf(entry) {
             ModelEntry::Leaf {
-                line: line_of(entry),
+                line: line_of(entry, align_shift),
             }
         } else {
             ModelEntry::Label
@@ -619,10 +668,16 @@ impl ModelEntry {
 }
 
 impl<S: Storage> Dxr6<S> {
-    /// The root's bits, the entries (root, then every node table) and the
-    /// number of leaf lines: what the performance model walks.
-    pub(crate) fn model_parts(&self) -> (u32, &[u32], usize) {
-        (self.root_bits, &self.entries[..], self.leaves.len())
+    /// The root's bits, the entries (root, then every node table), the
+    /// number of leaf lines and `log2(align)` (to decode leaf entries with
+    /// [`ModelEntry::of`]): what the performance model walks.
+    pub(crate) fn model_parts(&self) -> (u32, &[u32], usize, u32) {
+        (
+            self.root_bits,
+            &self.entries[..],
+            self.leaves.len(),
+            self.align_shift,
+        )
     }
 }
 
@@ -638,6 +693,31 @@ pub struct Dxr6Config {
     /// More entries make more chunks below a node fit a leaf, so fewer
     /// lookups pass a second node, at the cost of memory.
     pub density: u32,
+    /// Leaves begin at multiples of `align` words (1, 2, 4 or 8), and the
+    /// leaf entries' line field reaches `2^19 x align` lines. `None` (no
+    /// `align` in the spec): the build takes 1 and doubles it while the
+    /// leaves need more lines; the built layout
+    /// ([`crate::engine::Updater::config`]) then states it.
+    pub align: Option<u32>,
+}
+
+impl Dxr6Config {
+    /// This layout with leaves at multiples of `align` words, stated.
+    pub const fn with_align(self, align: u32) -> Self {
+        debug_assert!(align.is_power_of_two() && align <= MAX_ALIGN);
+        Dxr6Config {
+            align: Some(align),
+            ..self
+        }
+    }
+
+    /// The `align` a build starts at: the stated one, else 1.
+    pub const fn align_words(self) -> u32 {
+        match self.align {
+            Some(align) => align,
+            None => 1,
+        }
+    }
 }
 
 /// The default parameters, chosen by measurement (docs/BENCHMARKS.md,
@@ -646,6 +726,7 @@ pub const DEFAULT_CONFIG: Dxr6Config = Dxr6Config {
     root_bits: 16,
     max_stride: 16,
     density: 2,
+    align: None,
 };
 
 impl Default for Dxr6Config {
@@ -660,7 +741,11 @@ impl fmt::Display for Dxr6Config {
             f,
             "dxr6:k={},stride={},density={}",
             self.root_bits, self.max_stride, self.density
-        )
+        )?;
+        if let Some(align) = self.align {
+            write!(f, ",align={align}")?;
+        }
+        Ok(())
     }
 }
 
@@ -668,7 +753,11 @@ impl EngineConfig for Dxr6Config {
     const NAMES: &'static [&'static str] = &["dxr6"];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
-        spec.expect_only(&["k", "stride", "density"])?;
+        spec.expect_only(&["k", "stride", "density", "align"])?;
+        let align = spec.number("align", 1..=MAX_ALIGN)?;
+        if let Some(align) = align.filter(|align| !align.is_power_of_two()) {
+            return Err(spec.error(format!("align must be 1, 2, 4 or 8 (got {align})")));
+        }
         Ok(Dxr6Config {
             root_bits: spec
                 .number("k", MIN_K..=MAX_K)?
@@ -679,6 +768,7 @@ impl EngineConfig for Dxr6Config {
             density: spec
                 .number("density", 1..=64)?
                 .unwrap_or(DEFAULT_CONFIG.density),
+            align,
         })
     }
 }
@@ -688,6 +778,8 @@ impl EngineConfig for Dxr6Config {
 pub struct Dxr6Stats {
     /// `K`, the root's address bits.
     pub root_bits: u32,
+    /// Words between the places a leaf may begin (the layout's `align`).
+    pub align: u32,
     /// Node tables by stride (index `stride - 1`).
     pub node_tables: Vec<usize>,
     /// The most node levels below the root on any path.
@@ -724,6 +816,7 @@ impl EngineStats for Dxr6Stats {
             .collect();
         vec![
             ("root bits".into(), self.root_bits.to_string()),
+            ("leaf align (words)".into(), self.align.to_string()),
             ("node tables".into(), strides.join(", ")),
             (
                 "node levels (most)".into(),

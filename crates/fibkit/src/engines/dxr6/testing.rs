@@ -43,9 +43,10 @@ pub(super) fn probes(rib: &Rib<u128>, seed: u64) -> Vec<u128> {
 }
 
 /// Seeds of [`mixed_table`] and the layouts to build them with: the
-/// default, the smallest root with the shortest strides (deep walks), and
-/// the largest root with the widest.
-pub(super) const TEST_CONFIGS: [(u64, Dxr6Config); 3] = [
+/// default, the smallest root with the shortest strides (deep walks), the
+/// largest root with the widest, and leaves at multiples of 2 and 8 words
+/// (the leaf places of tables past 2^19 lines).
+pub(super) const TEST_CONFIGS: [(u64, Dxr6Config); 5] = [
     (1, super::DEFAULT_CONFIG),
     (
         2,
@@ -53,6 +54,7 @@ pub(super) const TEST_CONFIGS: [(u64, Dxr6Config); 3] = [
             root_bits: 8,
             max_stride: 3,
             density: 1,
+            align: None,
         },
     ),
     (
@@ -61,6 +63,17 @@ pub(super) const TEST_CONFIGS: [(u64, Dxr6Config); 3] = [
             root_bits: 24,
             max_stride: 16,
             density: 64,
+            align: None,
+        },
+    ),
+    (4, super::DEFAULT_CONFIG.with_align(2)),
+    (
+        5,
+        Dxr6Config {
+            root_bits: 8,
+            max_stride: 3,
+            density: 1,
+            align: Some(8),
         },
     ),
 ];

@@ -350,9 +350,15 @@ impl<S: Storage> Dxr6<S> {
             let count = ((1u32 << out.len()) - 1) as u8;
             let leaf = _mm512_test_epi64_mask(e, _mm512_set1_epi64(LEAF_BIT as i64)) & count;
             let code = field(WIDTH_SHIFT, 3);
-            let scalar = leaf
-                & (_mm512_test_epi64_mask(e, _mm512_set1_epi64(WIDE_LABELS_BIT as i64))
-                    | _mm512_cmpeq_epi64_mask(code, _mm512_set1_epi64(3)));
+            // The vector search decodes leaf places at `align = 1` only; a
+            // coarser layout (past 2^19 leaf lines) searches every leaf in
+            // the scalar loop below.
+            let scalar = if self.align_shift != 0 {
+                leaf
+            } else {
+                leaf & (_mm512_test_epi64_mask(e, _mm512_set1_epi64(WIDE_LABELS_BIT as i64))
+                    | _mm512_cmpeq_epi64_mask(code, _mm512_set1_epi64(3)))
+            };
             let searched = leaf & !scalar;
             let labels = _mm512_and_si512(e, _mm512_set1_epi64(LABEL_MASK as i64));
             // Vectors of random keys have every lane at a label: no search.
