@@ -44,6 +44,33 @@ pub(crate) fn without_default<A: crate::Addr>(changed: &[crate::Prefix<A>]) -> &
     }
 }
 
+/// The largest `align` of `dxr` and `dxr6` (their `MAX_ALIGN`).
+pub(crate) const MAX_ALIGN: u32 = 8;
+
+/// The `align` a spec states, if any: 1, 2, 4 or 8 words, the steps in
+/// which `dxr` counts chunk bases and `dxr6` places leaves (a coarser step
+/// trades offset bits for reach).
+pub(crate) fn parse_align(
+    spec: &crate::spec::EngineSpec,
+) -> Result<Option<u32>, crate::BuildError> {
+    let align = spec.number("align", 1..=MAX_ALIGN)?;
+    match align {
+        Some(align) if !align.is_power_of_two() => {
+            Err(spec.error(format!("align must be 1, 2, 4 or 8 (got {align})")))
+        }
+        _ => Ok(align),
+    }
+}
+
+/// The `align` a build starts at: the stated one, else 1 (the build then
+/// raises it while the table needs more).
+pub(crate) const fn align_or_one(align: Option<u32>) -> u32 {
+    match align {
+        Some(align) => align,
+        None => 1,
+    }
+}
+
 /// Asks the CPU to start loading the cache line holding `ptr`: the batch
 /// lookups of several engines keep lookups in flight with it.
 #[inline(always)]

@@ -182,7 +182,7 @@ fn size_of(entry: u32) -> u32 {
 }
 
 /// The largest `align`: chunk bases in steps of 8 words reach 64 MiB.
-pub const MAX_ALIGN: u32 = 8;
+pub const MAX_ALIGN: u32 = crate::engines::MAX_ALIGN;
 
 /// Which DXR layout: `d_bits == 0` for the single-level D{K}R, otherwise
 /// D{d}X{k-d}R. Parsed from `dxr`, `dxr:k=K`, `dxr:d=D,x=X` or
@@ -251,10 +251,7 @@ impl DxrConfig {
     /// The words per step of a chunk base this layout builds with (1 when
     /// the build picks it and has not needed more).
     pub const fn align_words(self) -> u32 {
-        match self.align {
-            Some(align) => align,
-            None => 1,
-        }
+        crate::engines::align_or_one(self.align)
     }
 
     /// Whether this is the two-level layout D{D}X{X}R.
@@ -285,10 +282,7 @@ impl EngineConfig for DxrConfig {
         let k = spec.number("k", MIN_K..=MAX_K)?;
         let d = spec.number("d", MIN_D..=MAX_D)?;
         let x = spec.number("x", 1..=MAX_K - MIN_D)?;
-        let align = spec.number("align", 1..=MAX_ALIGN)?;
-        if let Some(align) = align.filter(|align| !align.is_power_of_two()) {
-            return Err(spec.error(format!("align must be 1, 2, 4 or 8 (got {align})")));
-        }
+        let align = crate::engines::parse_align(spec)?;
         let Some(d_bits) = d else {
             if x.is_some() {
                 return Err(spec.error("`x` needs `d` (the extended layout is d=D,x=X)".into()));

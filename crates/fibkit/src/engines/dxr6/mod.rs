@@ -132,7 +132,7 @@ const LINE_MASK: u32 = (1 << LINE_BITS) - 1;
 /// Bits 23..0 of a leaf entry: its line and word offset.
 const PLACE_MASK: u32 = (1 << (LINE_BITS + 5)) - 1;
 /// The largest `align`: leaves at multiples of 8 words, `2^22` lines.
-pub const MAX_ALIGN: u32 = 8;
+pub const MAX_ALIGN: u32 = crate::engines::MAX_ALIGN;
 /// The most starts a leaf entry can count (its 4-bit field).
 const MAX_LEAF_STARTS: usize = STARTS_MASK as usize;
 
@@ -713,10 +713,7 @@ impl Dxr6Config {
 
     /// The `align` a build starts at: the stated one, else 1.
     pub const fn align_words(self) -> u32 {
-        match self.align {
-            Some(align) => align,
-            None => 1,
-        }
+        crate::engines::align_or_one(self.align)
     }
 }
 
@@ -754,10 +751,7 @@ impl EngineConfig for Dxr6Config {
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["k", "stride", "density", "align"])?;
-        let align = spec.number("align", 1..=MAX_ALIGN)?;
-        if let Some(align) = align.filter(|align| !align.is_power_of_two()) {
-            return Err(spec.error(format!("align must be 1, 2, 4 or 8 (got {align})")));
-        }
+        let align = crate::engines::parse_align(spec)?;
         Ok(Dxr6Config {
             root_bits: spec
                 .number("k", MIN_K..=MAX_K)?
