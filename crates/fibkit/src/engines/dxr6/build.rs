@@ -143,7 +143,7 @@ impl Updater<u128> for Dxr6Updater {
         };
         let mut snapshot = Dxr6 {
             root_bits: config.root_bits,
-            align_shift: config.align_words().trailing_zeros(),
+            align_shift: config.align_shift(),
             entries: Vec::new(),
             leaves: Vec::new(),
             results: Vec::new(),
@@ -209,7 +209,7 @@ impl Updater<u128> for Dxr6Updater {
             Ok(()) => {}
             // The leaves outgrew the line field: the next `align` holds
             // twice the lines; the half-patched arrays are rebuilt.
-            Err(_) if self.out_of_lines && self.may_grow() => {
+            Err(_) if self.grows_past_lines() => {
                 self.grow_align();
                 return self.rebuild(snapshot, rib, Labels::ByFrequency);
             }
@@ -405,15 +405,16 @@ impl Dxr6Updater {
     ) -> Result<(), BuildError> {
         loop {
             match self.fill(snapshot, rib, labels) {
-                Err(_) if self.out_of_lines && self.may_grow() => self.grow_align(),
+                Err(_) if self.grows_past_lines() => self.grow_align(),
                 result => return result,
             }
         }
     }
 
-    /// Whether the build may raise `align`.
-    fn may_grow(&self) -> bool {
-        self.align_chosen && self.config.align_words() < MAX_ALIGN
+    /// Whether the last fill or patch ran out of lines and the build may
+    /// raise `align` to make room.
+    fn grows_past_lines(&self) -> bool {
+        self.out_of_lines && self.align_chosen && self.config.align_words() < MAX_ALIGN
     }
 
     /// Doubles the layout's `align`; the next fill builds at it.
@@ -442,7 +443,7 @@ impl Dxr6Updater {
         self.space.clear();
         self.out_of_lines = false;
         snapshot.root_bits = self.config.root_bits;
-        snapshot.align_shift = self.config.align_words().trailing_zeros();
+        snapshot.align_shift = self.config.align_shift();
         snapshot.entries.clear();
         snapshot.entries.resize(1 << self.config.root_bits, 0);
         snapshot.leaves.clear();

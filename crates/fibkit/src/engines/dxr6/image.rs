@@ -44,7 +44,7 @@ impl Dxr6<Mapped> {
         let config: Dxr6Config = image.config()?;
         let snapshot = Dxr6 {
             root_bits: config.root_bits,
-            align_shift: config.align_words().trailing_zeros(),
+            align_shift: config.align_shift(),
             entries: image.array::<u32>("entries")?,
             leaves: image.array::<LeafLine>("leaves")?,
             results: image.results()?,

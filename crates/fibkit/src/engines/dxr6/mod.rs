@@ -204,7 +204,7 @@ fn line_bits(align_shift: u32) -> u32 {
 /// The line holding a leaf entry's leaf, at `align = 2^align_shift`.
 #[inline(always)]
 fn line_of(entry: u32, align_shift: u32) -> usize {
-    (entry & ((1 << line_bits(align_shift)) - 1)) as usize
+    entry as usize & (max_lines(align_shift) - 1)
 }
 
 /// The word of a leaf's line where its first start is, at
@@ -239,6 +239,7 @@ fn node_entry(base: usize, stride: u32) -> u32 {
 }
 
 /// The most lines a leaf entry can name at `align = 2^align_shift`.
+#[inline(always)]
 fn max_lines(align_shift: u32) -> usize {
     1 << line_bits(align_shift)
 }
@@ -714,6 +715,12 @@ impl Dxr6Config {
     /// The `align` a build starts at: the stated one, else 1.
     pub const fn align_words(self) -> u32 {
         crate::engines::align_or_one(self.align)
+    }
+
+    /// `log2` of [`Self::align_words`]: how the snapshot's leaf entries
+    /// split their place into word and line.
+    const fn align_shift(self) -> u32 {
+        self.align_words().trailing_zeros()
     }
 }
 
