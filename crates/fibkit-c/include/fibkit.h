@@ -163,7 +163,8 @@ extern "C" {
 const char *fibkit_last_error(void);
 
 // Loads a table file in any format fibkit reads (`prefix label` or
-// `prefix nexthop-address` text, MRT RIB dumps; plain, gzip or bzip2),
+// `prefix nexthop-address` text, CAIDA prefix-to-AS files, MRT RIB dumps;
+// plain, gzip or bzip2),
 // with both families' prefixes. Free it with `fibkit_table_free`.
 //
 // # Safety

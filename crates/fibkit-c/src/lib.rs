@@ -363,7 +363,8 @@ pub extern "C" fn fibkit_last_error() -> *const c_char {
 }
 
 /// Loads a table file in any format fibkit reads (`prefix label` or
-/// `prefix nexthop-address` text, MRT RIB dumps; plain, gzip or bzip2),
+/// `prefix nexthop-address` text, CAIDA prefix-to-AS files, MRT RIB dumps;
+/// plain, gzip or bzip2),
 /// with both families' prefixes. Free it with `fibkit_table_free`.
 ///
 /// # Safety

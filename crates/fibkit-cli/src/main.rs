@@ -18,8 +18,9 @@ use fibkit::load::{Format, LabelSource, PeerSelector};
 
 /// fibkit: longest-prefix-match engines for IPv4 and IPv6 forwarding tables.
 ///
-/// TABLE files may be `prefix label` text, `prefix nexthop-address` text or
-/// MRT RIB dumps, plain, gzip or bzip2 compressed (detected from the content).
+/// TABLE files may be `prefix label` text, `prefix nexthop-address` text,
+/// CAIDA prefix-to-AS files (`address length origin`) or MRT RIB dumps,
+/// plain, gzip or bzip2 compressed (detected from the content).
 #[derive(Parser, Debug)]
 #[command(name = "fibkit", version, about, long_about = None, after_help = engines_help())]
 struct Cli {
@@ -306,7 +307,8 @@ struct TableArgs {
     /// The table file (`-`: standard input).
     #[arg(value_name = "TABLE")]
     path: PathBuf,
-    /// Input format instead of detecting it: table, nexthop, updates, mrt.
+    /// Input format instead of detecting it: table, nexthop, updates, mrt,
+    /// pfx2as.
     #[arg(long, value_name = "FORMAT")]
     format: Option<Format>,
     /// Clear host bits of prefixes like 10.0.0.1/8 instead of rejecting them.

@@ -455,8 +455,9 @@ struct PyFib {
 
 #[pymethods]
 impl PyFib {
-    /// Loads a table file (`prefix label` or `prefix nexthop` text, or an
-    /// MRT RIB dump; plain, gzip or bzip2) and builds `engine` (default:
+    /// Loads a table file (`prefix label` or `prefix nexthop` text, pyasn's
+    /// `ipasn` and CAIDA's `pfx2as` prefix-to-AS files, or an MRT RIB dump;
+    /// plain, gzip or bzip2) and builds `engine` (default:
     /// "dxr" for IPv4, "dxr6" for IPv6) over `family` (4 or 6; default:
     /// IPv4 if the file has IPv4 prefixes). `lenient` clears host bits
     /// instead of rejecting `10.0.0.1/8`.

@@ -241,3 +241,24 @@ def test_the_package_ships_type_stubs():
     assert os.path.exists(os.path.join(package, "py.typed"))
     assert os.path.exists(os.path.join(package, "_fibkit.pyi"))
     assert fibkit.Fib.lookup_many.__doc__ and "found" in fibkit.Fib.lookup_many.__doc__
+
+
+def test_prefix_to_as_files_load_with_their_origins(tmp_path):
+    """CAIDA's pfx2as and pyasn's ipasn files, as analysts download them."""
+    import gzip
+
+    pfx2as = tmp_path / "routeviews-rv2-20250101-1200.pfx2as.gz"
+    with gzip.open(pfx2as, "wt") as out:
+        out.write("1.0.0.0\t24\t13335\n1.0.4.0\t22\t38803_4134\n1.0.8.0\t21\t4134,4847\n")
+    fib = fibkit.Fib.load(pfx2as)
+    labels, found = fib.lookup_many(["1.0.0.9", "1.0.5.1", "1.0.9.1", "9.9.9.9"])
+    assert labels.tolist() == [13335, 38803, 0, 0]
+    assert found.tolist() == [True, True, True, False]
+    assert fib.lookup("1.0.5.1") == ("1.0.4.0/22", 38803)
+    ipasn = tmp_path / "ipasn_20250101.dat"
+    ipasn.write_text("; IP-ASN32-DAT file\n; Original source: rib.bz2\n1.0.0.0/24\t13335\n")
+    assert fibkit.Fib.load(ipasn).lookup("1.0.0.1") == ("1.0.0.0/24", 13335)
+    bad = tmp_path / "bad.pfx2as"
+    bad.write_text("1.0.0.0\t24\t13335\n1.0.1.0\t24\tAS7\n")
+    with pytest.raises(ValueError, match=r"bad.pfx2as:2: .*`AS7` is not an origin AS"):
+        fibkit.Fib.load(bad)

@@ -224,6 +224,9 @@ fn detection_reads_past_a_long_comment_header_and_knows_every_form() {
         ("1418774400 a 10.0.0.0/8 192.0.2.1", Format::Updates),
         ("1418774400 w 10.0.0.0/8 0.0.0.0", Format::Updates),
         ("1418774400 w 10.0.0.0/8", Format::Updates),
+        ("10.0.0.0\t8\t64500", Format::Pfx2as),
+        ("2001:db8::\t32\t64500_64501", Format::Pfx2as),
+        ("10.0.0.0\t8\t{64500,64501}", Format::Pfx2as),
     ];
     for (line, format) in forms {
         let text = format!("{header}\n{line}\n");

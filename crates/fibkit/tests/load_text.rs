@@ -271,3 +271,140 @@ fn updates_malformed_lines() {
     assert!(error.contains("update stream, not a table"), "{error}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn pfx2as_files_label_each_prefix_with_its_first_origin() {
+    let dir = scratch("pfx2as");
+    let text = "1.0.0.0\t24\t13335\n\
+                1.0.4.0\t22\t38803_4134\n\
+                1.0.8.0\t21\t{4134,4847}\n\
+                1.0.16.0\t20\t4134,4847_7\n\
+                1.0.32.0\t19\t{7}\n\
+                2001:db8::\t32\t64500\n\
+                2001:db8:100::\t40\t4200000000_64501\n";
+    for (name, bytes) in [
+        ("p.pfx2as", text.as_bytes().to_vec()),
+        ("p.pfx2as.gz", gzip(text.as_bytes())),
+    ] {
+        let path = write(&dir, name, &bytes);
+        let table = load_table(&path, &LoadOptions::default()).unwrap();
+        assert_eq!(table.format, Some(Format::Pfx2as), "{name}");
+        let v4 = |text: &str| table.v4.get(text.parse::<Prefix<u32>>().unwrap());
+        let v6 = |text: &str| table.v6.get(text.parse::<Prefix<u128>>().unwrap());
+        assert_eq!(v4("1.0.0.0/24"), Some(13335));
+        assert_eq!(
+            v4("1.0.4.0/22"),
+            Some(38803),
+            "the first of several origins"
+        );
+        assert_eq!(v4("1.0.8.0/21"), Some(0), "an AS set has no single origin");
+        assert_eq!(v4("1.0.16.0/20"), Some(0), "an AS set listed first");
+        assert_eq!(v4("1.0.32.0/19"), Some(0), "a set of one AS is still a set");
+        assert_eq!(v6("2001:db8::/32"), Some(64500));
+        assert_eq!(v6("2001:db8:100::/40"), Some(4_200_000_000));
+        assert_eq!((table.v4.len(), table.v6.len()), (5, 2));
+        assert_eq!(table.notes.len(), 2, "{:?}", table.notes);
+        assert!(table.notes[0].starts_with("3 prefixes have several origin ASes"));
+        assert!(table.notes[1].starts_with("3 prefixes have an AS set"));
+        // A table, not an update stream.
+        let error = load_updates(&path, &LoadOptions::default(), NextHopTable::default())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("is a `pfx2as` table"), "{error}");
+    }
+    // Forced, a pfx2as file whose first line alone would not tell.
+    let forced = LoadOptions {
+        format: Some(Format::Pfx2as),
+        ..LoadOptions::default()
+    };
+    let bad = [
+        ("1.0.0.0\t24\tAS13335\n", 1, "`AS13335` is not an origin AS"),
+        (
+            "1.0.0.0\t24\t1\n1.0.0.0\t24\t1_x\n",
+            2,
+            "`1_x` is not an origin AS",
+        ),
+        (
+            "1.0.0.0\t24\t1\n1.0.0.0\t24\t{1,}\n",
+            2,
+            "is not an origin AS",
+        ),
+        (
+            "1.0.0.0\t24\t1\n1.0.0.0\t24\t99999999999\n",
+            2,
+            "is not an origin AS",
+        ),
+        ("1.0.0.0\t24\n", 1, "expected `address length origin-as`"),
+        (
+            "1.0.0.0\t24\t1\t2\n",
+            1,
+            "expected `address length origin-as`",
+        ),
+        ("1.0.0.0\tx\t1\n", 1, "`x` is not a prefix length"),
+        ("1.0.0.0\t33\t1\n", 1, "`33` is not in 0..=32"),
+        ("1.0.0.1\t24\t1\n", 1, "host bits set"),
+        ("2001:db8::\t129\t1\n", 1, "is not in 0..=128"),
+    ];
+    for (text, line, says) in bad {
+        let path = write(&dir, "bad.pfx2as", text.as_bytes());
+        assert_bad(&table_error(&path, &forced), "bad.pfx2as", line, says);
+    }
+    // --lenient clears host bits here too.
+    let path = write(&dir, "host.pfx2as", b"1.0.0.1\t24\t7\n");
+    let lenient = LoadOptions {
+        lenient: true,
+        ..forced
+    };
+    let table = load_table(&path, &lenient).unwrap();
+    assert_eq!(table.stats.masked, 1);
+    assert_eq!(table.v4.get("1.0.0.0/24".parse().unwrap()), Some(7));
+}
+
+#[test]
+fn pyasn_semicolon_comments_and_a_byte_order_mark_are_not_records() {
+    let dir = scratch("comments");
+    // pyasn's `ipasn` files: `;` comment lines, then `prefix<TAB>origin`.
+    let pyasn = write(
+        &dir,
+        "ipasn.dat",
+        b"; IP-ASN32-DAT file\n; Original source: rib.20261101.0000.bz2\n1.0.0.0/24\t13335\n  ; indented\n1.0.4.0/22\t38803\n",
+    );
+    let table = load_table(&pyasn, &LoadOptions::default()).unwrap();
+    assert_eq!(table.format, Some(Format::Table));
+    assert_eq!(table.v4.len(), 2);
+    assert_eq!(table.stats.records, 5);
+    // A UTF-8 byte order mark before the first line, on each text format.
+    for (name, text, format) in [
+        ("bom.txt", "1.0.0.0/24 7\n", Format::Table),
+        ("bom-nh.txt", "1.0.0.0/24 192.0.2.1\n", Format::NextHop),
+        ("bom.pfx2as", "1.0.0.0\t24\t7\n", Format::Pfx2as),
+        ("bom-comment.txt", "# header\n1.0.0.0/24 7\n", Format::Table),
+    ] {
+        let path = write(
+            &dir,
+            name,
+            &[b"\xef\xbb\xbf".as_slice(), text.as_bytes()].concat(),
+        );
+        let table = load_table(&path, &LoadOptions::default()).unwrap();
+        assert_eq!((table.format, table.v4.len()), (Some(format), 1), "{name}");
+    }
+    let path = write(
+        &dir,
+        "bom.updates",
+        b"\xef\xbb\xbf1418774400 a 10.0.0.0/8 192.0.2.1\n",
+    );
+    let updates = load_updates(&path, &LoadOptions::default(), NextHopTable::default()).unwrap();
+    assert_eq!(updates.updates.len(), 1);
+    // Past line 1 the mark is not skipped: a bad line, named.
+    let path = write(
+        &dir,
+        "bom2.txt",
+        b"1.0.0.0/24 7\n\xef\xbb\xbf1.0.1.0/24 7\n",
+    );
+    assert_bad(
+        &table_error(&path, &LoadOptions::default()),
+        "bom2.txt",
+        2,
+        "is not an IPv4 address",
+    );
+}

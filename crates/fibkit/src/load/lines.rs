@@ -19,6 +19,9 @@ use crate::prefix::excerpt;
 /// a timestamp.
 pub const MAX_LINE_BYTES: usize = 64 << 10;
 
+/// The UTF-8 byte order mark, dropped from the start of the first line.
+const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
 /// Reads the lines of a [`BufRead`], each at most [`MAX_LINE_BYTES`] long.
 pub struct LineReader<R> {
     reader: R,
@@ -40,7 +43,8 @@ impl<R: BufRead> LineReader<R> {
     }
 
     /// The next line's number (from 1) and text without its line ending
-    /// (`\n` or `\r\n`); `None` at the end of the input. An error for a
+    /// (`\n` or `\r\n`) or, on line 1, a UTF-8 byte order mark; `None` at
+    /// the end of the input. An error for a
     /// line over [`MAX_LINE_BYTES`] and for a read error, both naming the
     /// line.
     pub fn next_line(&mut self) -> Result<Option<(u64, &[u8])>, LoadError> {
@@ -90,6 +94,11 @@ impl<R: BufRead> LineReader<R> {
         self.number += 1;
         if self.line.last() == Some(&b'\r') {
             self.line.pop();
+        }
+        // Editors on Windows start UTF-8 text with a byte order mark, which
+        // is not part of the first record.
+        if self.number == 1 && self.line.starts_with(UTF8_BOM) {
+            self.line.drain(..UTF8_BOM.len());
         }
         Ok(Some((self.number, &self.line)))
     }

@@ -22,7 +22,16 @@
 //! - `nexthop`: `prefix nexthop-address` lines; next hops are interned to
 //!   labels in a [`NextHopTable`] kept with the table;
 //! - `updates`: `time a|w prefix nexthop` lines, a stream of changes;
-//! - `mrt`: binary MRT (RFC 6396) RIB dumps and BGP4MP update streams.
+//! - `mrt`: binary MRT (RFC 6396) RIB dumps and BGP4MP update streams;
+//! - `pfx2as`: CAIDA's RouteViews prefix-to-AS files, `address length
+//!   origin` lines; the label is the origin AS: of several (`A_B`, a
+//!   prefix more than one AS announces, listed most seen first) the first,
+//!   and 0 for an AS set (`A,B`: no single origin, as the MRT loader
+//!   labels a path ending in one). Both are counted in a note.
+//!
+//! Blank lines and lines starting with `#` or `;` (the comments of pyasn's
+//! `prefix origin` files, which load as `table`) are skipped, and a UTF-8
+//! byte order mark before the first line is ignored.
 //!
 //! Compressed input and MRT need the crate's `loaders` feature (on by
 //! default); without it they are refused with an error saying so.
@@ -84,15 +93,20 @@ pub enum Format {
     Updates,
     /// Binary MRT (RFC 6396).
     Mrt,
+    /// CAIDA's RouteViews prefix-to-AS text: `address length origin`, the
+    /// origin an AS number, several joined by `_` (a prefix announced by
+    /// more than one AS, most seen first) or an AS set joined by `,`.
+    Pfx2as,
 }
 
 impl Format {
     /// Every format, with the name `--format` takes.
-    pub const ALL: [(Format, &'static str); 4] = [
+    pub const ALL: [(Format, &'static str); 5] = [
         (Format::Table, "table"),
         (Format::NextHop, "nexthop"),
         (Format::Updates, "updates"),
         (Format::Mrt, "mrt"),
+        (Format::Pfx2as, "pfx2as"),
     ];
 
     /// The name `--format` takes.
@@ -536,7 +550,7 @@ pub const DETECT_BYTES: usize = 1 << 20;
 
 /// Guesses the format from the start of the decompressed content: MRT from
 /// its first record header, a text format from its first data line (after
-/// any blank and `#` comment lines, within [`DETECT_BYTES`]). The lines read
+/// any blank and comment lines, within [`DETECT_BYTES`]). The lines read
 /// are put back: the loader reads them again, with their numbers.
 pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
     let path = input.path.clone();
@@ -579,7 +593,7 @@ pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
         seen.push(b'\n');
         let text = String::from_utf8_lossy(line);
         let text = text.trim();
-        if !text.is_empty() && !text.starts_with('#') {
+        if !text::is_blank_or_comment(text) {
             found = Some((line_number, text_format(text)));
             break;
         }
@@ -599,7 +613,8 @@ pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
             line,
             format!(
                 "cannot tell the format from this line `{}` (expected `prefix label`, \
-                 `prefix nexthop` or `time a|w prefix [nexthop]`; use --format)",
+                 `prefix nexthop`, `time a|w prefix [nexthop]` or `address length \
+                 origin-as`; use --format)",
                 excerpt(&first)
             ),
         )),
@@ -611,7 +626,7 @@ pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
         )),
         None => Err(LoadError::file(
             &path,
-            "no data line, only blank lines and `#` comments",
+            "no data line, only blank lines and `#` or `;` comments",
         )),
     }
 }
@@ -624,6 +639,13 @@ fn text_format(line: &str) -> Result<Format, String> {
         [_, label] if label.parse::<Label>().is_ok() => Ok(Format::Table),
         [_, nexthop] if nexthop.parse::<IpAddr>().is_ok() => Ok(Format::NextHop),
         [_, "a" | "w", _, _] | [_, "w", _] => Ok(Format::Updates),
+        [address, length, origin]
+            if address.parse::<IpAddr>().is_ok()
+                && length.parse::<u8>().is_ok()
+                && origin.starts_with(|c: char| c.is_ascii_digit() || c == '{') =>
+        {
+            Ok(Format::Pfx2as)
+        }
         _ => Err(line.to_string()),
     }
 }
@@ -671,6 +693,7 @@ pub fn read_table(mut input: Input, options: &LoadOptions) -> Result<LoadedTable
     };
     let mut table = match format {
         Format::Table | Format::NextHop => text::read_table(input, format, options)?,
+        Format::Pfx2as => text::read_pfx2as(input, options)?,
         #[cfg(feature = "loaders")]
         Format::Mrt => mrt::read_rib(input, options)?,
         #[cfg(not(feature = "loaders"))]
@@ -720,7 +743,7 @@ pub fn read_updates(
         Format::Mrt => mrt::read_updates(input, options, nexthops)?,
         #[cfg(not(feature = "loaders"))]
         Format::Mrt => return Err(without_loaders(&path, "an MRT update stream")),
-        Format::Table | Format::NextHop => {
+        Format::Table | Format::NextHop | Format::Pfx2as => {
             return Err(LoadError::file(
                 &path,
                 format!("this is a `{format}` table, not an update stream"),

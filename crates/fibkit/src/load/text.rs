@@ -1,6 +1,7 @@
-//! Text formats: `prefix label`, `prefix nexthop-address` and
-//! `time a|w prefix nexthop` (one record per line; blank lines and lines
-//! starting with `#` are ignored).
+//! Text formats: `prefix label`, `prefix nexthop-address`,
+//! `time a|w prefix nexthop` and CAIDA's `address length origin` (one
+//! record per line; blank lines and lines starting with `#` or `;` are
+//! ignored).
 
 use std::net::IpAddr;
 
@@ -38,6 +39,12 @@ pub fn parse_any_prefix(
     }
 }
 
+/// Whether a trimmed line holds no record: blank, or a comment starting
+/// with `#` or `;` (pyasn's `prefix origin` files begin with `;` lines).
+pub(crate) fn is_blank_or_comment(text: &str) -> bool {
+    text.is_empty() || text.starts_with('#') || text.starts_with(';')
+}
+
 /// Reads lines, calling `handle(trimmed_text, stats)` for each data line;
 /// a `Some(what)` from the handler is a bad line (stop, or skip and count).
 /// A line over [`super::MAX_LINE_BYTES`] stops the load even under
@@ -63,7 +70,7 @@ fn for_each_line(
             }
             Ok(text) => {
                 let text = text.trim();
-                if text.is_empty() || text.starts_with('#') {
+                if is_blank_or_comment(text) {
                     continue;
                 }
                 handle(text, stats)
@@ -154,6 +161,99 @@ pub fn read_table(
         }
         None
     })?;
+    Ok(table)
+}
+
+/// How many routes of a `pfx2as` file had more than one origin, and how
+/// many an AS set first.
+#[derive(Default)]
+struct OriginCounts {
+    several: u64,
+    set_first: u64,
+}
+
+/// The label of a `pfx2as` origin field: the AS, the first of several
+/// joined by `_`, or 0 when that first is an AS set (`A,B` or `{A,B}`),
+/// which has no single origin. Every AS of the field must be a number.
+fn origin_label(text: &str, counts: &mut OriginCounts) -> Result<Label, String> {
+    let mut label = None;
+    let mut origins = 0;
+    for origin in text.split('_') {
+        origins += 1;
+        let set = origin.strip_prefix('{').and_then(|o| o.strip_suffix('}'));
+        let members = set.unwrap_or(origin);
+        let is_set = set.is_some() || members.contains(',');
+        for member in members.split(',') {
+            if member.parse::<Label>().is_err() {
+                return Err(format!(
+                    "`{}` is not an origin AS (expected an AS number, `A_B` for \
+                     several origins or `A,B` for an AS set)",
+                    excerpt(text)
+                ));
+            }
+        }
+        if label.is_none() {
+            label = Some(if is_set {
+                counts.set_first += 1;
+                0
+            } else {
+                members.parse::<Label>().unwrap_or(0)
+            });
+        }
+    }
+    counts.several += (origins > 1) as u64;
+    Ok(label.unwrap_or(0))
+}
+
+/// Reads a CAIDA RouteViews prefix-to-AS file (`Format::Pfx2as`):
+/// `address length origin` lines, labelled by [`origin_label`]; a note
+/// counts the prefixes with several origins and those labelled 0 for an
+/// AS set.
+pub fn read_pfx2as(input: Input, options: &LoadOptions) -> Result<LoadedTable, LoadError> {
+    let mut table = LoadedTable::default();
+    let mut counts = OriginCounts::default();
+    let LoadedTable { v4, v6, stats, .. } = &mut table;
+    for_each_line(input, options, stats, |text, stats| {
+        let mut fields = text.split_ascii_whitespace();
+        let (Some(address), Some(length), Some(origin), None) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            return Some(format!(
+                "expected `address length origin-as`, found `{}`",
+                excerpt(text)
+            ));
+        };
+        if length.parse::<u8>().is_err() {
+            return Some(format!("`{}` is not a prefix length", excerpt(length)));
+        }
+        let (prefix, masked) =
+            match parse_any_prefix(&format!("{address}/{length}"), options.lenient) {
+                Ok(parsed) => parsed,
+                Err(e) => return Some(e.to_string()),
+            };
+        let label = match origin_label(origin, &mut counts) {
+            Ok(label) => label,
+            Err(what) => return Some(what),
+        };
+        stats.masked += masked as u64;
+        match prefix {
+            AnyPrefix::V4(prefix) => insert_counted(v4, prefix, label, stats),
+            AnyPrefix::V6(prefix) => insert_counted(v6, prefix, label, stats),
+        }
+        None
+    })?;
+    if counts.several > 0 {
+        table.notes.push(format!(
+            "{} prefixes have several origin ASes (`A_B`, most seen first): each is labelled with the first",
+            counts.several
+        ));
+    }
+    if counts.set_first > 0 {
+        table.notes.push(format!(
+            "{} prefixes have an AS set as their (first) origin (`A,B`): labelled 0, no single origin",
+            counts.set_first
+        ));
+    }
     Ok(table)
 }
 
