@@ -358,6 +358,7 @@ fn pfx2as_files_label_each_prefix_with_its_first_origin() {
     let table = load_table(&path, &lenient).unwrap();
     assert_eq!(table.stats.masked, 1);
     assert_eq!(table.v4.get("1.0.0.0/24".parse().unwrap()), Some(7));
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -407,4 +408,5 @@ fn pyasn_semicolon_comments_and_a_byte_order_mark_are_not_records() {
         2,
         "is not an IPv4 address",
     );
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -102,6 +102,23 @@ fn insert_counted<A: Addr>(
     }
 }
 
+/// Adds a route to its family's table, counted, with whether `lenient`
+/// cleared its prefix's host bits.
+fn insert_any(
+    v4: &mut Rib<u32>,
+    v6: &mut Rib<u128>,
+    prefix: AnyPrefix,
+    masked: bool,
+    label: Label,
+    stats: &mut LoadStats,
+) {
+    stats.masked += masked as u64;
+    match prefix {
+        AnyPrefix::V4(prefix) => insert_counted(v4, prefix, label, stats),
+        AnyPrefix::V6(prefix) => insert_counted(v6, prefix, label, stats),
+    }
+}
+
 /// Reads a `prefix label` (`Format::Table`) or `prefix nexthop`
 /// (`Format::NextHop`) file.
 pub fn read_table(
@@ -154,11 +171,7 @@ pub fn read_table(
                 }
             }
         };
-        stats.masked += masked as u64;
-        match prefix {
-            AnyPrefix::V4(prefix) => insert_counted(v4, prefix, label, stats),
-            AnyPrefix::V6(prefix) => insert_counted(v6, prefix, label, stats),
-        }
+        insert_any(v4, v6, prefix, masked, label, stats);
         None
     })?;
     Ok(table)
@@ -235,11 +248,7 @@ pub fn read_pfx2as(input: Input, options: &LoadOptions) -> Result<LoadedTable, L
             Ok(label) => label,
             Err(what) => return Some(what),
         };
-        stats.masked += masked as u64;
-        match prefix {
-            AnyPrefix::V4(prefix) => insert_counted(v4, prefix, label, stats),
-            AnyPrefix::V6(prefix) => insert_counted(v6, prefix, label, stats),
-        }
+        insert_any(v4, v6, prefix, masked, label, stats);
         None
     })?;
     if counts.several > 0 {
