@@ -537,7 +537,7 @@ enum NextHopNaming {
     None,
     /// Indices into the table's next-hop addresses.
     Address,
-    /// Origin AS numbers (MRT with `--label origin-as`).
+    /// Origin AS numbers (MRT with `--label origin-as`, prefix-to-AS files).
     OriginAs,
 }
 
@@ -547,6 +547,7 @@ impl NextHopNaming {
             Some(Format::Mrt) if args.label == load::LabelSource::OriginAs => {
                 NextHopNaming::OriginAs
             }
+            Some(Format::Pfx2as) => NextHopNaming::OriginAs,
             Some(Format::Mrt | Format::NextHop) => NextHopNaming::Address,
             _ => NextHopNaming::None,
         }

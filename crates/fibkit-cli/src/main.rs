@@ -90,15 +90,15 @@ enum Command {
     /// --json prints one JSON object per address:
     /// `{"addr":"10.1.2.3","prefix":"10.0.0.0/8","label":7}`, with
     /// `"nexthop":"192.0.2.1"` for tables of next-hop addresses and
-    /// `"origin_as":64500` for MRT tables labelled by origin AS; `prefix`
-    /// and `label` are null without a match.
+    /// `"origin_as":64500` for MRT tables labelled by origin AS and for
+    /// prefix-to-AS files; `prefix` and `label` are null without a match.
     Lookup {
         #[command(flatten)]
         table: TableArgs,
         /// Addresses to look up; none: read standard input, one per line.
         addrs: Vec<String>,
         /// What names the match: the label, the next hop (address, or origin
-        /// AS for `--label origin-as`), or both.
+        /// AS for `--label origin-as` and prefix-to-AS files), or both.
         #[arg(long, value_enum, default_value_t = Show::Label)]
         show: Show,
         /// One JSON object per line instead of text.

@@ -1059,6 +1059,37 @@ fn lookup_shows_next_hops_and_json() {
             serde_json::json!({"addr": "11.0.0.1", "prefix": null, "label": null}),
         ]
     );
+    // A prefix-to-AS file's labels are origin ASes.
+    let pfx2as = dir.join("p.pfx2as");
+    std::fs::write(
+        &pfx2as,
+        "10.0.0.0\t8\t64500_64501\n10.1.0.0\t16\t{64502,64503}\n",
+    )
+    .unwrap();
+    let out = fibkit(&[
+        "lookup",
+        pfx2as.to_str().unwrap(),
+        "--show",
+        "both",
+        "10.2.0.1",
+        "10.1.0.1",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "10.2.0.1 10.0.0.0/8 64500 AS64500\n10.1.0.1 10.1.0.0/16 0 AS0\n"
+    );
+    assert!(
+        text(&out.stderr).contains("1 prefixes have several origin ASes"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = fibkit(&["lookup", pfx2as.to_str().unwrap(), "--json", "10.2.0.1"]);
+    let answer: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(
+        answer,
+        serde_json::json!({"addr": "10.2.0.1", "prefix": "10.0.0.0/8", "label": 64500, "origin_as": 64500})
+    );
     // A `prefix label` table has no next hops to show.
     let plain = dir.join("plain.txt");
     std::fs::write(&plain, "10.0.0.0/8 1\n").unwrap();
