@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use numpy::{
@@ -23,7 +24,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use fibkit::image::ImageError;
-use fibkit::load::{load_table, LoadError, LoadOptions, LoadedTable};
+use fibkit::load::{
+    load_table, Format, LabelSource, LoadError, LoadOptions, LoadedTable, PeerSelector,
+};
 use fibkit::registry::{save_image, ImageFamily};
 use fibkit::{Addr, AnyFib, Change, Family, FamilyFib, Label, Prefix, Rib};
 
@@ -51,6 +54,21 @@ fn to_py(error: fibkit::Error) -> PyErr {
 
 fn err(error: impl Into<fibkit::Error>) -> PyErr {
     to_py(error.into())
+}
+
+/// Reads a `peer` argument: an address or "AS64500" (str), or an AS number (int).
+fn peer_arg(peer: &Bound<'_, PyAny>) -> PyResult<PeerSelector> {
+    if let Ok(text) = peer.extract::<String>() {
+        return text.parse::<PeerSelector>().map_err(PyValueError::new_err);
+    }
+    match peer.extract::<i64>() {
+        Ok(asn) => u32::try_from(asn)
+            .map(PeerSelector::Asn)
+            .map_err(|_| PyValueError::new_err(format!("peer AS {asn} is not in 0..=4294967295"))),
+        Err(_) => Err(PyTypeError::new_err(
+            "peer must be an address or \"AS<number>\" (str), or an AS number (int)",
+        )),
+    }
 }
 
 /// Reads a family argument: `None`, 4, 6, "v4", "v6", "ipv4", "ipv6".
@@ -451,6 +469,8 @@ fn changes_from<A: Addr>(
 #[pyclass(frozen, module = "fibkit", name = "Fib")]
 struct PyFib {
     fib: AnyFib,
+    /// Next-hop addresses by label, for tables labelled by next hop.
+    nexthops: Vec<IpAddr>,
 }
 
 #[pymethods]
@@ -460,28 +480,71 @@ impl PyFib {
     /// plain, gzip or bzip2) and builds `engine` (default:
     /// "dxr" for IPv4, "dxr6" for IPv6) over `family` (4 or 6; default:
     /// IPv4 if the file has IPv4 prefixes). `lenient` clears host bits
-    /// instead of rejecting `10.0.0.1/8`.
+    /// instead of rejecting `10.0.0.1/8`. `format` names the input format
+    /// instead of detecting it ("table", "nexthop", "mrt", "pfx2as");
+    /// `skip_bad` skips bad lines or records instead of raising. For MRT
+    /// dumps, `label` is "nexthop" (labels index `nexthops()`) or
+    /// "origin-as" (the origin AS number), and `peer` picks the collector
+    /// peer whose routes are kept (an address, "AS64500" or an AS number;
+    /// default: the peer with most prefixes).
     #[staticmethod]
-    #[pyo3(signature = (path, engine=None, family=None, lenient=false))]
+    #[pyo3(signature = (
+        path, engine=None, family=None, lenient=false, *,
+        format=None, label="nexthop", peer=None, skip_bad=false
+    ))]
+    // One Rust argument per Python keyword argument.
+    #[allow(clippy::too_many_arguments)]
     fn load(
         py: Python<'_>,
         path: PathBuf,
         engine: Option<String>,
         family: Option<&Bound<'_, PyAny>>,
         lenient: bool,
+        format: Option<String>,
+        label: &str,
+        peer: Option<&Bound<'_, PyAny>>,
+        skip_bad: bool,
     ) -> PyResult<Self> {
         let family = family_arg(family)?;
-        let fib = py.detach(|| -> Result<AnyFib, fibkit::Error> {
-            let options = LoadOptions {
-                lenient,
-                ..LoadOptions::default()
-            };
-            let table = load_table(&path, &options)?;
-            Ok(AnyFib::build(&table, family, engine.as_deref())?)
-        });
-        Ok(PyFib {
-            fib: fib.map_err(to_py)?,
-        })
+        let format = match format {
+            Some(name) => Some(name.parse::<Format>().map_err(PyValueError::new_err)?),
+            None => None,
+        };
+        let label = match label {
+            "nexthop" => LabelSource::NextHop,
+            "origin-as" => LabelSource::OriginAs,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "label {other:?} is not a label source (\"nexthop\" or \"origin-as\")"
+                )))
+            }
+        };
+        let peer = peer.map(peer_arg).transpose()?;
+        let (fib, nexthops) = py
+            .detach(|| -> Result<(AnyFib, Vec<IpAddr>), fibkit::Error> {
+                let options = LoadOptions {
+                    format,
+                    lenient,
+                    skip_bad,
+                    peer,
+                    label,
+                    ..LoadOptions::default()
+                };
+                let table = load_table(&path, &options)?;
+                let fib = AnyFib::build(&table, family, engine.as_deref())?;
+                Ok((fib, table.nexthops.iter().map(|(_, addr)| addr).collect()))
+            })
+            .map_err(to_py)?;
+        Ok(PyFib { fib, nexthops })
+    }
+
+    /// The next-hop addresses of a table labelled by next hop (a
+    /// `prefix nexthop` file, an MRT dump with `label="nexthop"`), as
+    /// strings indexed by label: `fib.nexthops()[label]`, or
+    /// `numpy.array(fib.nexthops())[labels]` for a whole array. Empty for
+    /// other tables, images and tables built from prefixes.
+    fn nexthops(&self) -> Vec<String> {
+        self.nexthops.iter().map(IpAddr::to_string).collect()
     }
 
     /// Opens an image written by `fibkit build` (or `Fib.save_image`): maps
@@ -490,7 +553,10 @@ impl PyFib {
     #[staticmethod]
     fn open_image(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let fib = py.detach(|| AnyFib::open_image(&path)).map_err(err)?;
-        Ok(PyFib { fib })
+        Ok(PyFib {
+            fib,
+            nexthops: Vec::new(),
+        })
     }
 
     /// Builds `engine` over `prefixes`: a dict `{"10.0.0.0/8": 1, ...}` or
@@ -530,7 +596,10 @@ impl PyFib {
         let fib = py
             .detach(|| AnyFib::build(&table, Some(family), engine.as_deref()))
             .map_err(err)?;
-        Ok(PyFib { fib })
+        Ok(PyFib {
+            fib,
+            nexthops: Vec::new(),
+        })
     }
 
     /// The longest match for one address (`str` or `int`): `(prefix,

@@ -262,3 +262,72 @@ def test_prefix_to_as_files_load_with_their_origins(tmp_path):
     bad.write_text("1.0.0.0\t24\t13335\n1.0.1.0\t24\tAS7\n")
     with pytest.raises(ValueError, match=r"bad.pfx2as:2: .*`AS7` is not an origin AS"):
         fibkit.Fib.load(bad)
+
+
+def cli_table(path, *args):
+    """`fibkit convert PATH ARGS`: {prefix: label}, and {label: next hop}."""
+    import subprocess
+    import tempfile
+
+    from conftest import fibkit_cli
+
+    with tempfile.TemporaryDirectory() as scratch:
+        hops = os.path.join(scratch, "nexthops.txt")
+        out = subprocess.run(
+            [fibkit_cli(), "convert", str(path), "--nexthops-out", hops, *args],
+            capture_output=True, text=True, check=True,
+        )
+        with open(hops) as lines:
+            nexthops = dict(line.split() for line in lines)
+    table = dict(line.split() for line in out.stdout.splitlines())
+    return table, {int(label): addr for label, addr in nexthops.items()}
+
+
+def test_mrt_dumps_load_by_origin_as_or_next_hop_and_peer():
+    dump = data("mrt/openbgpd_rib_table-v2")
+    for args, kwargs in [
+        ([], {}),
+        (["--label", "origin-as"], {"label": "origin-as"}),
+        (["--peer", "AS65000"], {"peer": "AS65000"}),
+        (["--peer", "AS65000"], {"peer": 65000}),
+        (["--peer", "2001:db8:0:1::10", "--label", "origin-as"], {"peer": "2001:db8:0:1::10", "label": "origin-as"}),
+    ]:
+        expected, hops = cli_table(dump, *args)
+        for family in (4, 6):
+            fib = fibkit.Fib.load(dump, family=family, format="mrt", **kwargs)
+            got = {prefix: label for prefix, label in fib.prefixes()}
+            want = {p: int(l) for p, l in expected.items() if (":" in p) == (family == 6)}
+            assert got == want, (kwargs, family)
+            if kwargs.get("label") == "origin-as":
+                assert fib.nexthops() == []
+            else:
+                assert fib.nexthops() == [hops[label] for label in range(len(hops))]
+                for prefix, label in fib.prefixes():
+                    assert ipaddress.ip_address(fib.nexthops()[label])
+    with pytest.raises(fibkit.FibkitError, match=r"no peer of AS1 in this MRT RIB dump; its 3 peers"):
+        fibkit.Fib.load(dump, peer="AS1")
+
+
+def test_load_options_are_checked(tmp_path):
+    table = tmp_path / "t.txt"
+    table.write_text("10.0.0.0\t8\t64500\n10.1.0.0\t16\t7\n")
+    assert fibkit.Fib.load(table, format="pfx2as").lookup("10.1.0.1") == ("10.1.0.0/16", 7)
+    with pytest.raises(fibkit.FibkitError, match=r"expected `prefix label`"):
+        fibkit.Fib.load(table, format="table")
+    with pytest.raises(ValueError, match=r"unknown format `csv` \(known: table, nexthop, updates, mrt, pfx2as\)"):
+        fibkit.Fib.load(table, format="csv")
+    with pytest.raises(ValueError, match=r'label "asn" is not a label source \("nexthop" or "origin-as"\)'):
+        fibkit.Fib.load(table, label="asn")
+    with pytest.raises(TypeError, match=r"peer must be"):
+        fibkit.Fib.load(table, peer=1.5)
+    with pytest.raises(ValueError, match=r"peer AS -1 is not in"):
+        fibkit.Fib.load(table, peer=-1)
+    with pytest.raises(ValueError, match=r"is neither a peer address nor an AS number"):
+        fibkit.Fib.load(table, peer="ASX")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("10.0.0.0/8 1\nnot a route\n10.1.0.0/16 2\n")
+    with pytest.raises(fibkit.FibkitError, match=r"bad.txt:2: "):
+        fibkit.Fib.load(bad)
+    fib = fibkit.Fib.load(bad, skip_bad=True)
+    assert fib.prefixes() == [("10.0.0.0/8", 1), ("10.1.0.0/16", 2)]
+    assert fib.nexthops() == []

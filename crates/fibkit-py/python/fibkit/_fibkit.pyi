@@ -30,7 +30,13 @@ class Fib:
         engine: Optional[str] = None,
         family: Optional[Family] = None,
         lenient: bool = False,
+        *,
+        format: Optional[str] = None,
+        label: str = "nexthop",
+        peer: Optional[Union[str, int]] = None,
+        skip_bad: bool = False,
     ) -> "Fib": ...
+    def nexthops(self) -> list[str]: ...
     @staticmethod
     def open_image(path: Union[str, PathLike[str]]) -> "Fib": ...
     @staticmethod
