@@ -471,6 +471,8 @@ struct PyFib {
     fib: AnyFib,
     /// Next-hop addresses by label, for tables labelled by next hop.
     nexthops: Vec<IpAddr>,
+    /// What the loader said about the file (which MRT peer it kept, ...).
+    notes: Vec<String>,
 }
 
 #[pymethods]
@@ -520,22 +522,29 @@ impl PyFib {
             }
         };
         let peer = peer.map(peer_arg).transpose()?;
-        let (fib, nexthops) = py
-            .detach(|| -> Result<(AnyFib, Vec<IpAddr>), fibkit::Error> {
-                let options = LoadOptions {
-                    format,
-                    lenient,
-                    skip_bad,
-                    peer,
-                    label,
-                    ..LoadOptions::default()
-                };
-                let table = load_table(&path, &options)?;
-                let fib = AnyFib::build(&table, family, engine.as_deref())?;
-                Ok((fib, table.nexthops.iter().map(|(_, addr)| addr).collect()))
-            })
+        let (fib, nexthops, notes) = py
+            .detach(
+                || -> Result<(AnyFib, Vec<IpAddr>, Vec<String>), fibkit::Error> {
+                    let options = LoadOptions {
+                        format,
+                        lenient,
+                        skip_bad,
+                        peer,
+                        label,
+                        ..LoadOptions::default()
+                    };
+                    let table = load_table(&path, &options)?;
+                    let fib = AnyFib::build(&table, family, engine.as_deref())?;
+                    let nexthops = table.nexthops.iter().map(|(_, addr)| addr).collect();
+                    Ok((fib, nexthops, table.notes))
+                },
+            )
             .map_err(to_py)?;
-        Ok(PyFib { fib, nexthops })
+        Ok(PyFib {
+            fib,
+            nexthops,
+            notes,
+        })
     }
 
     /// The next-hop addresses of a table labelled by next hop (a
@@ -547,6 +556,14 @@ impl PyFib {
         self.nexthops.iter().map(IpAddr::to_string).collect()
     }
 
+    /// What the loader said about the file `load` read, as the command
+    /// prints it on standard error: which MRT peer's routes it kept (and
+    /// how to choose another), routes it dropped, prefixes with several
+    /// origin ASes. Empty for images and tables built from prefixes.
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+
     /// Opens an image written by `fibkit build` (or `Fib.save_image`): maps
     /// the file and checks it, with no build. An image answers labels, not
     /// prefixes, and cannot change.
@@ -556,6 +573,7 @@ impl PyFib {
         Ok(PyFib {
             fib,
             nexthops: Vec::new(),
+            notes: Vec::new(),
         })
     }
 
@@ -599,6 +617,7 @@ impl PyFib {
         Ok(PyFib {
             fib,
             nexthops: Vec::new(),
+            notes: Vec::new(),
         })
     }
 

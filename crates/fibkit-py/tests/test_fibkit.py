@@ -255,6 +255,10 @@ def test_prefix_to_as_files_load_with_their_origins(tmp_path):
     assert labels.tolist() == [13335, 38803, 0, 0]
     assert found.tolist() == [True, True, True, False]
     assert fib.lookup("1.0.5.1") == ("1.0.4.0/22", 38803)
+    assert [note.split(" (")[0] for note in fib.notes()] == [
+        "1 prefixes have several origin ASes",
+        "1 prefixes have an AS set as their",
+    ]
     ipasn = tmp_path / "ipasn_20250101.dat"
     ipasn.write_text("; IP-ASN32-DAT file\n; Original source: rib.bz2\n1.0.0.0/24\t13335\n")
     assert fibkit.Fib.load(ipasn).lookup("1.0.0.1") == ("1.0.0.0/24", 13335)
@@ -304,6 +308,9 @@ def test_mrt_dumps_load_by_origin_as_or_next_hop_and_peer():
                 assert fib.nexthops() == [hops[label] for label in range(len(hops))]
                 for prefix, label in fib.prefixes():
                     assert ipaddress.ip_address(fib.nexthops()[label])
+    notes = fibkit.Fib.load(dump).notes()
+    assert notes[0].startswith("MRT: kept the routes of peer 192.168.1.10 (AS65000)"), notes
+    assert fibkit.Fib.from_prefixes({"10.0.0.0/8": 1}).notes() == []
     with pytest.raises(fibkit.FibkitError, match=r"no peer of AS1 in this MRT RIB dump; its 3 peers"):
         fibkit.Fib.load(dump, peer="AS1")
 
