@@ -12,6 +12,7 @@ fuzz_target!(|data: &[u8]| {
         1 => Some(Format::NextHop),
         2 => Some(Format::Mrt),
         3 => Some(Format::Updates),
+        4 => Some(Format::Pfx2as),
         _ => None,
     };
     let options = LoadOptions {

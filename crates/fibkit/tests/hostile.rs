@@ -262,9 +262,16 @@ fn mutated_tables_load_or_fail_never_panic() {
         good.push_str(&format!("10.{}.{}.0/24 {}\n", i % 7, i, i % 5));
         good.push_str(&format!("2001:db8:{i:x}::/48 192.0.2.{}\n", i % 9));
     }
+    // CAIDA prefix-to-AS lines: single, multi-origin and AS-set origins.
+    let mut pfx2as = String::new();
+    for i in 0..200u32 {
+        pfx2as.push_str(&format!("10.{}.{}.0\t24\t{}_{}\n", i % 7, i, i, i + 1));
+        pfx2as.push_str(&format!("2001:db8:{i:x}::\t48\t{{{},{}}}\n", i, i % 9));
+    }
     let mut rng = SmallRng::seed_from_u64(0x0405_711e);
     for case in 0..400 {
-        let mut bytes = good.clone().into_bytes();
+        let seed = if case % 2 == 0 { &good } else { &pfx2as };
+        let mut bytes = seed.clone().into_bytes();
         for _ in 0..rng.random_range(1..8) {
             if bytes.is_empty() {
                 break;
@@ -272,7 +279,10 @@ fn mutated_tables_load_or_fail_never_panic() {
             let at = rng.random_range(0..bytes.len());
             match rng.random_range(0..4) {
                 0 => bytes[at] = rng.random(),
-                1 => bytes.insert(at, b"\0\n #:/ .9fz\xff"[rng.random_range(0..12)]),
+                1 => {
+                    let noise = b"\0\n #:/ .9fz\xff_,{}\t;";
+                    bytes.insert(at, noise[rng.random_range(0..noise.len())])
+                }
                 2 => {
                     bytes.remove(at);
                 }
@@ -291,6 +301,7 @@ fn mutated_tables_load_or_fail_never_panic() {
             Some(Format::Table),
             Some(Format::NextHop),
             Some(Format::Mrt),
+            Some(Format::Pfx2as),
         ] {
             for skip_bad in [false, true] {
                 let options = LoadOptions {
