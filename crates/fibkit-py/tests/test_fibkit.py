@@ -338,3 +338,18 @@ def test_load_options_are_checked(tmp_path):
     fib = fibkit.Fib.load(bad, skip_bad=True)
     assert fib.prefixes() == [("10.0.0.0/8", 1), ("10.1.0.0/16", 2)]
     assert fib.nexthops() == []
+
+
+def test_dask_images_read_an_mrt_dump_by_origin_as(tmp_path):
+    from fibkit.dask import prepare_images
+
+    dump = data("mrt/openbgpd_rib_table-v2")
+    images = prepare_images(dump, dump, tmp_path / "images", engine="dxr")
+    by_asn = fibkit.Fib.load(dump, label="origin-as")
+    by_hop = fibkit.Fib.load(dump)
+    addrs = [prefix.split("/")[0] for prefix, _ in by_asn.prefixes()] + ["10.9.9.9"]
+    for image, table in [(images.origin_as, by_asn), (images.nexthop, by_hop)]:
+        got = fibkit.Fib.open_image(image).lookup_many(addrs)
+        want = table.lookup_many(addrs)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    assert by_asn.lookup_many(addrs)[0].tolist() != by_hop.lookup_many(addrs)[0].tolist()

@@ -70,12 +70,17 @@ def prepare_images(
 ) -> Images:
     """Builds the IPv4 images the annotation reads, into `directory`: the
     next-hop table, the IP-to-ASN table, and the next-hop table's prefixes
-    labelled by position (so a lookup answers which prefix matched)."""
+    labelled by position (so a lookup answers which prefix matched).
+
+    `asn_table` may be a `prefix origin-as` table, a prefix-to-AS file
+    (CAIDA's `pfx2as`, pyasn's `ipasn`) or an MRT RIB dump, read with its
+    origin ASes as labels (`Fib.load(..., label="origin-as")`); so one dump
+    can serve as both tables."""
     images = Images.in_directory(directory)
     os.makedirs(os.fspath(directory), exist_ok=True)
     nexthop = Fib.load(nexthop_table, engine=engine, family=4)
     nexthop.save_image(images.nexthop)
-    Fib.load(asn_table, engine=engine, family=4).save_image(images.origin_as)
+    Fib.load(asn_table, engine=engine, family=4, label="origin-as").save_image(images.origin_as)
     prefixes = [prefix for prefix, _ in nexthop.prefixes()]
     ordinals = Fib.from_prefixes(
         ((prefix, i) for i, prefix in enumerate(prefixes)), engine=engine, family=4
