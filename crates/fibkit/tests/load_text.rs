@@ -349,6 +349,20 @@ fn pfx2as_files_label_each_prefix_with_its_first_origin() {
         let path = write(&dir, "bad.pfx2as", text.as_bytes());
         assert_bad(&table_error(&path, &forced), "bad.pfx2as", line, says);
     }
+    // A line skipped under `skip_bad` is not in the notes' counts.
+    let path = write(
+        &dir,
+        "skip.pfx2as",
+        b"1.0.0.0\t24\t1_2\n1.0.1.0\t24\t{3,4}_x\n",
+    );
+    let skipping = LoadOptions {
+        skip_bad: true,
+        ..forced
+    };
+    let table = load_table(&path, &skipping).unwrap();
+    assert_eq!((table.stats.skipped, table.v4.len()), (1, 1));
+    assert_eq!(table.notes.len(), 1, "{:?}", table.notes);
+    assert!(table.notes[0].starts_with("1 prefixes have several origin ASes"));
     // --lenient clears host bits here too.
     let path = write(&dir, "host.pfx2as", b"1.0.0.1\t24\t7\n");
     let lenient = LoadOptions {

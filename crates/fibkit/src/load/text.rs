@@ -185,37 +185,43 @@ struct OriginCounts {
     set_first: u64,
 }
 
+/// One origin of a `pfx2as` origin field: its members joined by `,`, and
+/// whether they form an AS set (`A,B` or `{A,B}`; `{A}` is a set of one).
+fn members_of(origin: &str) -> (&str, bool) {
+    match origin.strip_prefix('{').and_then(|o| o.strip_suffix('}')) {
+        Some(set) => (set, true),
+        None => (origin, origin.contains(',')),
+    }
+}
+
 /// The label of a `pfx2as` origin field: the AS, the first of several
 /// joined by `_`, or 0 when that first is an AS set (`A,B` or `{A,B}`),
 /// which has no single origin. Every AS of the field must be a number.
 fn origin_label(text: &str, counts: &mut OriginCounts) -> Result<Label, String> {
-    let mut label = None;
-    let mut origins = 0;
-    for origin in text.split('_') {
-        origins += 1;
-        let set = origin.strip_prefix('{').and_then(|o| o.strip_suffix('}'));
-        let members = set.unwrap_or(origin);
-        let is_set = set.is_some() || members.contains(',');
-        for member in members.split(',') {
-            if member.parse::<Label>().is_err() {
-                return Err(format!(
-                    "`{}` is not an origin AS (expected an AS number, `A_B` for \
-                     several origins or `A,B` for an AS set)",
-                    excerpt(text)
-                ));
-            }
-        }
-        if label.is_none() {
-            label = Some(if is_set {
-                counts.set_first += 1;
-                0
-            } else {
-                members.parse::<Label>().unwrap_or(0)
-            });
-        }
+    let all_numbers = text.split('_').all(|origin| {
+        members_of(origin)
+            .0
+            .split(',')
+            .all(|member| member.parse::<Label>().is_ok())
+    });
+    if !all_numbers {
+        return Err(format!(
+            "`{}` is not an origin AS (expected an AS number, `A_B` for several \
+             origins or `A,B` for an AS set)",
+            excerpt(text)
+        ));
     }
-    counts.several += (origins > 1) as u64;
-    Ok(label.unwrap_or(0))
+    // Counted only once the whole field is known good, so a line skipped
+    // under `skip_bad` is not in the notes.
+    counts.several += text.contains('_') as u64;
+    let first = text.split('_').next().unwrap_or(text);
+    Ok(match members_of(first) {
+        (_, true) => {
+            counts.set_first += 1;
+            0
+        }
+        (asn, false) => asn.parse::<Label>().unwrap_or(0),
+    })
 }
 
 /// Reads a CAIDA RouteViews prefix-to-AS file (`Format::Pfx2as`):
