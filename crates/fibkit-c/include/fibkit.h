@@ -4,12 +4,12 @@
  * Link with -lfibkit (static: libfibkit.a -lpthread -ldl -lm).
  *
  * Tables: fibkit_table_load reads a table file (text or MRT, plain, gzip or
- * bzip2); fibkit_fib_build builds an engine by spec ("dxr", "dir24-8",
+ * bzip2; fibkit_table_load_with with options); fibkit_fib_build builds an engine by spec ("dxr", "dir24-8",
  * "lctrie", ...) over one family of it; fibkit_fib_open_image opens an image
  * written by `fibkit build` by memory map, without building.
  *
  * Results: functions return FIBKIT_OK (0), FIBKIT_NOT_FOUND (1, lookups
- * only) or a negative FIBKIT_ERR_* code; fibkit_last_error() gives the
+ * and fibkit_table_nexthop only) or a negative FIBKIT_ERR_* code; fibkit_last_error() gives the
  * message of this thread's last failed call. No call aborts or unwinds into
  * C, whatever its input: NULL or misaligned pointers, addresses of the
  * wrong family, bad changes and damaged images are error codes.
@@ -87,6 +87,14 @@
 // (`ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128` is 43 characters).
 #define FIBKIT_PREFIX_TEXT_BYTES 48
 
+// `fibkit_load_options::label`: routes of an MRT dump labelled by next
+// hop (an index of the table's next hops: `fibkit_table_nexthop`).
+#define FIBKIT_LABEL_NEXTHOP 0
+
+// `fibkit_load_options::label`: routes of an MRT dump labelled by origin
+// AS (0 where the path has none or ends in an AS set).
+#define FIBKIT_LABEL_ORIGIN_AS 1
+
 // A forwarding table of one family, built by engine spec from a table
 // (live: changes can be applied) or opened from an image. Opaque.
 typedef struct fibkit_fib fibkit_fib;
@@ -99,6 +107,24 @@ typedef struct fibkit_reader fibkit_reader;
 
 // A loaded table file: its IPv4 and IPv6 prefixes. Opaque.
 typedef struct fibkit_table fibkit_table;
+
+// How `fibkit_table_load_with` reads a file; a zeroed struct gives the
+// defaults of `fibkit_table_load`.
+typedef struct {
+  // The format instead of detecting it (`"table"`, `"nexthop"`, `"mrt"`,
+  // `"pfx2as"`), or NULL.
+  const char *format;
+  // MRT: `FIBKIT_LABEL_NEXTHOP` or `FIBKIT_LABEL_ORIGIN_AS`.
+  int label;
+  // MRT RIB dumps: the peer whose routes are kept (`"192.0.2.1"`,
+  // `"AS64500"`), or NULL for the peer with most prefixes.
+  const char *peer;
+  // Non-zero: clear host bits of prefixes like 10.0.0.1/8 instead of
+  // failing.
+  int lenient;
+  // Non-zero: skip bad lines or records instead of failing.
+  int skip_bad;
+} fibkit_load_options;
 
 // Statistics of a table.
 typedef struct {
@@ -170,6 +196,30 @@ const char *fibkit_last_error(void);
 // # Safety
 // `path` must be a NUL-terminated string and `out` valid for writing.
 int fibkit_table_load(const char *path, fibkit_table **out);
+
+// `fibkit_table_load` with options (`options` NULL: the defaults). A
+// format, label or peer the options name badly is `FIBKIT_ERR_ARGUMENT`;
+// a peer the dump does not have is `FIBKIT_ERR_LOAD`, its message listing
+// the dump's peers.
+//
+// # Safety
+// `path` must be a NUL-terminated string, `options` NULL or valid for
+// reading (its strings NULL or NUL-terminated), `out` valid for writing.
+int fibkit_table_load_with(const char *path,
+                           const fibkit_load_options *options,
+                           fibkit_table **out);
+
+// Writes the next-hop address of `label` (`192.0.2.1`, `2001:db8::1`) into
+// `buf` as `snprintf` does, for a table labelled by next hop (`prefix
+// nexthop` text, MRT with `FIBKIT_LABEL_NEXTHOP`). Returns the address's
+// length (`>= len`: cut; `FIBKIT_PREFIX_TEXT_BYTES` always holds it), or
+// `FIBKIT_NOT_FOUND` when the label names no next hop. `buf` may be NULL
+// when `len` is 0.
+//
+// # Safety
+// `table` must come from `fibkit_table_load`; `buf` valid for writing
+// `len` bytes.
+int fibkit_table_nexthop(const fibkit_table *table, uint32_t label, char *buf, size_t len);
 
 // The numbers of IPv4 and IPv6 prefixes in a loaded table (either output
 // may be NULL).

@@ -26,7 +26,7 @@ use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-use fibkit::load::{load_table, LoadOptions, LoadedTable};
+use fibkit::load::{load_table, Format, LabelSource, LoadOptions, LoadedTable, PeerSelector};
 use fibkit::registry::ImageFamily;
 use fibkit::{AnyFib, Change, Family, FamilyFib, FamilyReader, Label, Prefix};
 
@@ -69,6 +69,32 @@ pub const FIBKIT_ANY_FAMILY: c_int = 0;
 /// Bytes that always hold a prefix as text with its NUL
 /// (`ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128` is 43 characters).
 pub const FIBKIT_PREFIX_TEXT_BYTES: usize = 48;
+
+/// `fibkit_load_options::label`: routes of an MRT dump labelled by next
+/// hop (an index of the table's next hops: `fibkit_table_nexthop`).
+pub const FIBKIT_LABEL_NEXTHOP: c_int = 0;
+/// `fibkit_load_options::label`: routes of an MRT dump labelled by origin
+/// AS (0 where the path has none or ends in an AS set).
+pub const FIBKIT_LABEL_ORIGIN_AS: c_int = 1;
+
+/// How `fibkit_table_load_with` reads a file; a zeroed struct gives the
+/// defaults of `fibkit_table_load`.
+#[repr(C)]
+pub struct fibkit_load_options {
+    /// The format instead of detecting it (`"table"`, `"nexthop"`, `"mrt"`,
+    /// `"pfx2as"`), or NULL.
+    pub format: *const c_char,
+    /// MRT: `FIBKIT_LABEL_NEXTHOP` or `FIBKIT_LABEL_ORIGIN_AS`.
+    pub label: c_int,
+    /// MRT RIB dumps: the peer whose routes are kept (`"192.0.2.1"`,
+    /// `"AS64500"`), or NULL for the peer with most prefixes.
+    pub peer: *const c_char,
+    /// Non-zero: clear host bits of prefixes like 10.0.0.1/8 instead of
+    /// failing.
+    pub lenient: c_int,
+    /// Non-zero: skip bad lines or records instead of failing.
+    pub skip_bad: c_int,
+}
 
 /// A loaded table file: its IPv4 and IPv6 prefixes. Opaque.
 pub struct fibkit_table {
@@ -386,6 +412,120 @@ pub unsafe extern "C" fn fibkit_table_load(
         // SAFETY: checked non-NULL above; valid by the caller's contract.
         unsafe { out.write_unaligned(raw) };
         Ok(FIBKIT_OK)
+    })
+}
+
+/// `fibkit_table_load` with options (`options` NULL: the defaults). A
+/// format, label or peer the options name badly is `FIBKIT_ERR_ARGUMENT`;
+/// a peer the dump does not have is `FIBKIT_ERR_LOAD`, its message listing
+/// the dump's peers.
+///
+/// # Safety
+/// `path` must be a NUL-terminated string, `options` NULL or valid for
+/// reading (its strings NULL or NUL-terminated), `out` valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn fibkit_table_load_with(
+    path: *const c_char,
+    options: *const fibkit_load_options,
+    out: *mut *mut fibkit_table,
+) -> c_int {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let path = unsafe { text(path, "path") }?;
+        if out.is_null() {
+            return Err(fail(FIBKIT_ERR_NULL, "`out` is NULL"));
+        }
+        // SAFETY: NULL or valid for reading, by the caller's contract.
+        let load = match unsafe { options.as_ref() } {
+            // SAFETY: the struct's strings are NULL or NUL-terminated.
+            Some(options) => unsafe { load_options(options) }?,
+            None => LoadOptions::default(),
+        };
+        let table = load_table(Path::new(path), &load)
+            .map_err(|e| Failure::from(fibkit::Error::from(e)))?;
+        let raw = Box::into_raw(Box::new(fibkit_table { table }));
+        // SAFETY: checked non-NULL above; valid by the caller's contract.
+        unsafe { out.write_unaligned(raw) };
+        Ok(FIBKIT_OK)
+    })
+}
+
+/// The loader's options from the C struct.
+///
+/// # Safety
+/// The struct's strings must be NULL or NUL-terminated.
+unsafe fn load_options(options: &fibkit_load_options) -> Result<LoadOptions<'static>, Failure> {
+    let format = if options.format.is_null() {
+        None
+    } else {
+        // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+        let name = unsafe { text(options.format, "options->format") }?;
+        Some(
+            name.parse::<Format>()
+                .map_err(|why| fail(FIBKIT_ERR_ARGUMENT, format!("options->format: {why}")))?,
+        )
+    };
+    let peer = if options.peer.is_null() {
+        None
+    } else {
+        // SAFETY: as above.
+        let peer = unsafe { text(options.peer, "options->peer") }?;
+        Some(
+            peer.parse::<PeerSelector>()
+                .map_err(|why| fail(FIBKIT_ERR_ARGUMENT, format!("options->peer: {why}")))?,
+        )
+    };
+    let label = match options.label {
+        FIBKIT_LABEL_NEXTHOP => LabelSource::NextHop,
+        FIBKIT_LABEL_ORIGIN_AS => LabelSource::OriginAs,
+        other => {
+            return Err(fail(
+                FIBKIT_ERR_ARGUMENT,
+                format!(
+                    "options->label {other} is neither FIBKIT_LABEL_NEXTHOP (0) nor \
+                     FIBKIT_LABEL_ORIGIN_AS (1)"
+                ),
+            ))
+        }
+    };
+    Ok(LoadOptions {
+        format,
+        label,
+        peer,
+        lenient: options.lenient != 0,
+        skip_bad: options.skip_bad != 0,
+        ..LoadOptions::default()
+    })
+}
+
+/// Writes the next-hop address of `label` (`192.0.2.1`, `2001:db8::1`) into
+/// `buf` as `snprintf` does, for a table labelled by next hop (`prefix
+/// nexthop` text, MRT with `FIBKIT_LABEL_NEXTHOP`). Returns the address's
+/// length (`>= len`: cut; `FIBKIT_PREFIX_TEXT_BYTES` always holds it), or
+/// `FIBKIT_NOT_FOUND` when the label names no next hop. `buf` may be NULL
+/// when `len` is 0.
+///
+/// # Safety
+/// `table` must come from `fibkit_table_load`; `buf` valid for writing
+/// `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn fibkit_table_nexthop(
+    table: *const fibkit_table,
+    label: u32,
+    buf: *mut c_char,
+    len: usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let table = &unsafe { non_null(table, "table") }?.table;
+        // SAFETY: forwarded from the caller.
+        let buf = unsafe { array_mut(buf.cast::<u8>(), len, "buf") }?;
+        let Some(addr) = table.nexthops.addr(label) else {
+            return Ok(FIBKIT_NOT_FOUND);
+        };
+        let addr = addr.to_string();
+        copy_text(&addr, buf);
+        Ok(addr.len() as c_int)
     })
 }
 

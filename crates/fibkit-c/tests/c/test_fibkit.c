@@ -166,6 +166,69 @@ static int errors_mode(const char *data_dir, const char *scratch) {
     CHECK(fibkit_table_load(path, &table) == FIBKIT_ERR_LOAD && said("bad-table.txt:3") &&
               said("host bits"), "bad line");
 
+    /* Load options: an MRT dump by origin AS or by next hop (with the next
+     * hops' addresses), a peer it does not have, bad options. */
+    {
+        char dump[4096], hop[FIBKIT_PREFIX_TEXT_BYTES];
+        snprintf(dump, sizeof dump, "%s/mrt/openbgpd_rib_table-v2", data_dir);
+        const uint32_t lan = 0xc0a80001; /* 192.168.0.1 */
+        fibkit_load_options options = {0};
+        fibkit_table *mrt = NULL;
+        fibkit_fib *by_mrt = NULL;
+        options.label = FIBKIT_LABEL_ORIGIN_AS;
+        CHECK(fibkit_table_load_with(dump, &options, &mrt) == FIBKIT_OK, "load %s by origin AS", dump);
+        CHECK(fibkit_fib_build(mrt, FIBKIT_IPV4, NULL, &by_mrt) == FIBKIT_OK, "build by origin AS");
+        CHECK(fibkit_lookup_v4(by_mrt, lan, &label) == FIBKIT_OK && label == 65015, "origin AS %u", label);
+        CHECK(fibkit_table_nexthop(mrt, 0, hop, sizeof hop) == FIBKIT_NOT_FOUND, "origin-AS labels name no next hop");
+        fibkit_fib_free(by_mrt);
+        fibkit_table_free(mrt);
+        CHECK(fibkit_table_load_with(dump, NULL, &mrt) == FIBKIT_OK, "load %s by next hop", dump);
+        CHECK(fibkit_fib_build(mrt, FIBKIT_IPV4, NULL, &by_mrt) == FIBKIT_OK, "build by next hop");
+        CHECK(fibkit_lookup_v4(by_mrt, lan, &label) == FIBKIT_OK, "next-hop lookup");
+        CHECK(fibkit_table_nexthop(mrt, label, hop, sizeof hop) == 12 && strcmp(hop, "192.168.0.15") == 0,
+              "next hop %s", hop);
+        CHECK(fibkit_table_nexthop(mrt, label, NULL, 0) == 12, "next hop length only");
+        CHECK(fibkit_table_nexthop(mrt, label, hop, 4) == 12 && strcmp(hop, "192") == 0, "cut next hop %s", hop);
+        CHECK(fibkit_table_nexthop(mrt, 999999, hop, sizeof hop) == FIBKIT_NOT_FOUND, "label past the next hops");
+        CHECK(fibkit_table_nexthop(NULL, 0, hop, sizeof hop) == FIBKIT_ERR_NULL, "null table");
+        fibkit_fib_free(by_mrt);
+        fibkit_table_free(mrt);
+        mrt = NULL;
+        options.label = FIBKIT_LABEL_NEXTHOP;
+        options.peer = "AS1";
+        CHECK(fibkit_table_load_with(dump, &options, &mrt) == FIBKIT_ERR_LOAD && said("no peer of AS1") &&
+                  said("its 3 peers"), "missing peer");
+        options.peer = "nonsense";
+        CHECK(fibkit_table_load_with(dump, &options, &mrt) == FIBKIT_ERR_ARGUMENT && said("options->peer"),
+              "bad peer");
+        options.peer = NULL;
+        options.format = "csv";
+        CHECK(fibkit_table_load_with(dump, &options, &mrt) == FIBKIT_ERR_ARGUMENT &&
+                  said("unknown format `csv`"), "bad format");
+        options.format = "table";
+        CHECK(fibkit_table_load_with(dump, &options, &mrt) == FIBKIT_ERR_LOAD && said("not UTF-8"),
+              "MRT read as text");
+        options.format = NULL;
+        options.label = 7;
+        CHECK(fibkit_table_load_with(dump, &options, &mrt) == FIBKIT_ERR_ARGUMENT && said("options->label 7"),
+              "bad label");
+        CHECK(mrt == NULL, "no table after a failed load");
+        options.label = FIBKIT_LABEL_NEXTHOP;
+        snprintf(path, sizeof path, "%s/bad-table.txt", scratch);
+        options.skip_bad = 1;
+        uint64_t kept = 0;
+        CHECK(fibkit_table_load_with(path, &options, &mrt) == FIBKIT_OK &&
+                  fibkit_table_prefixes(mrt, &kept, NULL) == FIBKIT_OK && kept == 2, "skip_bad kept %llu",
+              (unsigned long long)kept);
+        fibkit_table_free(mrt);
+        options.skip_bad = 0;
+        options.lenient = 1;
+        CHECK(fibkit_table_load_with(path, &options, &mrt) == FIBKIT_OK &&
+                  fibkit_table_prefixes(mrt, &kept, NULL) == FIBKIT_OK && kept == 3, "lenient kept %llu",
+              (unsigned long long)kept);
+        fibkit_table_free(mrt);
+    }
+
     /* A live IPv4 table. */
     snprintf(path, sizeof path, "%s/good-table.txt", scratch);
     const char *good = "10.0.0.0/8 1\n10.1.0.0/16 4294967295\n2001:db8::/32 6\n";
