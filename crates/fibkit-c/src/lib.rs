@@ -400,19 +400,8 @@ pub unsafe extern "C" fn fibkit_table_load(
     path: *const c_char,
     out: *mut *mut fibkit_table,
 ) -> c_int {
-    guard(|| {
-        // SAFETY: forwarded from the caller.
-        let path = unsafe { text(path, "path") }?;
-        if out.is_null() {
-            return Err(fail(FIBKIT_ERR_NULL, "`out` is NULL"));
-        }
-        let table = load_table(Path::new(path), &LoadOptions::default())
-            .map_err(|e| Failure::from(fibkit::Error::from(e)))?;
-        let raw = Box::into_raw(Box::new(fibkit_table { table }));
-        // SAFETY: checked non-NULL above; valid by the caller's contract.
-        unsafe { out.write_unaligned(raw) };
-        Ok(FIBKIT_OK)
-    })
+    // SAFETY: forwarded from the caller; NULL options are the defaults.
+    unsafe { fibkit_table_load_with(path, std::ptr::null(), out) }
 }
 
 /// `fibkit_table_load` with options (`options` NULL: the defaults). A
