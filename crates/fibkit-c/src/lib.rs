@@ -444,26 +444,10 @@ pub unsafe extern "C" fn fibkit_table_load_with(
 /// # Safety
 /// The struct's strings must be NULL or NUL-terminated.
 unsafe fn load_options(options: &fibkit_load_options) -> Result<LoadOptions<'static>, Failure> {
-    let format = if options.format.is_null() {
-        None
-    } else {
-        // SAFETY: non-NULL and NUL-terminated by the caller's contract.
-        let name = unsafe { text(options.format, "options->format") }?;
-        Some(
-            name.parse::<Format>()
-                .map_err(|why| fail(FIBKIT_ERR_ARGUMENT, format!("options->format: {why}")))?,
-        )
-    };
-    let peer = if options.peer.is_null() {
-        None
-    } else {
-        // SAFETY: as above.
-        let peer = unsafe { text(options.peer, "options->peer") }?;
-        Some(
-            peer.parse::<PeerSelector>()
-                .map_err(|why| fail(FIBKIT_ERR_ARGUMENT, format!("options->peer: {why}")))?,
-        )
-    };
+    // SAFETY: forwarded from the caller.
+    let format = unsafe { parsed_option::<Format>(options.format, "options->format") }?;
+    // SAFETY: forwarded from the caller.
+    let peer = unsafe { parsed_option::<PeerSelector>(options.peer, "options->peer") }?;
     let label = match options.label {
         FIBKIT_LABEL_NEXTHOP => LabelSource::NextHop,
         FIBKIT_LABEL_ORIGIN_AS => LabelSource::OriginAs,
@@ -485,6 +469,26 @@ unsafe fn load_options(options: &fibkit_load_options) -> Result<LoadOptions<'sta
         skip_bad: options.skip_bad != 0,
         ..LoadOptions::default()
     })
+}
+
+/// An optional string field of `fibkit_load_options` (`field` in messages)
+/// parsed as `T`: `None` when NULL.
+///
+/// # Safety
+/// `ptr` must be NULL or NUL-terminated.
+unsafe fn parsed_option<T: std::str::FromStr<Err = String>>(
+    ptr: *const c_char,
+    field: &str,
+) -> Result<Option<T>, Failure> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL, and NUL-terminated by the caller's contract.
+    let value = unsafe { text(ptr, field) }?;
+    value
+        .parse::<T>()
+        .map(Some)
+        .map_err(|why| fail(FIBKIT_ERR_ARGUMENT, format!("{field}: {why}")))
 }
 
 /// Writes the next-hop address of `label` (`192.0.2.1`, `2001:db8::1`) into

@@ -322,7 +322,7 @@ struct TableArgs {
     #[arg(long, value_name = "PEER")]
     peer: Option<PeerSelector>,
     /// MRT: label routes by next hop or by origin AS.
-    #[arg(long, value_name = "SOURCE", default_value = "nexthop", value_parser = parse_label_source)]
+    #[arg(long, value_name = "SOURCE", default_value = "nexthop")]
     label: LabelSource,
 }
 
@@ -347,16 +347,6 @@ pub(crate) fn parse_address_count(text: &str) -> Result<usize, String> {
         .parse::<usize>()
         .map_err(|_| format!("`{text}` is not a count"))?;
     fibkit::trace::check_address_count(count)
-}
-
-fn parse_label_source(text: &str) -> Result<LabelSource, String> {
-    match text {
-        "nexthop" => Ok(LabelSource::NextHop),
-        "origin-as" => Ok(LabelSource::OriginAs),
-        _ => Err(format!(
-            "`{text}` is not a label source (nexthop, origin-as)"
-        )),
-    }
 }
 
 /// Whether the error is a closed standard output (a reader like `head` left).

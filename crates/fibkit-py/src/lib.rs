@@ -512,15 +512,11 @@ impl PyFib {
             Some(name) => Some(name.parse::<Format>().map_err(PyValueError::new_err)?),
             None => None,
         };
-        let label = match label {
-            "nexthop" => LabelSource::NextHop,
-            "origin-as" => LabelSource::OriginAs,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "label {other:?} is not a label source (\"nexthop\" or \"origin-as\")"
-                )))
-            }
-        };
+        let label = label.parse::<LabelSource>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "label {label:?} is not a label source (\"nexthop\" or \"origin-as\")"
+            ))
+        })?;
         let peer = peer.map(peer_arg).transpose()?;
         let (fib, nexthops, notes) = py
             .detach(

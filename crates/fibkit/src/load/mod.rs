@@ -155,6 +155,20 @@ pub enum LabelSource {
     OriginAs,
 }
 
+impl std::str::FromStr for LabelSource {
+    type Err = String;
+    /// `nexthop` or `origin-as`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "nexthop" => Ok(LabelSource::NextHop),
+            "origin-as" => Ok(LabelSource::OriginAs),
+            _ => Err(format!(
+                "`{text}` is not a label source (nexthop, origin-as)"
+            )),
+        }
+    }
+}
+
 /// Which collector peer's routes an MRT RIB dump load keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PeerSelector {
