@@ -9,7 +9,7 @@ use fibkit::engine::{EngineConfig, EngineStats, Updater};
 use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
 use fibkit::model::auto::{
     default_machine, fallback_caches, read_machine, AutoConfig, AutoUpdater, Ranked,
-    DXR6_CANDIDATES, TIE_BAND,
+    DXR6_CANDIDATES, DXR_TWO_LEVEL, TIE_BAND,
 };
 use fibkit::model::cpe::predict_cpe;
 use fibkit::model::dxr::predict_dxr;
@@ -28,13 +28,19 @@ fn auto_builds_its_pick_and_names_it() {
     let (updater, snapshot) = AutoUpdater::<u32>::build(&AutoConfig::default(), &rib).unwrap();
     assert_verified(&snapshot, &rib, 5000, "auto");
     let choice = updater.choice();
-    assert_eq!(choice.ranking.len(), 7 + 3);
-    assert!(choice.ranking.iter().all(|r| r.predicted_ns.is_some()));
+    assert_eq!(choice.ranking.len(), 7 + 2 + 3);
+    // Every candidate but the two-level DXR layouts is predicted; those
+    // are timed and say how large they are.
+    for row in &choice.ranking {
+        let two_level = DXR_TWO_LEVEL.contains(&row.spec.as_str());
+        assert_eq!(row.predicted_ns.is_none(), two_level, "{row:?}");
+        assert!(row.error.is_none() && row.memory_bytes > 0, "{row:?}");
+    }
     // Every candidate was timed, the pick the one whose worse ratio to the
     // fastest RND and SEQ time is smallest.
     assert_best_timed_first(&choice.ranking, |rnd, seq| rnd.max(seq));
     assert!(
-        choice.reason.contains("fastest of 10 timed"),
+        choice.reason.contains("fastest of 12 timed"),
         "{}",
         choice.reason
     );
@@ -48,7 +54,13 @@ fn auto_builds_its_pick_and_names_it() {
     // A second build times the candidates again and may pick another of
     // those within noise of each other: the stats name its own pick.
     assert_eq!(stats.pick, stats.ranking[0].spec);
-    assert_eq!(stats.ranking.len(), 7 + 3);
+    assert_eq!(stats.ranking.len(), 7 + 2 + 3);
+    let rows = fib.stats().rows();
+    assert!(
+        rows.iter()
+            .any(|(name, row)| name.ends_with("dxr:d=16,x=4") && row.contains("no model, ")),
+        "{rows:?}"
+    );
     for (candidates, prefix) in [("dxr", "dxr:"), ("cpe", "cpe:")] {
         let spec = format!("auto:candidates={candidates}");
         let config = AutoConfig::parse(&spec).unwrap();
@@ -115,31 +127,36 @@ fn measure_sets_how_many_candidates_are_timed() {
     assert_verified(&snapshot, &rib, 2000, "auto:measure=0");
     let choice = updater.choice();
     assert!(choice.ranking.iter().all(|r| r.measured_rnd_ns.is_none()));
-    let times: Vec<f64> = choice
+    // The predicted candidates, fastest first, then those without a model.
+    let (predicted, unmodelled) = choice
         .ranking
-        .iter()
-        .map(|r| r.predicted_ns.unwrap())
-        .collect();
+        .split_at(choice.ranking.len() - DXR_TWO_LEVEL.len());
+    let times: Vec<f64> = predicted.iter().map(|r| r.predicted_ns.unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(unmodelled.iter().all(|r| r.predicted_ns.is_none()));
     assert!(choice.reason.contains("measure=0"), "{}", choice.reason);
-    // measure=3: the model's best three timed and first, the others after
-    // them, fastest predicted first.
+    // measure=3: the model's best three and the candidates without a
+    // model timed and first, the others after them, fastest predicted
+    // first.
     let (updater, snapshot) =
         AutoUpdater::<u32>::build(&AutoConfig::parse("auto:measure=3").unwrap(), &rib).unwrap();
     assert_verified(&snapshot, &rib, 2000, "auto:measure=3");
     let choice = updater.choice();
-    let (timed, untimed) = choice.ranking.split_at(3);
+    let (timed, untimed) = choice.ranking.split_at(3 + DXR_TWO_LEVEL.len());
     assert_best_timed_first(timed, |rnd, seq| rnd.max(seq));
     assert!(untimed.iter().all(|r| r.measured_rnd_ns.is_none()));
+    for spec in DXR_TWO_LEVEL {
+        assert!(timed.iter().any(|r| r.spec == spec), "{timed:?}");
+    }
     let slowest_timed = timed
         .iter()
-        .map(|r| r.predicted_ns.unwrap())
+        .filter_map(|r| r.predicted_ns)
         .fold(0.0, f64::max);
     let times: Vec<f64> = untimed.iter().map(|r| r.predicted_ns.unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
     assert!(times[0] >= slowest_timed, "{times:?} after {slowest_timed}");
     assert!(
-        choice.reason.contains("fastest of 3 timed"),
+        choice.reason.contains("fastest of 5 timed"),
         "{}",
         choice.reason
     );
@@ -288,7 +305,12 @@ fn auto_verifies_on_a_shared_table() {
     let table = shared_table("dfz-v4-nh.txt.gz");
     let (updater, snapshot) = AutoUpdater::<u32>::build(&AutoConfig::default(), &table.v4).unwrap();
     assert_verified(&snapshot, &table.v4, 200_000, "auto on dfz-v4-nh");
-    assert!(updater.choice().pick().predicted_ns.unwrap() > 0.0);
+    let pick = updater.choice().pick();
+    // A pick without a model is one of the two-level layouts, timed only.
+    assert!(
+        pick.predicted_ns.is_some_and(|ns| ns > 0.0) || DXR_TWO_LEVEL.contains(&pick.spec.as_str()),
+        "{pick:?}"
+    );
 }
 
 #[test]

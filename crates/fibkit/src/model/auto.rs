@@ -38,13 +38,21 @@
 //! Candidates:
 //! ```text
 //! IPv4   dxr:k=16 .. dxr:k=22            (candidates=dxr)
+//!        dxr:d=16,x=3, dxr:d=16,x=4      (candidates=dxr; timed, no model)
 //!        cpe:levels=2, 3, 4              (candidates=cpe)
 //! IPv6   dxr6, dxr6:k=12, dxr6:k=20, dxr6:density=8   (candidates=dxr)
 //!        cpe                             (candidates=cpe)
 //! ```
 //! The `cpe` and `dxr6` models walk the built table, so each of their
 //! candidates is built once to be predicted; `dxr` is predicted from the
-//! range view alone and built only when it is timed.
+//! range view alone and built only when it is timed. The two-level `dxr`
+//! layouts (Zec's D16X3R and D16X4R) have no model: they are always
+//! timed, never picked by the model alone (`measure=0`). They are there
+//! for dependent lookups: a 256 KiB direct table and small second-level
+//! blocks stay in cache where the one-level tables do not, which made
+//! them the fastest on SEQ on both machines measured and `dxr:d=16,x=4`
+//! the layout nearest the fastest of both patterns on one of them
+//! (docs/BENCHMARKS.md, "Two-level DXR layouts and `pattern=both`").
 //!
 //! Machine: `machine=FILE` reads a file of `fibkit model calibrate`, refused
 //! when it was made by another version or on another CPU or cache
@@ -89,6 +97,8 @@ pub const DEFAULT_CONST_NS: f64 = 2.0;
 
 /// DXR's `K` values `auto` considers on IPv4.
 pub const DXR_K: std::ops::RangeInclusive<u32> = 16..=22;
+/// Two-level DXR layouts `auto` times on IPv4 (no model covers them).
+pub const DXR_TWO_LEVEL: [&str; 2] = ["dxr:d=16,x=3", "dxr:d=16,x=4"];
 /// CPE level counts `auto` considers on IPv4.
 pub const CPE_LEVELS_V4: [u8; 3] = [2, 3, 4];
 /// `dxr6` layouts `auto` considers on IPv6: the default, a smaller and a
@@ -406,6 +416,9 @@ pub trait AutoFamily: Addr {
     /// `cpe`'s does) rather than the range view.
     fn built_direct_candidates() -> Vec<String>;
 
+    /// The family's DXR candidates without a model: built and timed only.
+    fn timed_direct_candidates() -> Vec<String>;
+
     /// The prediction of a built DXR candidate.
     fn predict_built_direct(
         view: &WeightedRanges<Self>,
@@ -436,6 +449,10 @@ impl AutoFamily for u32 {
 
     fn built_direct_candidates() -> Vec<String> {
         Vec::new()
+    }
+
+    fn timed_direct_candidates() -> Vec<String> {
+        DXR_TWO_LEVEL.iter().map(|s| s.to_string()).collect()
     }
 
     fn predict_built_direct(
@@ -474,6 +491,10 @@ impl AutoFamily for u128 {
     /// model walks the built table.
     fn built_direct_candidates() -> Vec<String> {
         DXR6_CANDIDATES.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn timed_direct_candidates() -> Vec<String> {
+        Vec::new()
     }
 
     fn predict_built_direct(
@@ -652,6 +673,11 @@ fn choose<A: AutoFamily>(
     let mut ranking = Vec::new();
     if config.candidates != Candidates::Cpe {
         ranking.extend(A::direct_candidates(&view, &machine));
+        ranking.extend(
+            A::timed_direct_candidates()
+                .into_iter()
+                .map(Ranked::unmodelled),
+        );
     }
     // The models of `cpe` and `dxr6` walk the built table; builds are kept
     // for timing.
@@ -738,6 +764,9 @@ fn choose<A: AutoFamily>(
             Ok(built) => {
                 if ranked.predicted_ns.is_some() {
                     predicted_left -= 1;
+                } else {
+                    // A row without a model still says how large it is.
+                    ranked.memory_bytes = built.1.memory_bytes() as u64;
                 }
                 timed.push((ranked, built));
             }
@@ -976,6 +1005,10 @@ impl EngineStats for AutoStats {
                     r.memory_bytes as f64 / (1 << 20) as f64
                 )),
                 (None, Some(e)) => parts.push(format!("not built: {e}")),
+                (None, None) if r.memory_bytes > 0 => parts.push(format!(
+                    "no model, {:.1} MiB",
+                    r.memory_bytes as f64 / (1 << 20) as f64
+                )),
                 (None, None) => parts.push("no model".to_string()),
             }
             rows.push((format!("#{} {}", rank + 1, r.spec), parts.join("; ")));
