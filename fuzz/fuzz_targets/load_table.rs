@@ -13,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
         2 => Some(Format::Mrt),
         3 => Some(Format::Updates),
         4 => Some(Format::Pfx2as),
+        5 => Some(Format::Bgpdump),
         _ => None,
     };
     let options = LoadOptions {

@@ -112,11 +112,11 @@ typedef struct fibkit_table fibkit_table;
 // defaults of `fibkit_table_load`.
 typedef struct {
   // The format instead of detecting it (`"table"`, `"nexthop"`, `"mrt"`,
-  // `"pfx2as"`), or NULL.
+  // `"pfx2as"`, `"bgpdump"`), or NULL.
   const char *format;
-  // MRT: `FIBKIT_LABEL_NEXTHOP` or `FIBKIT_LABEL_ORIGIN_AS`.
+  // MRT and bgpdump: `FIBKIT_LABEL_NEXTHOP` or `FIBKIT_LABEL_ORIGIN_AS`.
   int label;
-  // MRT RIB dumps: the peer whose routes are kept (`"192.0.2.1"`,
+  // MRT and bgpdump RIB dumps: the peer whose routes are kept (`"192.0.2.1"`,
   // `"AS64500"`), or NULL for the peer with most prefixes.
   const char *peer;
   // Non-zero: clear host bits of prefixes like 10.0.0.1/8 instead of

@@ -70,10 +70,10 @@ pub const FIBKIT_ANY_FAMILY: c_int = 0;
 /// (`ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128` is 43 characters).
 pub const FIBKIT_PREFIX_TEXT_BYTES: usize = 48;
 
-/// `fibkit_load_options::label`: routes of an MRT dump labelled by next
+/// `fibkit_load_options::label`: routes of an MRT dump (or its bgpdump text) labelled by next
 /// hop (an index of the table's next hops: `fibkit_table_nexthop`).
 pub const FIBKIT_LABEL_NEXTHOP: c_int = 0;
-/// `fibkit_load_options::label`: routes of an MRT dump labelled by origin
+/// `fibkit_load_options::label`: routes of an MRT dump (or its bgpdump text) labelled by origin
 /// AS (0 where the path has none or ends in an AS set).
 pub const FIBKIT_LABEL_ORIGIN_AS: c_int = 1;
 
@@ -82,11 +82,11 @@ pub const FIBKIT_LABEL_ORIGIN_AS: c_int = 1;
 #[repr(C)]
 pub struct fibkit_load_options {
     /// The format instead of detecting it (`"table"`, `"nexthop"`, `"mrt"`,
-    /// `"pfx2as"`), or NULL.
+    /// `"pfx2as"`, `"bgpdump"`), or NULL.
     pub format: *const c_char,
-    /// MRT: `FIBKIT_LABEL_NEXTHOP` or `FIBKIT_LABEL_ORIGIN_AS`.
+    /// MRT and bgpdump: `FIBKIT_LABEL_NEXTHOP` or `FIBKIT_LABEL_ORIGIN_AS`.
     pub label: c_int,
-    /// MRT RIB dumps: the peer whose routes are kept (`"192.0.2.1"`,
+    /// MRT and bgpdump RIB dumps: the peer whose routes are kept (`"192.0.2.1"`,
     /// `"AS64500"`), or NULL for the peer with most prefixes.
     pub peer: *const c_char,
     /// Non-zero: clear host bits of prefixes like 10.0.0.1/8 instead of

@@ -132,7 +132,8 @@ fn load_options<'a>(args: &TableArgs, format: Option<Format>) -> LoadOptions<'a>
 }
 
 /// Loads the update stream `path` (`format`, or detected) with the table's
-/// options (`--skip-bad`, `--lenient`, and `--peer`/`--label` for MRT),
+/// options (`--skip-bad`, `--lenient`, and `--peer`/`--label` for MRT and
+/// bgpdump),
 /// interning next hops after the table's.
 pub(crate) fn load_updates(
     args: &TableArgs,
@@ -537,18 +538,19 @@ enum NextHopNaming {
     None,
     /// Indices into the table's next-hop addresses.
     Address,
-    /// Origin AS numbers (MRT with `--label origin-as`, prefix-to-AS files).
+    /// Origin AS numbers (MRT and bgpdump with `--label origin-as`,
+    /// prefix-to-AS files).
     OriginAs,
 }
 
 impl NextHopNaming {
     fn of(args: &TableArgs, table: &LoadedTable) -> NextHopNaming {
         match table.format {
-            Some(Format::Mrt) if args.label == load::LabelSource::OriginAs => {
+            Some(Format::Mrt | Format::Bgpdump) if args.label == load::LabelSource::OriginAs => {
                 NextHopNaming::OriginAs
             }
             Some(Format::Pfx2as) => NextHopNaming::OriginAs,
-            Some(Format::Mrt | Format::NextHop) => NextHopNaming::Address,
+            Some(Format::Mrt | Format::Bgpdump | Format::NextHop) => NextHopNaming::Address,
             _ => NextHopNaming::None,
         }
     }

@@ -19,8 +19,9 @@ use fibkit::load::{Format, LabelSource, PeerSelector};
 /// fibkit: longest-prefix-match engines for IPv4 and IPv6 forwarding tables.
 ///
 /// TABLE files may be `prefix label` text, `prefix nexthop-address` text,
-/// CAIDA prefix-to-AS files (`address length origin`) or MRT RIB dumps,
-/// plain, gzip or bzip2 compressed (detected from the content).
+/// CAIDA prefix-to-AS files (`address length origin`), MRT RIB dumps or
+/// bgpdump's text of them (`bgpdump -m`), plain, gzip or bzip2 compressed
+/// (detected from the content).
 #[derive(Parser, Debug)]
 #[command(name = "fibkit", version, about, long_about = None, after_help = engines_help())]
 struct Cli {
@@ -90,8 +91,8 @@ enum Command {
     /// --json prints one JSON object per address:
     /// `{"addr":"10.1.2.3","prefix":"10.0.0.0/8","label":7}`, with
     /// `"nexthop":"192.0.2.1"` for tables of next-hop addresses and
-    /// `"origin_as":64500` for MRT tables labelled by origin AS and for
-    /// prefix-to-AS files; `prefix` and `label` are null without a match.
+    /// `"origin_as":64500` for MRT and bgpdump tables labelled by origin AS
+    /// and for prefix-to-AS files; `prefix` and `label` are null without a match.
     Lookup {
         #[command(flatten)]
         table: TableArgs,
@@ -132,11 +133,12 @@ enum Command {
         /// Seed of the random addresses.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Replay this update stream (text or MRT BGP4MP) onto the table and
+        /// Replay this update stream (text, MRT BGP4MP or bgpdump -m) onto the table and
         /// each engine, verifying after every --check-every updates and at the end.
         #[arg(long, value_name = "FILE")]
         updates: Option<PathBuf>,
-        /// Format of the --updates file instead of detecting it: updates, mrt.
+        /// Format of the --updates file instead of detecting it: updates, mrt,
+        /// bgpdump.
         #[arg(long, value_name = "FORMAT", requires = "updates")]
         updates_format: Option<Format>,
         /// With --updates: verify after this many updates (0: only at the end).
@@ -308,7 +310,7 @@ struct TableArgs {
     #[arg(value_name = "TABLE")]
     path: PathBuf,
     /// Input format instead of detecting it: table, nexthop, updates, mrt,
-    /// pfx2as.
+    /// pfx2as, bgpdump.
     #[arg(long, value_name = "FORMAT")]
     format: Option<Format>,
     /// Clear host bits of prefixes like 10.0.0.1/8 instead of rejecting them.
@@ -317,11 +319,11 @@ struct TableArgs {
     /// Skip bad lines or records (and count them) instead of stopping.
     #[arg(long)]
     skip_bad: bool,
-    /// MRT RIB dumps: keep this peer's routes (address, or AS number like
-    /// AS64500); default: the peer with most prefixes.
+    /// MRT and bgpdump RIB dumps: keep this peer's routes (address, or AS
+    /// number like AS64500); default: the peer with most prefixes.
     #[arg(long, value_name = "PEER")]
     peer: Option<PeerSelector>,
-    /// MRT: label routes by next hop or by origin AS.
+    /// MRT and bgpdump: label routes by next hop or by origin AS.
     #[arg(long, value_name = "SOURCE", default_value = "nexthop")]
     label: LabelSource,
 }

@@ -23,10 +23,12 @@ use crate::TableArgs;
 pub struct ReplayArgs {
     #[command(flatten)]
     table: TableArgs,
-    /// The update stream: `time a|w prefix nexthop` text or MRT BGP4MP.
+    /// The update stream: `time a|w prefix nexthop` text, MRT BGP4MP or
+    /// bgpdump -m text.
     #[arg(long, value_name = "FILE")]
     updates: PathBuf,
-    /// Format of the --updates file instead of detecting it: updates, mrt.
+    /// Format of the --updates file instead of detecting it: updates, mrt,
+    /// bgpdump.
     #[arg(long, value_name = "FORMAT")]
     updates_format: Option<Format>,
     /// Engine to keep in line with the stream (default: the family's default

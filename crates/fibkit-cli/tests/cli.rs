@@ -1090,6 +1090,50 @@ fn lookup_shows_next_hops_and_json() {
         answer,
         serde_json::json!({"addr": "10.2.0.1", "prefix": "10.0.0.0/8", "label": 64500, "origin_as": 64500})
     );
+    // bgpdump -m text of a RIB dump: next hops, or origin ASes with
+    // `--label origin-as`, of the peer with most routes (or `--peer`).
+    let bgpdump = dir.join("rib.bgpdump");
+    std::fs::write(
+        &bgpdump,
+        "TABLE_DUMP2|1|B|192.0.2.1|64500|10.0.0.0/8|64500 64510|IGP|192.0.2.7|100|0||NAG||\n\
+         TABLE_DUMP2|1|B|192.0.2.2|64501|10.0.0.0/8|64501 64520|IGP|192.0.2.8|100|0||NAG||\n\
+         TABLE_DUMP2|1|B|192.0.2.1|64500|10.1.0.0/16|64500|IGP|192.0.2.9|100|0||NAG||\n",
+    )
+    .unwrap();
+    let out = fibkit(&[
+        "lookup",
+        bgpdump.to_str().unwrap(),
+        "--show",
+        "nexthop",
+        "10.2.0.1",
+        "10.1.0.1",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "10.2.0.1 10.0.0.0/8 192.0.2.7\n10.1.0.1 10.1.0.0/16 192.0.2.9\n"
+    );
+    assert!(
+        text(&out.stderr).contains("bgpdump: kept the routes of peer 192.0.2.1 (AS64500)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = fibkit(&[
+        "lookup",
+        bgpdump.to_str().unwrap(),
+        "--label",
+        "origin-as",
+        "--peer",
+        "AS64501",
+        "--json",
+        "10.2.0.1",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let answer: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(
+        answer,
+        serde_json::json!({"addr": "10.2.0.1", "prefix": "10.0.0.0/8", "label": 64520, "origin_as": 64520})
+    );
     // A `prefix label` table has no next hops to show.
     let plain = dir.join("plain.txt");
     std::fs::write(&plain, "10.0.0.0/8 1\n").unwrap();

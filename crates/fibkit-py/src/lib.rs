@@ -478,14 +478,15 @@ struct PyFib {
 #[pymethods]
 impl PyFib {
     /// Loads a table file (`prefix label` or `prefix nexthop` text, pyasn's
-    /// `ipasn` and CAIDA's `pfx2as` prefix-to-AS files, or an MRT RIB dump;
-    /// plain, gzip or bzip2) and builds `engine` (default:
+    /// `ipasn` and CAIDA's `pfx2as` prefix-to-AS files, an MRT RIB dump or
+    /// bgpdump's `-m` text of one; plain, gzip or bzip2) and builds `engine` (default:
     /// "dxr" for IPv4, "dxr6" for IPv6) over `family` (4 or 6; default:
     /// IPv4 if the file has IPv4 prefixes). `lenient` clears host bits
     /// instead of rejecting `10.0.0.1/8`. `format` names the input format
-    /// instead of detecting it ("table", "nexthop", "mrt", "pfx2as");
-    /// `skip_bad` skips bad lines or records instead of raising. For MRT
-    /// dumps, `label` is "nexthop" (labels index `nexthops()`) or
+    /// instead of detecting it ("table", "nexthop", "mrt", "pfx2as",
+    /// "bgpdump"); `skip_bad` skips bad lines or records instead of
+    /// raising. For MRT dumps and their bgpdump text, `label` is "nexthop"
+    /// (labels index `nexthops()`) or
     /// "origin-as" (the origin AS number), and `peer` picks the collector
     /// peer whose routes are kept (an address, "AS64500" or an AS number;
     /// default: the peer with most prefixes).

@@ -315,13 +315,34 @@ def test_mrt_dumps_load_by_origin_as_or_next_hop_and_peer():
         fibkit.Fib.load(dump, peer="AS1")
 
 
+def test_bgpdump_text_loads_with_the_mrt_options(tmp_path):
+    # bgpdump -m lines of two peers: the one with most routes by default.
+    dump = tmp_path / "rib.bgpdump"
+    dump.write_text(
+        "TABLE_DUMP2|1|B|192.0.2.1|64500|10.0.0.0/8|64500 64510|IGP|192.0.2.7|100|0||NAG||\n"
+        "TABLE_DUMP2|1|B|192.0.2.2|64501|10.0.0.0/8|64501 {64520,64521}|IGP|192.0.2.8|100|0||NAG||\n"
+        "TABLE_DUMP2|1|B|192.0.2.1|64500|10.1.0.0/16|64500|IGP|192.0.2.9|100|0||NAG||\n"
+    )
+    fib = fibkit.Fib.load(dump)
+    assert fib.prefixes() == [("10.0.0.0/8", 0), ("10.1.0.0/16", 1)]
+    assert fib.nexthops() == ["192.0.2.7", "192.0.2.9"]
+    assert fib.notes()[0].startswith("bgpdump: kept the routes of peer 192.0.2.1 (AS64500)")
+    assert fibkit.Fib.load(dump, label="origin-as", format="bgpdump").prefixes() == [
+        ("10.0.0.0/8", 64510), ("10.1.0.0/16", 64500)
+    ]
+    # The other peer's AS-set origin has no single AS: 0.
+    assert fibkit.Fib.load(dump, label="origin-as", peer=64501).prefixes() == [("10.0.0.0/8", 0)]
+    with pytest.raises(fibkit.FibkitError, match=r"no peer 192.0.2.3 in this bgpdump RIB dump; its 2 peers"):
+        fibkit.Fib.load(dump, peer="192.0.2.3")
+
+
 def test_load_options_are_checked(tmp_path):
     table = tmp_path / "t.txt"
     table.write_text("10.0.0.0\t8\t64500\n10.1.0.0\t16\t7\n")
     assert fibkit.Fib.load(table, format="pfx2as").lookup("10.1.0.1") == ("10.1.0.0/16", 7)
     with pytest.raises(fibkit.FibkitError, match=r"expected `prefix label`"):
         fibkit.Fib.load(table, format="table")
-    with pytest.raises(ValueError, match=r"unknown format `csv` \(known: table, nexthop, updates, mrt, pfx2as\)"):
+    with pytest.raises(ValueError, match=r"unknown format `csv` \(known: table, nexthop, updates, mrt, pfx2as, bgpdump\)"):
         fibkit.Fib.load(table, format="csv")
     with pytest.raises(ValueError, match=r'label "asn" is not a label source \("nexthop" or "origin-as"\)'):
         fibkit.Fib.load(table, label="asn")

@@ -172,7 +172,12 @@ fn compressed_bombs_stop_at_the_first_overlong_line() {
         for byte in [b' ', 0u8, b'7'] {
             let bytes = bomb(compress, byte, 1024);
             let total = bytes.len();
-            for format in [None, Some(Format::Table), Some(Format::Updates)] {
+            for format in [
+                None,
+                Some(Format::Table),
+                Some(Format::Updates),
+                Some(Format::Bgpdump),
+            ] {
                 let input = Input::from_bytes(bytes.clone(), "bomb").unwrap();
                 let raw_bytes = input.raw_bytes.clone();
                 let result = if format == Some(Format::Updates) {
@@ -227,6 +232,14 @@ fn detection_reads_past_a_long_comment_header_and_knows_every_form() {
         ("10.0.0.0\t8\t64500", Format::Pfx2as),
         ("2001:db8::\t32\t64500_64501", Format::Pfx2as),
         ("10.0.0.0\t8\t{64500,64501}", Format::Pfx2as),
+        (
+            "TABLE_DUMP2|1700000000|B|192.0.2.1|64500|10.0.0.0/8|64500 64510|IGP|192.0.2.1|100|0||NAG||",
+            Format::Bgpdump,
+        ),
+        (
+            "TABLE_DUMP2_AP|1700000000|B|2001:db8::1|64500|2001:db8::/32|1||IGP|2001:db8::1|0|0||NAG||",
+            Format::Bgpdump,
+        ),
     ];
     for (line, format) in forms {
         let text = format!("{header}\n{line}\n");
@@ -268,9 +281,31 @@ fn mutated_tables_load_or_fail_never_panic() {
         pfx2as.push_str(&format!("10.{}.{}.0\t24\t{}_{}\n", i % 7, i, i, i + 1));
         pfx2as.push_str(&format!("2001:db8:{i:x}::\t48\t{{{},{}}}\n", i, i % 9));
     }
+    // bgpdump -m lines of two peers, with ADD-PATH, AS sets and asdot.
+    let mut bgpdump = String::new();
+    for i in 0..200u32 {
+        bgpdump.push_str(&format!(
+            "TABLE_DUMP2|1700000000|B|192.0.2.{}|6450{}|10.{}.{}.0/24|64500 {}|IGP|192.0.2.{}|100|0||NAG||\n",
+            i % 2,
+            i % 2,
+            i % 7,
+            i,
+            i,
+            i % 9
+        ));
+        bgpdump.push_str(&format!(
+            "TABLE_DUMP2_AP|1700000000|B|2001:db8::1|64500|2001:db8:{i:x}::/48|{}|64500 {{{i},1.{i}}}|IGP|2001:db8::{i:x}|100|0||NAG||\n",
+            i % 3
+        ));
+    }
     let mut rng = SmallRng::seed_from_u64(0x0405_711e);
-    for case in 0..400 {
-        let seed = if case % 2 == 0 { &good } else { &pfx2as };
+    for case in 0..600 {
+        // Not `case % 3`: that also decides below which cases are gzipped.
+        let seed = match (case / 4) % 3 {
+            0 => &good,
+            1 => &pfx2as,
+            _ => &bgpdump,
+        };
         let mut bytes = seed.clone().into_bytes();
         for _ in 0..rng.random_range(1..8) {
             if bytes.is_empty() {
@@ -302,6 +337,7 @@ fn mutated_tables_load_or_fail_never_panic() {
             Some(Format::NextHop),
             Some(Format::Mrt),
             Some(Format::Pfx2as),
+            Some(Format::Bgpdump),
         ] {
             for skip_bad in [false, true] {
                 let options = LoadOptions {

@@ -73,7 +73,8 @@ def prepare_images(
     labelled by position (so a lookup answers which prefix matched).
 
     `asn_table` may be a `prefix origin-as` table, a prefix-to-AS file
-    (CAIDA's `pfx2as`, pyasn's `ipasn`) or an MRT RIB dump, read with its
+    (CAIDA's `pfx2as`, pyasn's `ipasn`), an MRT RIB dump or bgpdump's text
+    of one, read with its
     origin ASes as labels (`Fib.load(..., label="origin-as")`); so one dump
     can serve as both tables."""
     images = Images.in_directory(directory)

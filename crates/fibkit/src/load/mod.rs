@@ -23,6 +23,8 @@
 //!   labels in a [`NextHopTable`] kept with the table;
 //! - `updates`: `time a|w prefix nexthop` lines, a stream of changes;
 //! - `mrt`: binary MRT (RFC 6396) RIB dumps and BGP4MP update streams;
+//! - `bgpdump`: bgpdump's one-line text of those (`bgpdump -m`), with the
+//!   MRT loader's choice of peer and labels ([`bgpdump`]);
 //! - `pfx2as`: CAIDA's RouteViews prefix-to-AS files, `address length
 //!   origin` lines; the label is the origin AS: of several (`A_B`, a
 //!   prefix more than one AS announces, listed most seen first) the first,
@@ -64,9 +66,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod bgpdump;
 mod lines;
 #[cfg(feature = "loaders")]
 pub mod mrt;
+mod peers;
 pub mod text;
 
 use std::collections::HashMap;
@@ -97,16 +101,20 @@ pub enum Format {
     /// origin an AS number, several joined by `_` (a prefix announced by
     /// more than one AS, most seen first) or an AS set joined by `,`.
     Pfx2as,
+    /// bgpdump's one-line text of an MRT file (`bgpdump -m`): a RIB dump's
+    /// `B` lines, or an update stream's `A`, `W` and `STATE` lines.
+    Bgpdump,
 }
 
 impl Format {
     /// Every format, with the name `--format` takes.
-    pub const ALL: [(Format, &'static str); 5] = [
+    pub const ALL: [(Format, &'static str); 6] = [
         (Format::Table, "table"),
         (Format::NextHop, "nexthop"),
         (Format::Updates, "updates"),
         (Format::Mrt, "mrt"),
         (Format::Pfx2as, "pfx2as"),
+        (Format::Bgpdump, "bgpdump"),
     ];
 
     /// The name `--format` takes.
@@ -145,7 +153,7 @@ impl fmt::Display for Format {
     }
 }
 
-/// What an MRT loader uses as a route's label.
+/// What the MRT and bgpdump loaders use as a route's label.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LabelSource {
     /// The next-hop address, interned in the [`NextHopTable`].
@@ -169,7 +177,8 @@ impl std::str::FromStr for LabelSource {
     }
 }
 
-/// Which collector peer's routes an MRT RIB dump load keeps.
+/// Which collector peer's routes a RIB dump load keeps (MRT or bgpdump
+/// text), or whose changes an update stream's load keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PeerSelector {
     /// The peer with this address.
@@ -205,9 +214,11 @@ pub struct LoadOptions<'a> {
     pub lenient: bool,
     /// Skip and count bad lines or records instead of stopping at the first.
     pub skip_bad: bool,
-    /// MRT RIB dumps: whose routes to keep (default: the peer with most prefixes).
+    /// MRT and bgpdump RIB dumps: whose routes to keep (default: the peer
+    /// with most prefixes); their update streams: whose changes (default:
+    /// every peer's).
     pub peer: Option<PeerSelector>,
-    /// MRT: what becomes the label.
+    /// MRT and bgpdump: what becomes the label.
     pub label: LabelSource,
     /// Called now and then with the number of input bytes read so far.
     pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
@@ -627,8 +638,8 @@ pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
             line,
             format!(
                 "cannot tell the format from this line `{}` (expected `prefix label`, \
-                 `prefix nexthop`, `time a|w prefix [nexthop]` or `address length \
-                 origin-as`; use --format)",
+                 `prefix nexthop`, `time a|w prefix [nexthop]`, `address length \
+                 origin-as` or bgpdump -m's `TYPE|time|B|...`; use --format)",
                 excerpt(&first)
             ),
         )),
@@ -648,6 +659,9 @@ pub fn detect(input: &mut Input) -> Result<Format, LoadError> {
 /// The text format whose lines look like `line` (a trimmed data line), or
 /// the line back.
 fn text_format(line: &str) -> Result<Format, String> {
+    if bgpdump::looks_like(line) {
+        return Ok(Format::Bgpdump);
+    }
     let fields: Vec<&str> = line.split_ascii_whitespace().collect();
     match fields.as_slice() {
         [_, label] if label.parse::<Label>().is_ok() => Ok(Format::Table),
@@ -693,7 +707,7 @@ fn without_loaders(path: &Path, what: &str) -> LoadError {
     )
 }
 
-/// Loads a table from `path` (text or MRT RIB dump).
+/// Loads a table from `path` (text, MRT RIB dump, or bgpdump's text of one).
 pub fn load_table(path: &Path, options: &LoadOptions) -> Result<LoadedTable, LoadError> {
     read_table(open(path)?, options)
 }
@@ -708,6 +722,7 @@ pub fn read_table(mut input: Input, options: &LoadOptions) -> Result<LoadedTable
     let mut table = match format {
         Format::Table | Format::NextHop => text::read_table(input, format, options)?,
         Format::Pfx2as => text::read_pfx2as(input, options)?,
+        Format::Bgpdump => bgpdump::read_rib(input, options)?,
         #[cfg(feature = "loaders")]
         Format::Mrt => mrt::read_rib(input, options)?,
         #[cfg(not(feature = "loaders"))]
@@ -730,7 +745,8 @@ pub fn read_table(mut input: Input, options: &LoadOptions) -> Result<LoadedTable
     Ok(table)
 }
 
-/// Loads an update stream from `path` (`updates` text or MRT BGP4MP).
+/// Loads an update stream from `path` (`updates` text, MRT BGP4MP, or
+/// bgpdump's text of it).
 /// Next hops are interned in `nexthops`, so labels can agree with a table's.
 pub fn load_updates(
     path: &Path,
@@ -753,6 +769,7 @@ pub fn read_updates(
     };
     let loaded = match format {
         Format::Updates => text::read_updates(input, options, nexthops)?,
+        Format::Bgpdump => bgpdump::read_updates(input, options, nexthops)?,
         #[cfg(feature = "loaders")]
         Format::Mrt => mrt::read_updates(input, options, nexthops)?,
         #[cfg(not(feature = "loaders"))]

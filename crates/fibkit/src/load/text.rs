@@ -50,7 +50,7 @@ pub(crate) fn is_blank_or_comment(text: &str) -> bool {
 /// A line over [`super::MAX_LINE_BYTES`] stops the load even under
 /// `skip_bad`: no table or stream has one, and skipping it would mean
 /// reading on through what may be gigabytes without a line break.
-fn for_each_line(
+pub(crate) fn for_each_line(
     mut input: Input,
     options: &LoadOptions,
     stats: &mut LoadStats,

@@ -71,24 +71,10 @@ mod framing;
 mod rib;
 mod updates;
 
-use std::net::IpAddr;
-
-use super::PeerSelector;
+use super::peers::matches_selector;
 
 pub use rib::read_rib;
 pub use updates::read_updates;
 
 /// How often (in records) the progress callback is called.
 const PROGRESS_EVERY_RECORDS: u64 = 1 << 12;
-
-/// Peers listed in an error message before "and N more".
-const PEERS_LISTED: usize = 20;
-
-/// Whether a peer is one `selector` picks (all peers without one).
-fn matches_selector(selector: Option<PeerSelector>, addr: IpAddr, asn: u32) -> bool {
-    match selector {
-        None => true,
-        Some(PeerSelector::Addr(a)) => a == addr,
-        Some(PeerSelector::Asn(n)) => n == asn,
-    }
-}

@@ -2,7 +2,6 @@
 //! routes counted while the file is read, and one peer's routes chosen as
 //! the table at the end (see the module above for the rules).
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::Path;
 
@@ -15,11 +14,10 @@ use super::framing::{
     decode, framing_failure, is_bgp4mp, is_rib_record, kind, kind_name, message_body, Fields,
     RawRecord, Records, BGP4MP_ENTRY, BGP4MP_SNAPSHOT,
 };
-use super::{matches_selector, PEERS_LISTED, PROGRESS_EVERY_RECORDS};
+use super::PROGRESS_EVERY_RECORDS;
+use crate::load::peers::Peers;
 use crate::load::text::AnyPrefix;
-use crate::load::{
-    Input, LabelSource, LoadError, LoadOptions, LoadStats, LoadedTable, NextHopTable, PeerSelector,
-};
+use crate::load::{Input, LoadError, LoadOptions, LoadStats, LoadedTable, NextHopTable};
 use crate::prefix::Label;
 
 /// What a `RIB_GENERIC` record turns into.
@@ -77,29 +75,12 @@ enum Route<'a> {
     },
 }
 
-/// A collector peer seen in a RIB dump.
-struct RibPeer {
-    addr: IpAddr,
-    asn: u32,
-    /// Whether its routes are kept (it may be the one selected).
-    keep: bool,
-    /// `(prefix index, label)`; labels are scratch next-hop labels or ASNs.
-    routes: Vec<(u32, Label)>,
-    /// Routes counted (also for peers whose routes are not kept).
-    count: u64,
-    /// The last record this peer had a route in, to spot ADD-PATH extras.
-    last_record: u64,
-}
-
 /// Routes of every peer while a RIB dump is read.
 struct RibReader<'o> {
     options: &'o LoadOptions<'o>,
-    peers: Vec<RibPeer>,
-    peer_ids: HashMap<(IpAddr, u32), u32>,
+    peers: Peers,
     /// `TABLE_DUMP_V2` peer index -> position in `peers`.
     peer_table: Option<Vec<u32>>,
-    /// Every prefix once (consecutive repeats are merged: dumps are sorted).
-    prefixes: Vec<AnyPrefix>,
     /// Next hops of all peers; the chosen peer's are re-interned at the end.
     scratch_hops: NextHopTable,
     dropped: Dropped,
@@ -109,33 +90,10 @@ struct RibReader<'o> {
 }
 
 impl<'o> RibReader<'o> {
-    fn peer_id(&mut self, addr: IpAddr, asn: u32) -> u32 {
-        let selector = self.options.peer;
-        let peers = &mut self.peers;
-        *self.peer_ids.entry((addr, asn)).or_insert_with(|| {
-            peers.push(RibPeer {
-                addr,
-                asn,
-                keep: matches_selector(selector, addr, asn),
-                routes: Vec::new(),
-                count: 0,
-                last_record: 0,
-            });
-            (peers.len() - 1) as u32
-        })
-    }
-
-    fn prefix_index(&mut self, prefix: AnyPrefix) -> u32 {
-        if self.prefixes.last() != Some(&prefix) {
-            self.prefixes.push(prefix);
-        }
-        (self.prefixes.len() - 1) as u32
-    }
-
     /// The label of `peer`'s route to a prefix of the family `v6`, or `None`
     /// when that peer's routes are not kept (its attributes stay undecoded).
     fn label(&mut self, peer: u32, v6: bool, route: Route) -> Result<Option<Label>, String> {
-        if !self.peers.get(peer as usize).is_some_and(|p| p.keep) {
+        if !self.peers.keeps(peer) {
             return Ok(None);
         }
         let decoded;
@@ -162,25 +120,13 @@ impl<'o> RibReader<'o> {
         )))
     }
 
-    /// Counts `peer`'s route, and keeps it if it has a label. Called only
-    /// once a record has been read whole, so a bad record adds nothing.
-    fn commit(&mut self, peer: u32, prefix: AnyPrefix, label: Option<Label>) {
-        let index = label.map(|_| self.prefix_index(prefix));
-        if let Some(entry) = self.peers.get_mut(peer as usize) {
-            entry.count += 1;
-            if let (Some(index), Some(label)) = (index, label) {
-                entry.routes.push((index, label));
-            }
-        }
-    }
-
     /// `TABLE_DUMP` records: one route each (a batch holds several; there
     /// is no ADD-PATH, so a peer's routes in one batch are all kept).
     fn table_dump(&mut self, messages: &[TableDumpMessage]) -> Result<(), String> {
         let mut routes = Vec::with_capacity(messages.len());
         for message in messages {
             let prefix = to_prefix(&message.prefix, self.options.lenient, &mut self.stats)?;
-            let peer = self.peer_id(message.peer_ip, message.peer_asn.to_u32());
+            let peer = self.peers.id(message.peer_ip, message.peer_asn.to_u32());
             let route = Route::Decoded {
                 attributes: &message.attributes,
                 next_hop: None,
@@ -189,7 +135,7 @@ impl<'o> RibReader<'o> {
             routes.push((peer, prefix, label));
         }
         for (peer, prefix, label) in routes {
-            self.commit(peer, prefix, label);
+            self.peers.commit(peer, prefix, label);
         }
         Ok(())
     }
@@ -264,14 +210,15 @@ impl<'o> RibReader<'o> {
         let mut extra_paths = 0;
         for (peer, attributes) in entries {
             // ADD-PATH: the first path of each peer is kept.
-            let Some(entry) = self.peers.get_mut(peer as usize) else {
+            let Some(entry) = self.peers.list.get_mut(peer as usize) else {
                 continue;
             };
-            if entry.last_record == record_no {
+            // Record numbers count from 1, so 0 is "none yet".
+            if entry.last_seen == record_no {
                 extra_paths += 1;
                 continue;
             }
-            entry.last_record = record_no;
+            entry.last_seen = record_no;
             let route = Route::Raw {
                 attributes,
                 add_path,
@@ -280,7 +227,7 @@ impl<'o> RibReader<'o> {
         }
         self.dropped.extra_paths += extra_paths;
         for (peer, label) in routes {
-            self.commit(peer, prefix, label);
+            self.peers.commit(peer, prefix, label);
         }
         Ok(())
     }
@@ -297,13 +244,13 @@ impl<'o> RibReader<'o> {
             self.options.lenient,
             &mut self.stats,
         )?;
-        let peer = self.peer_id(entry.peer_ip, entry.peer_asn);
+        let peer = self.peers.id(entry.peer_ip, entry.peer_asn);
         let route = Route::Decoded {
             attributes: &entry.attributes,
             next_hop: entry.next_hop,
         };
         let label = self.label(peer, matches!(prefix, AnyPrefix::V6(_)), route)?;
-        self.commit(peer, prefix, label);
+        self.peers.commit(peer, prefix, label);
         Ok(())
     }
 
@@ -329,7 +276,7 @@ impl<'o> RibReader<'o> {
                 let mut indexes: Vec<_> = table.id_peer_map.iter().collect();
                 indexes.sort_by_key(|(&i, _)| i);
                 for (&index, peer) in indexes {
-                    ids[index as usize] = self.peer_id(peer.peer_ip, peer.peer_asn.to_u32());
+                    ids[index as usize] = self.peers.id(peer.peer_ip, peer.peer_asn.to_u32());
                 }
                 self.peer_table = Some(ids);
                 Ok(())
@@ -346,87 +293,18 @@ impl<'o> RibReader<'o> {
     }
 
     /// Picks the peer and builds the table.
-    fn finish(mut self, path: &Path, notes: Vec<String>) -> Result<LoadedTable, LoadError> {
-        let chosen = match self.options.peer {
-            Some(selector) => self
-                .peers
-                .iter()
-                .position(|p| matches_selector(Some(selector), p.addr, p.asn)),
-            // The first of the peers with most routes: max_by_key keeps the last.
-            None => self
-                .peers
-                .iter()
-                .enumerate()
-                .rev()
-                .max_by_key(|(_, p)| p.count)
-                .map(|(i, _)| i),
-        };
-        let Some(chosen) = chosen else {
-            let wanted = match self.options.peer {
-                Some(PeerSelector::Addr(addr)) => format!("no peer {addr}"),
-                Some(PeerSelector::Asn(asn)) => format!("no peer of AS{asn}"),
-                None => "no peer".to_string(),
-            };
-            return Err(LoadError::file(
-                path,
-                format!("{wanted} in this MRT RIB dump; {}", list_peers(&self.peers)),
-            ));
-        };
-        let mut table = LoadedTable {
-            stats: std::mem::take(&mut self.stats),
+    fn finish(self, path: &Path, notes: Vec<String>) -> Result<LoadedTable, LoadError> {
+        let mut table = self.peers.finish(
+            path,
+            "MRT",
+            self.options.label,
+            &self.scratch_hops,
+            self.stats,
             notes,
-            ..LoadedTable::default()
-        };
-        let peer = &self.peers[chosen];
-        for &(index, label) in &peer.routes {
-            let label = match self.options.label {
-                LabelSource::OriginAs => label,
-                LabelSource::NextHop => match self.scratch_hops.addr(label) {
-                    Some(addr) => table.nexthops.intern(addr),
-                    None => label,
-                },
-            };
-            table.stats.routes += 1;
-            let old = match self.prefixes.get(index as usize) {
-                Some(AnyPrefix::V4(p)) => table.v4.insert(*p, label),
-                Some(AnyPrefix::V6(p)) => table.v6.insert(*p, label),
-                None => None,
-            };
-            table.stats.duplicates += old.is_some() as u64;
-        }
-        table.notes.insert(
-            0,
-            format!(
-                "MRT: kept the routes of peer {} (AS{}): {} prefixes of {} peers; choose another with --peer",
-                peer.addr,
-                peer.asn,
-                table.v4.len() + table.v6.len(),
-                self.peers.len()
-            ),
-        );
+        )?;
         self.dropped.notes(&mut table.notes);
         Ok(table)
     }
-}
-
-/// `its N peers: 192.0.2.1 (AS64500, 123 routes), ...`, most routes first.
-fn list_peers(peers: &[RibPeer]) -> String {
-    if peers.is_empty() {
-        return "the dump names no peers".into();
-    }
-    let mut order: Vec<&RibPeer> = peers.iter().collect();
-    order.sort_by_key(|p| std::cmp::Reverse(p.count));
-    let mut text = format!("its {} peers: ", peers.len());
-    let listed: Vec<String> = order
-        .iter()
-        .take(PEERS_LISTED)
-        .map(|p| format!("{} (AS{}, {} routes)", p.addr, p.asn, p.count))
-        .collect();
-    text.push_str(&listed.join(", "));
-    if peers.len() > PEERS_LISTED {
-        text.push_str(&format!(", and {} more", peers.len() - PEERS_LISTED));
-    }
-    text
 }
 
 /// Reads an MRT RIB dump (TABLE_DUMP, TABLE_DUMP_V2, with or without ADD-PATH).
@@ -435,10 +313,8 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
     let mut records = Records::new(input);
     let mut reader = RibReader {
         options,
-        peers: Vec::new(),
-        peer_ids: HashMap::new(),
+        peers: Peers::new(options.peer),
         peer_table: None,
-        prefixes: Vec::new(),
         scratch_hops: NextHopTable::default(),
         dropped: Dropped::default(),
         stats: LoadStats::default(),

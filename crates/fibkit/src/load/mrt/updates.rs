@@ -2,17 +2,14 @@
 //! its withdrawals, then its announcements (see the module above for the
 //! rules).
 
-use std::net::IpAddr;
-
 use bgpkit_parser::models::{Bgp4MpEnum, BgpMessage, MrtMessage, Nlri, Safi};
 
 use super::attributes::{label_of, to_prefix, Dropped};
 use super::framing::{decode, framing_failure, is_bgp4mp, is_rib_record, kind_name, Records};
-use super::{matches_selector, PEERS_LISTED, PROGRESS_EVERY_RECORDS};
+use super::{matches_selector, PROGRESS_EVERY_RECORDS};
+use crate::load::peers::StreamPeers;
 use crate::load::text::AnyPrefix;
-use crate::load::{
-    AnyChange, Input, LoadError, LoadOptions, LoadedUpdates, NextHopTable, PeerSelector, Update,
-};
+use crate::load::{AnyChange, Input, LoadError, LoadOptions, LoadedUpdates, NextHopTable, Update};
 use crate::rib::Change;
 
 /// Reads an MRT BGP4MP update stream.
@@ -28,7 +25,7 @@ pub fn read_updates(
     };
     let mut dropped = Dropped::default();
     // Peers seen (address, AS) -> changes taken, for notes and errors.
-    let mut peers: Vec<((IpAddr, u32), u64)> = Vec::new();
+    let mut peers = StreamPeers::default();
     let mut update_records = 0u64;
     loop {
         let mut record = match records.next() {
@@ -83,45 +80,8 @@ pub fn read_updates(
     if let Some(progress) = options.progress {
         progress(records.input.raw_bytes_read());
     }
-    let taken: Vec<_> = peers.iter().filter(|(_, n)| *n > 0).collect();
-    if let Some(selector) = options.peer {
-        if taken.is_empty() {
-            let wanted = match selector {
-                PeerSelector::Addr(addr) => format!("no updates from peer {addr}"),
-                PeerSelector::Asn(asn) => format!("no updates from a peer of AS{asn}"),
-            };
-            let list: Vec<String> = peers
-                .iter()
-                .take(PEERS_LISTED)
-                .map(|((addr, asn), _)| format!("{addr} (AS{asn})"))
-                .collect();
-            return Err(LoadError::file(
-                &records.input.path,
-                format!(
-                    "{wanted} in this MRT update stream; peers seen: {}",
-                    if list.is_empty() {
-                        "none".to_string()
-                    } else {
-                        list.join(", ")
-                    }
-                ),
-            ));
-        }
-    }
-    loaded.notes.insert(
-        0,
-        format!(
-            "MRT: {} changes from {} of {} peers{}",
-            loaded.updates.len(),
-            taken.len(),
-            peers.len(),
-            if options.peer.is_none() {
-                " (all peers; choose one with --peer)"
-            } else {
-                ""
-            }
-        ),
-    );
+    let path = records.input.path.clone();
+    peers.finish(&path, "MRT", options.peer, &mut loaded)?;
     dropped.notes(&mut loaded.notes);
     Ok(loaded)
 }
@@ -133,7 +93,7 @@ fn updates_of(
     options: &LoadOptions,
     loaded: &mut LoadedUpdates,
     dropped: &mut Dropped,
-    peers: &mut Vec<((IpAddr, u32), u64)>,
+    peers: &mut StreamPeers,
 ) -> Result<(), String> {
     let message = match message {
         MrtMessage::Bgp4Mp(Bgp4MpEnum::Message(message)) => message,
@@ -151,13 +111,7 @@ fn updates_of(
         return Ok(());
     }
     let key = (message.peer_ip, message.peer_asn.to_u32());
-    let slot = match peers.iter().position(|(k, _)| *k == key) {
-        Some(slot) => slot,
-        None => {
-            peers.push((key, 0));
-            peers.len() - 1
-        }
-    };
+    let slot = peers.slot(key.0, key.1);
     if !matches_selector(options.peer, key.0, key.1) {
         return Ok(());
     }
@@ -216,7 +170,7 @@ fn updates_of(
             AnyPrefix::V6(p) => AnyChange::V6(Change::Announce(p, label)),
         });
     }
-    peers[slot].1 += changes.len() as u64;
+    peers.count(slot, changes.len() as u64);
     loaded.stats.routes += changes.len() as u64;
     loaded
         .updates
