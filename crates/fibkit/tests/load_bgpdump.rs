@@ -347,6 +347,28 @@ fn bad_lines_name_file_line_and_problem() {
         (table.v4.get(v4("10.1.0.0/16")), table.stats.masked),
         (Some(0), 1)
     );
+    // Of ADD-PATH paths the first good one is kept: a bad first path
+    // skipped under skip_bad does not hide the second.
+    let path = write(
+        &dir,
+        "add-path.txt",
+        "TABLE_DUMP2_AP|1|B|192.0.2.1|64500|10.1.0.0/16|1|64500 x|IGP|192.0.2.1||\n\
+         TABLE_DUMP2_AP|1|B|192.0.2.1|64500|10.1.0.0/16|2|64500 64502|IGP|192.0.2.2||\n\
+         TABLE_DUMP2_AP|1|B|192.0.2.1|64500|10.1.0.0/16|3|64500 64503|IGP|192.0.2.3||\n",
+    );
+    let skipping = LoadOptions {
+        skip_bad: true,
+        label: LabelSource::OriginAs,
+        ..LoadOptions::default()
+    };
+    let table = load_table(&path, &skipping).unwrap();
+    assert_eq!(table.v4.get(v4("10.1.0.0/16")), Some(64502));
+    assert_eq!(table.stats.skipped, 1);
+    assert!(
+        table.notes.iter().any(|n| n.contains("1 extra ADD-PATH")),
+        "{:?}",
+        table.notes
+    );
     // A route without a next hop is labelled with the unspecified address.
     let path = write(
         &dir,

@@ -277,6 +277,16 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
             );
         }
         let peer = peers.id(line.peer, line.peer_as);
+        // ADD-PATH: the first path of each peer for a prefix is kept; the
+        // prefix's index plus one marks the peer's last route. Checked
+        // before the label, so a further path's next hop is not interned.
+        let path_mark = line
+            .add_path
+            .then(|| u64::from(peers.prefix_index(prefix)) + 1);
+        if path_mark.is_some_and(|mark| peers.list[peer as usize].last_seen == mark) {
+            extra_paths += 1;
+            return None;
+        }
         let label = if peers.keeps(peer) {
             match label_of(
                 options.label,
@@ -291,16 +301,10 @@ pub fn read_rib(input: Input, options: &LoadOptions) -> Result<LoadedTable, Load
         } else {
             None
         };
-        if line.add_path {
-            // ADD-PATH: the first path of each peer for a prefix is kept.
-            // A prefix's index plus one marks the peer's last route.
-            let index = u64::from(peers.prefix_index(prefix)) + 1;
-            let entry = &mut peers.list[peer as usize];
-            if entry.last_seen == index {
-                extra_paths += 1;
-                return None;
-            }
-            entry.last_seen = index;
+        // Marked only once the line is good, so a bad first path (skipped
+        // under `skip_bad`) does not hide the next.
+        if let Some(mark) = path_mark {
+            peers.list[peer as usize].last_seen = mark;
         }
         stats.masked += masked as u64;
         peers.commit(peer, prefix, label);
