@@ -52,7 +52,6 @@ use super::{
     NextHopTable, Update,
 };
 use crate::prefix::{excerpt, Label};
-use crate::rib::Change;
 
 /// What a line holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -378,13 +377,10 @@ pub fn read_updates(
         };
         stats.masked += masked as u64;
         stats.routes += 1;
-        let change = match (prefix, label) {
-            (AnyPrefix::V4(p), Some(label)) => AnyChange::V4(Change::Announce(p, label)),
-            (AnyPrefix::V4(p), None) => AnyChange::V4(Change::Withdraw(p)),
-            (AnyPrefix::V6(p), Some(label)) => AnyChange::V6(Change::Announce(p, label)),
-            (AnyPrefix::V6(p), None) => AnyChange::V6(Change::Withdraw(p)),
-        };
-        updates.push(Update { time, change });
+        updates.push(Update {
+            time,
+            change: AnyChange::of(prefix, label),
+        });
         peers.count(slot, 1);
         None
     })?;

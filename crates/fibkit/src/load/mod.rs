@@ -326,6 +326,20 @@ pub enum AnyChange {
     V6(Change<u128>),
 }
 
+impl AnyChange {
+    /// An announcement of `prefix` with `label`, or with `None` its
+    /// withdrawal, in the prefix's family.
+    pub fn of(prefix: text::AnyPrefix, label: Option<Label>) -> Self {
+        use text::AnyPrefix;
+        match (prefix, label) {
+            (AnyPrefix::V4(p), Some(label)) => AnyChange::V4(Change::Announce(p, label)),
+            (AnyPrefix::V4(p), None) => AnyChange::V4(Change::Withdraw(p)),
+            (AnyPrefix::V6(p), Some(label)) => AnyChange::V6(Change::Announce(p, label)),
+            (AnyPrefix::V6(p), None) => AnyChange::V6(Change::Withdraw(p)),
+        }
+    }
+}
+
 /// One timestamped change from an update stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Update {

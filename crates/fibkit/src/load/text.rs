@@ -12,7 +12,7 @@ use super::{
 };
 use crate::addr::Addr;
 use crate::prefix::{excerpt, Label, Prefix};
-use crate::rib::{Change, Rib};
+use crate::rib::Rib;
 
 /// How often (in lines) the progress callback is called.
 const PROGRESS_EVERY_LINES: u64 = 1 << 16;
@@ -327,13 +327,10 @@ pub fn read_updates(
         };
         stats.masked += masked as u64;
         stats.routes += 1;
-        let change = match (prefix, label) {
-            (AnyPrefix::V4(p), Some(label)) => AnyChange::V4(Change::Announce(p, label)),
-            (AnyPrefix::V4(p), None) => AnyChange::V4(Change::Withdraw(p)),
-            (AnyPrefix::V6(p), Some(label)) => AnyChange::V6(Change::Announce(p, label)),
-            (AnyPrefix::V6(p), None) => AnyChange::V6(Change::Withdraw(p)),
-        };
-        updates.push(Update { time, change });
+        updates.push(Update {
+            time,
+            change: AnyChange::of(prefix, label),
+        });
         None
     })?;
     Ok(loaded)

@@ -10,7 +10,6 @@ use super::{matches_selector, PROGRESS_EVERY_RECORDS};
 use crate::load::peers::StreamPeers;
 use crate::load::text::AnyPrefix;
 use crate::load::{AnyChange, Input, LoadError, LoadOptions, LoadedUpdates, NextHopTable, Update};
-use crate::rib::Change;
 
 /// Reads an MRT BGP4MP update stream.
 pub fn read_updates(
@@ -128,12 +127,10 @@ fn updates_of(
             .flat_map(|nlri| nlri.prefixes.iter()),
     );
     for prefix in withdrawn {
-        changes.push(
-            match to_prefix(prefix, options.lenient, &mut loaded.stats)? {
-                AnyPrefix::V4(p) => AnyChange::V4(Change::Withdraw(p)),
-                AnyPrefix::V6(p) => AnyChange::V6(Change::Withdraw(p)),
-            },
-        );
+        changes.push(AnyChange::of(
+            to_prefix(prefix, options.lenient, &mut loaded.stats)?,
+            None,
+        ));
     }
     for nlri in [
         update.attributes.get_reachable_nlri(),
@@ -165,10 +162,7 @@ fn updates_of(
             &mut loaded.nexthops,
             dropped,
         );
-        changes.push(match prefix {
-            AnyPrefix::V4(p) => AnyChange::V4(Change::Announce(p, label)),
-            AnyPrefix::V6(p) => AnyChange::V6(Change::Announce(p, label)),
-        });
+        changes.push(AnyChange::of(prefix, Some(label)));
     }
     peers.count(slot, changes.len() as u64);
     loaded.stats.routes += changes.len() as u64;
