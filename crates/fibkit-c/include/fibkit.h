@@ -87,11 +87,11 @@
 // (`ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128` is 43 characters).
 #define FIBKIT_PREFIX_TEXT_BYTES 48
 
-// `fibkit_load_options::label`: routes of an MRT dump labelled by next
+// `fibkit_load_options::label`: routes of an MRT dump (or its bgpdump text) labelled by next
 // hop (an index of the table's next hops: `fibkit_table_nexthop`).
 #define FIBKIT_LABEL_NEXTHOP 0
 
-// `fibkit_load_options::label`: routes of an MRT dump labelled by origin
+// `fibkit_load_options::label`: routes of an MRT dump (or its bgpdump text) labelled by origin
 // AS (0 where the path has none or ends in an AS set).
 #define FIBKIT_LABEL_ORIGIN_AS 1
 

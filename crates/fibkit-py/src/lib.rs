@@ -13,6 +13,7 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 
 use numpy::{
     PyArray1, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArray1, PyUntypedArray,
@@ -25,7 +26,8 @@ use pyo3::types::{PyDict, PyList, PyString};
 
 use fibkit::image::ImageError;
 use fibkit::load::{
-    load_table, Format, LabelSource, LoadError, LoadOptions, LoadedTable, PeerSelector,
+    load_table, load_updates, FamilyPart, Format, LabelSource, LoadError, LoadOptions, LoadedTable,
+    LoadedUpdates, NextHopTable, PeerSelector,
 };
 use fibkit::registry::{save_image, ImageFamily};
 use fibkit::{Addr, AnyFib, Change, Family, FamilyFib, Label, Prefix, Rib};
@@ -439,6 +441,76 @@ fn rib_from<A: Addr>(pairs: &Bound<'_, PyAny>, argument: &str) -> PyResult<Rib<A
     Ok(rib)
 }
 
+/// The load options of `Fib.load` and `Fib.apply_updates`, checked.
+fn load_options(
+    format: Option<String>,
+    label: &str,
+    peer: Option<&Bound<'_, PyAny>>,
+    lenient: bool,
+    skip_bad: bool,
+) -> PyResult<LoadOptions<'static>> {
+    let format = match format {
+        Some(name) => Some(name.parse::<Format>().map_err(PyValueError::new_err)?),
+        None => None,
+    };
+    let label = label.parse::<LabelSource>().map_err(|_| {
+        PyValueError::new_err(format!(
+            "label {label:?} is not a label source (\"nexthop\" or \"origin-as\")"
+        ))
+    })?;
+    Ok(LoadOptions {
+        format,
+        lenient,
+        skip_bad,
+        peer: peer.map(peer_arg).transpose()?,
+        label,
+        ..LoadOptions::default()
+    })
+}
+
+/// What replaying an update stream onto one family's table did.
+#[derive(Default)]
+struct Replayed {
+    changes: usize,
+    batches: usize,
+    effective: usize,
+    no_ops: usize,
+    rebuilt: usize,
+    version: u64,
+}
+
+/// Applies `loaded`'s changes of family `A` to `side` in file order, one
+/// batch per run of changes with the same timestamp; a refused batch is an
+/// error naming its time (the batches before it stay applied).
+fn replay_onto<A: ImageFamily + FamilyPart>(
+    side: &FamilyFib<A>,
+    loaded: &LoadedUpdates,
+    path: &std::path::Path,
+) -> Result<Replayed, String> {
+    let timed = loaded.timed::<A>();
+    let mut done = Replayed {
+        changes: timed.len(),
+        ..Replayed::default()
+    };
+    for batch in timed.chunk_by(|a, b| a.0 == b.0) {
+        let changes: Vec<Change<A>> = batch.iter().map(|&(_, change)| change).collect();
+        let summary = side.apply(&changes).map_err(|e| {
+            format!(
+                "{}: the changes of time {} (after {} batches applied): {e}",
+                path.display(),
+                batch[0].0,
+                done.batches
+            )
+        })?;
+        done.batches += 1;
+        done.effective += summary.effective;
+        done.no_ops += summary.no_ops;
+        done.rebuilt += summary.rebuilt.is_some() as usize;
+        done.version = summary.version;
+    }
+    Ok(done)
+}
+
 /// Changes of family `A`: withdrawals, then announcements.
 fn changes_from<A: Addr>(
     announce: &Bound<'_, PyAny>,
@@ -469,10 +541,21 @@ fn changes_from<A: Addr>(
 #[pyclass(frozen, module = "fibkit", name = "Fib")]
 struct PyFib {
     fib: AnyFib,
-    /// Next-hop addresses by label, for tables labelled by next hop.
-    nexthops: Vec<IpAddr>,
+    /// Next-hop addresses by label, for tables labelled by next hop; an
+    /// update stream adds its new ones (`apply_updates`).
+    nexthops: Mutex<Vec<IpAddr>>,
     /// What the loader said about the file (which MRT peer it kept, ...).
     notes: Vec<String>,
+}
+
+impl PyFib {
+    /// The next hops by label, locked (a poisoned lock still holds a whole
+    /// list: it is only ever replaced whole).
+    fn hops(&self) -> MutexGuard<'_, Vec<IpAddr>> {
+        self.nexthops
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 #[pymethods]
@@ -509,27 +592,10 @@ impl PyFib {
         skip_bad: bool,
     ) -> PyResult<Self> {
         let family = family_arg(family)?;
-        let format = match format {
-            Some(name) => Some(name.parse::<Format>().map_err(PyValueError::new_err)?),
-            None => None,
-        };
-        let label = label.parse::<LabelSource>().map_err(|_| {
-            PyValueError::new_err(format!(
-                "label {label:?} is not a label source (\"nexthop\" or \"origin-as\")"
-            ))
-        })?;
-        let peer = peer.map(peer_arg).transpose()?;
+        let options = load_options(format, label, peer, lenient, skip_bad)?;
         let (fib, nexthops, notes) = py
             .detach(
                 || -> Result<(AnyFib, Vec<IpAddr>, Vec<String>), fibkit::Error> {
-                    let options = LoadOptions {
-                        format,
-                        lenient,
-                        skip_bad,
-                        peer,
-                        label,
-                        ..LoadOptions::default()
-                    };
                     let table = load_table(&path, &options)?;
                     let fib = AnyFib::build(&table, family, engine.as_deref())?;
                     let nexthops = table.nexthops.iter().map(|(_, addr)| addr).collect();
@@ -539,7 +605,7 @@ impl PyFib {
             .map_err(to_py)?;
         Ok(PyFib {
             fib,
-            nexthops,
+            nexthops: Mutex::new(nexthops),
             notes,
         })
     }
@@ -550,7 +616,7 @@ impl PyFib {
     /// `numpy.array(fib.nexthops())[labels]` for a whole array. Empty for
     /// other tables, images and tables built from prefixes.
     fn nexthops(&self) -> Vec<String> {
-        self.nexthops.iter().map(IpAddr::to_string).collect()
+        self.hops().iter().map(IpAddr::to_string).collect()
     }
 
     /// What the loader said about the file `load` read, as the command
@@ -569,7 +635,7 @@ impl PyFib {
         let fib = py.detach(|| AnyFib::open_image(&path)).map_err(err)?;
         Ok(PyFib {
             fib,
-            nexthops: Vec::new(),
+            nexthops: Mutex::new(Vec::new()),
             notes: Vec::new(),
         })
     }
@@ -613,7 +679,7 @@ impl PyFib {
             .map_err(err)?;
         Ok(PyFib {
             fib,
-            nexthops: Vec::new(),
+            nexthops: Mutex::new(Vec::new()),
             notes: Vec::new(),
         })
     }
@@ -679,6 +745,64 @@ impl PyFib {
         dict.set_item("no_ops", summary.no_ops)?;
         dict.set_item("rebuilt", summary.rebuilt)?;
         dict.set_item("version", summary.version)?;
+        Ok(dict)
+    }
+
+    /// Replays an update stream file onto the table (`time a|w prefix
+    /// nexthop` text, MRT BGP4MP, or bgpdump's `-m` text of it; plain, gzip
+    /// or bzip2): the changes of the table's family in file order, one
+    /// batch per run of changes with the same timestamp (lookups on other
+    /// threads see each batch whole or not at all). Next hops are labelled
+    /// after the table's own, and `nexthops()` grows by the stream's new
+    /// ones; `label` should be the one the table was loaded with. `format`,
+    /// `label`, `lenient` and `skip_bad` as for `load`; `peer` keeps one
+    /// collector peer's changes (default: every peer's). Returns
+    /// `{"changes", "batches", "effective", "no_ops", "rebuilt",
+    /// "version", "other_family", "notes"}` (`rebuilt`: batches that
+    /// rebuilt the engine; `other_family`: changes of the other family,
+    /// not applied). A batch the table refuses raises `FibkitError` naming
+    /// its time; the batches before it stay applied. A table from an image
+    /// cannot change.
+    #[pyo3(signature = (
+        path, *, format=None, label="nexthop", peer=None, lenient=false, skip_bad=false
+    ))]
+    // One Rust argument per Python keyword argument.
+    #[allow(clippy::too_many_arguments)]
+    fn apply_updates<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        format: Option<String>,
+        label: &str,
+        peer: Option<&Bound<'py, PyAny>>,
+        lenient: bool,
+        skip_bad: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let options = load_options(format, label, peer, lenient, skip_bad)?;
+        let mut known = NextHopTable::default();
+        for &addr in self.hops().iter() {
+            known.intern(addr);
+        }
+        let loaded = py
+            .detach(|| load_updates(&path, &options, known))
+            .map_err(err)?;
+        let result = py.detach(|| match &self.fib {
+            AnyFib::V4(side) => replay_onto(side, &loaded, &path),
+            AnyFib::V6(side) => replay_onto(side, &loaded, &path),
+        });
+        // The stream's next hops are known from here on, also when a
+        // batch was refused: the batches before it may use them.
+        *self.hops() = loaded.nexthops.iter().map(|(_, addr)| addr).collect();
+        let done = result.map_err(FibkitError::new_err)?;
+        let dict = PyDict::new(py);
+        dict.set_item("changes", done.changes)?;
+        dict.set_item("batches", done.batches)?;
+        dict.set_item("effective", done.effective)?;
+        dict.set_item("no_ops", done.no_ops)?;
+        dict.set_item("rebuilt", done.rebuilt)?;
+        dict.set_item("version", done.version)?;
+        dict.set_item("other_family", loaded.updates.len() - done.changes)?;
+        dict.set_item("notes", loaded.notes.clone())?;
         Ok(dict)
     }
 

@@ -336,6 +336,59 @@ def test_bgpdump_text_loads_with_the_mrt_options(tmp_path):
         fibkit.Fib.load(dump, peer="192.0.2.3")
 
 
+def test_update_streams_replay_onto_the_table(tmp_path):
+    table = tmp_path / "rib.txt"
+    table.write_text("10.0.0.0/8 192.0.2.1\n10.1.0.0/16 192.0.2.2\n2001:db8::/32 192.0.2.1\n")
+    updates = tmp_path / "updates.txt"
+    updates.write_text(
+        "100 a 10.2.0.0/16 192.0.2.9\n"
+        "100 w 10.1.0.0/16\n"
+        "101 a 2001:db8:1::/48 192.0.2.2\n"
+        "102 a 10.1.0.0/16 192.0.2.1\n"
+        "102 a 10.1.0.0/16 192.0.2.2\n"
+    )
+    fib = fibkit.Fib.load(table)
+    assert fib.nexthops() == ["192.0.2.1", "192.0.2.2"]
+    done = fib.apply_updates(updates)
+    assert {k: done[k] for k in ("changes", "batches", "effective", "no_ops", "rebuilt", "other_family")} == {
+        "changes": 4, "batches": 2, "effective": 4, "no_ops": 0, "rebuilt": 0, "other_family": 1,
+    }, done
+    # Within a batch the changes keep their order: the last label wins.
+    assert fib.prefixes() == [("10.0.0.0/8", 0), ("10.1.0.0/16", 1), ("10.2.0.0/16", 2)]
+    assert fib.nexthops() == ["192.0.2.1", "192.0.2.2", "192.0.2.9"]
+    assert fib.lookup("10.2.3.4") == ("10.2.0.0/16", 2)
+    # IPv6 takes its own family's changes.
+    fib6 = fibkit.Fib.load(table, family=6)
+    assert fib6.apply_updates(updates)["changes"] == 1
+    assert fib6.lookup("2001:db8:1::1") == ("2001:db8:1::/48", 1)
+    # An MRT update stream, one peer's changes, against `fibkit verify`.
+    stream = data("mrt/openbgpd_bgp")
+    dump = data("mrt/openbgpd_rib_table-v2")
+    for family in (4, 6):
+        fib = fibkit.Fib.load(dump, family=family)
+        done = fib.apply_updates(stream, peer="AS65000")
+        assert done["changes"] > 0 and done["notes"][0].startswith("MRT:"), done
+        for prefix, label in fib.prefixes():
+            address = prefix.split("/")[0]
+            assert fib.lookup(address)[1] == label
+    # Bad input: the file and line, the option, an image.
+    bad = tmp_path / "bad.txt"
+    bad.write_text("100 a 10.3.0.0/16 192.0.2.9\n101 x 10.4.0.0/16 192.0.2.9\n")
+    fib = fibkit.Fib.load(table)
+    with pytest.raises(fibkit.FibkitError, match=r"bad.txt:2: `x` is not an action"):
+        fib.apply_updates(bad)
+    assert fib.lookup("10.3.0.1") == ("10.0.0.0/8", 0)
+    assert fib.apply_updates(bad, skip_bad=True)["changes"] == 1
+    with pytest.raises(ValueError, match=r"unknown format `csv`"):
+        fib.apply_updates(updates, format="csv")
+    with pytest.raises(fibkit.FibkitError, match=r"this is a `nexthop` table, not an update stream"):
+        fib.apply_updates(table)
+    image = tmp_path / "t.fib"
+    fib.save_image(image)
+    with pytest.raises(fibkit.FibkitError, match=r"the changes of time 100 \(after 0 batches applied\)"):
+        fibkit.Fib.open_image(image).apply_updates(updates)
+
+
 def test_load_options_are_checked(tmp_path):
     table = tmp_path / "t.txt"
     table.write_text("10.0.0.0\t8\t64500\n10.1.0.0\t16\t7\n")

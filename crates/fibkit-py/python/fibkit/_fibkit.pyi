@@ -51,6 +51,16 @@ class Fib:
     def apply(
         self, announce: Optional[Prefixes] = None, withdraw: Optional[Iterable[str]] = None
     ) -> dict[str, Any]: ...
+    def apply_updates(
+        self,
+        path: Union[str, PathLike[str]],
+        *,
+        format: Optional[str] = None,
+        label: str = "nexthop",
+        peer: Optional[Union[str, int]] = None,
+        lenient: bool = False,
+        skip_bad: bool = False,
+    ) -> dict[str, Any]: ...
     def prefixes(self) -> list[Tuple[str, int]]: ...
     def save_image(self, path: Union[str, PathLike[str]]) -> None: ...
     def stats(self) -> dict[str, Any]: ...

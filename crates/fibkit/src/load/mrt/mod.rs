@@ -63,8 +63,9 @@
 //!
 //! One module per job: `framing` (the common header, record by record, and
 //! the whole-body decoder), `attributes` (prefixes, path attributes, labels,
-//! `BGP4MP_ENTRY` bodies), `rib` (RIB dumps and the choice of peer) and
-//! `updates` (update streams).
+//! `BGP4MP_ENTRY` bodies), `rib` (RIB dumps) and
+//! `updates` (update streams); the choice of peer and the peers' counts
+//! are `load::peers`, shared with bgpdump's text of these files.
 
 mod attributes;
 mod framing;
