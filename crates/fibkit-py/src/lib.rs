@@ -441,10 +441,12 @@ fn rib_from<A: Addr>(pairs: &Bound<'_, PyAny>, argument: &str) -> PyResult<Rib<A
     Ok(rib)
 }
 
-/// The load options of `Fib.load` and `Fib.apply_updates`, checked.
+/// The load options of `Fib.load` and `Fib.apply_updates`, checked;
+/// `label` is `default_label` when not given.
 fn load_options(
     format: Option<String>,
-    label: &str,
+    label: Option<&str>,
+    default_label: LabelSource,
     peer: Option<&Bound<'_, PyAny>>,
     lenient: bool,
     skip_bad: bool,
@@ -453,11 +455,14 @@ fn load_options(
         Some(name) => Some(name.parse::<Format>().map_err(PyValueError::new_err)?),
         None => None,
     };
-    let label = label.parse::<LabelSource>().map_err(|_| {
-        PyValueError::new_err(format!(
-            "label {label:?} is not a label source (\"nexthop\" or \"origin-as\")"
-        ))
-    })?;
+    let label = match label {
+        None => default_label,
+        Some(label) => label.parse::<LabelSource>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "label {label:?} is not a label source (\"nexthop\" or \"origin-as\")"
+            ))
+        })?,
+    };
     Ok(LoadOptions {
         format,
         lenient,
@@ -546,6 +551,10 @@ struct PyFib {
     nexthops: Mutex<Vec<IpAddr>>,
     /// What the loader said about the file (which MRT peer it kept, ...).
     notes: Vec<String>,
+    /// What the table's labels are (origin ASes of a prefix-to-AS file or
+    /// an MRT dump read so; next hops otherwise): the default of
+    /// `apply_updates`.
+    label: LabelSource,
 }
 
 impl PyFib {
@@ -592,21 +601,29 @@ impl PyFib {
         skip_bad: bool,
     ) -> PyResult<Self> {
         let family = family_arg(family)?;
-        let options = load_options(format, label, peer, lenient, skip_bad)?;
-        let (fib, nexthops, notes) = py
-            .detach(
-                || -> Result<(AnyFib, Vec<IpAddr>, Vec<String>), fibkit::Error> {
-                    let table = load_table(&path, &options)?;
-                    let fib = AnyFib::build(&table, family, engine.as_deref())?;
-                    let nexthops = table.nexthops.iter().map(|(_, addr)| addr).collect();
-                    Ok((fib, nexthops, table.notes))
-                },
-            )
+        let options = load_options(
+            format,
+            Some(label),
+            LabelSource::NextHop,
+            peer,
+            lenient,
+            skip_bad,
+        )?;
+        let (fib, table) = py
+            .detach(|| -> Result<(AnyFib, LoadedTable), fibkit::Error> {
+                let table = load_table(&path, &options)?;
+                let fib = AnyFib::build(&table, family, engine.as_deref())?;
+                Ok((fib, table))
+            })
             .map_err(to_py)?;
         Ok(PyFib {
             fib,
-            nexthops: Mutex::new(nexthops),
-            notes,
+            nexthops: Mutex::new(table.nexthops.iter().map(|(_, addr)| addr).collect()),
+            label: match table.format {
+                Some(Format::Pfx2as) => LabelSource::OriginAs,
+                _ => options.label,
+            },
+            notes: table.notes,
         })
     }
 
@@ -637,6 +654,7 @@ impl PyFib {
             fib,
             nexthops: Mutex::new(Vec::new()),
             notes: Vec::new(),
+            label: LabelSource::NextHop,
         })
     }
 
@@ -681,6 +699,7 @@ impl PyFib {
             fib,
             nexthops: Mutex::new(Vec::new()),
             notes: Vec::new(),
+            label: LabelSource::NextHop,
         })
     }
 
@@ -754,8 +773,10 @@ impl PyFib {
     /// batch per run of changes with the same timestamp (lookups on other
     /// threads see each batch whole or not at all). Next hops are labelled
     /// after the table's own, and `nexthops()` grows by the stream's new
-    /// ones; `label` should be the one the table was loaded with. `format`,
-    /// `label`, `lenient` and `skip_bad` as for `load`; `peer` keeps one
+    /// ones. `label` (default: what the table's labels are, as `load` read
+    /// them: origin ASes for `label="origin-as"` and prefix-to-AS files,
+    /// next hops otherwise), `format`, `lenient` and `skip_bad` as for
+    /// `load`; `peer` keeps one
     /// collector peer's changes (default: every peer's). Returns
     /// `{"changes", "batches", "effective", "no_ops", "rebuilt",
     /// "version", "other_family", "notes"}` (`rebuilt`: batches that
@@ -764,7 +785,7 @@ impl PyFib {
     /// its time; the batches before it stay applied. A table from an image
     /// cannot change.
     #[pyo3(signature = (
-        path, *, format=None, label="nexthop", peer=None, lenient=false, skip_bad=false
+        path, *, format=None, label=None, peer=None, lenient=false, skip_bad=false
     ))]
     // One Rust argument per Python keyword argument.
     #[allow(clippy::too_many_arguments)]
@@ -773,12 +794,12 @@ impl PyFib {
         py: Python<'py>,
         path: PathBuf,
         format: Option<String>,
-        label: &str,
+        label: Option<&str>,
         peer: Option<&Bound<'py, PyAny>>,
         lenient: bool,
         skip_bad: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let options = load_options(format, label, peer, lenient, skip_bad)?;
+        let options = load_options(format, label, self.label, peer, lenient, skip_bad)?;
         let mut known = NextHopTable::default();
         for &addr in self.hops().iter() {
             known.intern(addr);

@@ -371,6 +371,24 @@ def test_update_streams_replay_onto_the_table(tmp_path):
         for prefix, label in fib.prefixes():
             address = prefix.split("/")[0]
             assert fib.lookup(address)[1] == label
+    # The label defaults to what the table's labels are.
+    rib = tmp_path / "rib.bgpdump"
+    rib.write_text("TABLE_DUMP2|1|B|192.0.2.1|64500|10.0.0.0/8|64500 64510|IGP|192.0.2.7|100|0||NAG||\n")
+    stream = tmp_path / "stream.bgpdump"
+    stream.write_text("BGP4MP|5|A|192.0.2.1|64500|10.1.0.0/16|64500 64599|IGP|192.0.2.8|100|0||NAG||\n")
+    by_asn = fibkit.Fib.load(rib, label="origin-as")
+    assert by_asn.apply_updates(stream)["effective"] == 1
+    assert by_asn.prefixes() == [("10.0.0.0/8", 64510), ("10.1.0.0/16", 64599)]
+    assert by_asn.nexthops() == []
+    by_hop = fibkit.Fib.load(rib)
+    by_hop.apply_updates(stream)
+    assert by_hop.prefixes() == [("10.0.0.0/8", 0), ("10.1.0.0/16", 1)]
+    assert by_hop.nexthops() == ["192.0.2.7", "192.0.2.8"]
+    pfx2as = tmp_path / "t.pfx2as"
+    pfx2as.write_text("10.0.0.0\t8\t64500\n")
+    by_origin = fibkit.Fib.load(pfx2as)
+    by_origin.apply_updates(stream)
+    assert by_origin.prefixes() == [("10.0.0.0/8", 64500), ("10.1.0.0/16", 64599)]
     # Bad input: the file and line, the option, an image.
     bad = tmp_path / "bad.txt"
     bad.write_text("100 a 10.3.0.0/16 192.0.2.9\n101 x 10.4.0.0/16 192.0.2.9\n")

@@ -56,7 +56,7 @@ class Fib:
         path: Union[str, PathLike[str]],
         *,
         format: Optional[str] = None,
-        label: str = "nexthop",
+        label: Optional[str] = None,
         peer: Optional[Union[str, int]] = None,
         lenient: bool = False,
         skip_bad: bool = False,
