@@ -22,7 +22,7 @@ use fibkit::model::{
     Machine, ModelError, Prediction, TraceSummary, TrieModel, WeightedRanges,
 };
 use fibkit::storage::Plain;
-use fibkit::{Addr, EngineFamily, Rib};
+use fibkit::{Addr, EngineFamily, Family, Rib};
 
 use crate::commands::load_table;
 use crate::TableArgs;
@@ -48,7 +48,8 @@ pub enum ModelCommand {
     /// miss a lookup waits for, fitted by least squares of the relative
     /// errors to dependent lookups of a few `levels` structures on the
     /// trace, and t_trie and t_const of `dxr` and `cpe` fitted so on their
-    /// own layouts.
+    /// own layouts. The costs are those of the trace's family (the file
+    /// serves that family only: calibrate once per family)
     Calibrate {
         #[command(flatten)]
         table: TableArgs,
@@ -295,6 +296,7 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
         const_ns: 0.0,
         tree_miss_weight: 1.0,
         engine_costs: BTreeMap::new(),
+        family: None,
     };
     let (table, _) = load_table(table)?;
     let (v4, v6) = traces_of(trace)?;
@@ -303,6 +305,14 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
     } else {
         fit_rows(&machine, &table.v6, &v6, millis)?
     };
+    machine.family = Some(
+        if !v4.is_empty() {
+            Family::V4
+        } else {
+            Family::V6
+        }
+        .to_string(),
+    );
     let [trie, tree, weight, fixed] = fit_nonnegative(&relative_rows(&rows));
     (
         machine.trie_ns,
@@ -337,11 +347,13 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
         machine.latency_ns
     );
     println!(
-        "t_trie {:.2} ns, t_tree {:.2} ns, t_const {:.2} ns, tree miss weight {:.2} (load average {})",
+        "t_trie {:.2} ns, t_tree {:.2} ns, t_const {:.2} ns, tree miss weight {:.2}, fitted on {} \
+         lookups (load average {})",
         trie,
         tree,
         fixed,
         weight,
+        machine.family.as_deref().unwrap_or("no"),
         load_average()
     );
     for (engine, costs) in &machine.engine_costs {
@@ -422,6 +434,20 @@ where
         ));
     }
     Ok(rows)
+}
+
+/// Checks that `machine`'s costs were fitted on the family of the trace at
+/// `trace` (IPv4 when `v4`, its IPv4 addresses, is not empty, as the
+/// predictions take it).
+fn check_family(machine: &Machine, file: &Path, trace: &Path, v4: &[u32]) -> Result<()> {
+    let family = if v4.is_empty() {
+        Family::V6
+    } else {
+        Family::V4
+    };
+    machine
+        .check_family(family)
+        .with_context(|| format!("{} with the trace {}", file.display(), trace.display()))
 }
 
 fn read_machine(args: &PredictArgs) -> Result<Machine> {
@@ -530,6 +556,7 @@ fn predict(args: &PredictArgs) -> Result<bool> {
     let mut results = Vec::new();
     for path in &args.traces {
         let (v4, v6) = traces_of(path)?;
+        check_family(&machine, &args.machine, path, &v4)?;
         results.push(if !v4.is_empty() {
             evaluate(args, &machine, &table.v4, &v4, path)?
         } else {
@@ -1043,6 +1070,7 @@ fn predict_engines(
     }
     for path in &args.traces {
         let (t4, t6) = traces_of(path)?;
+        check_family(machine, &args.machine, path, &t4)?;
         let (rows, tracked) = if !t4.is_empty() {
             engine_rows(args, machine, v4, &t4)?
         } else {

@@ -1394,6 +1394,9 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
         "{file}"
     );
     assert!(!file["os_caches"].as_array().unwrap().is_empty(), "{file}");
+    // The costs are those of IPv4 lookups, and the file says so.
+    assert_eq!(file["family"], "IPv4", "{file}");
+    assert!(stdout.contains("fitted on IPv4 lookups"), "{stdout}");
     // `dxr` and `cpe` get costs of their own, fitted on their layouts.
     for engine in ["dxr", "cpe"] {
         let costs = &file["engine_costs"][engine];
@@ -1512,6 +1515,40 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
     assert!(
         stdout.contains("(calibrated)") && stdout.contains("2000 addresses"),
         "{stdout}"
+    );
+
+    // IPv6 lookups with costs fitted on IPv4 ones: refused, naming the
+    // calibration that makes a file for IPv6, in `model predict` and `auto`.
+    let table6 = dir.join("table6.txt");
+    std::fs::write(&table6, "2001:db8::/32 1\n2001:db8:1::/48 2\n").unwrap();
+    let trace6 = dir.join("trace6.txt");
+    std::fs::write(&trace6, "2001:db8:1::1\n2001:db8:2::1\n").unwrap();
+    let (table6, trace6) = (table6.to_str().unwrap(), trace6.to_str().unwrap());
+    let out = fibkit(&[
+        "model",
+        "predict",
+        table6,
+        "--machine",
+        machine,
+        "--trace",
+        trace6,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("fitted on IPv4 lookups")
+            && stderr.contains("these are IPv6")
+            && stderr.contains("fibkit model calibrate")
+            && stderr.contains("trace6.txt"),
+        "{stderr}"
+    );
+    let spec = format!("auto:machine={machine}");
+    let out = fibkit(&["stats", table6, "--engine", &spec]);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("fitted on IPv4 lookups"),
+        "{}",
+        text(&out.stderr)
     );
 
     // A machine file of an older version is refused with the fix.

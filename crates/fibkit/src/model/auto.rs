@@ -56,7 +56,8 @@
 //!
 //! Machine: `machine=FILE` reads a file of `fibkit model calibrate`, refused
 //! when it was made by another version or on another CPU or cache
-//! hierarchy. Without one the model takes this machine's caches from sysfs
+//! hierarchy, or fitted its costs on lookups of the other family
+//! ([`Machine::check_family`]). Without one the model takes this machine's caches from sysfs
 //! (or, where sysfs has none, [`fallback_caches`]) and the latencies and
 //! per-read costs of [`DEFAULT_LATENCY_NS`]: round figures for a current
 //! x86-64 server, not a measurement of this machine; calibrate for that.
@@ -302,6 +303,7 @@ pub fn default_machine() -> Machine {
         const_ns: DEFAULT_CONST_NS,
         tree_miss_weight: 1.0,
         engine_costs: Default::default(),
+        family: None,
     }
 }
 
@@ -661,7 +663,9 @@ fn choose<A: AutoFamily>(
     };
     let (machine, source) = match &config.machine {
         Some(path) => (
-            read_machine(path).map_err(|e| spec_error(e.to_string()))?,
+            read_machine(path)
+                .and_then(|machine| machine.check_family(A::FAMILY).map(|()| machine))
+                .map_err(|e| spec_error(e.to_string()))?,
             format!("{} (calibrated)", path.display()),
         ),
         None => (

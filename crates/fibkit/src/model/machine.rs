@@ -20,6 +20,7 @@ use std::path::Path;
 
 use super::predict::Prediction;
 use super::ModelError;
+use crate::addr::Family;
 
 /// Version of the machine file format (and of the calibration method).
 pub const MACHINE_VERSION: u32 = 3;
@@ -155,6 +156,15 @@ pub struct Machine {
     /// much. Empty without a calibration.
     #[serde(default)]
     pub engine_costs: std::collections::BTreeMap<String, EngineCosts>,
+    /// The address family of the lookups the costs above were fitted on
+    /// (`IPv4` or `IPv6`); `None` for costs not fitted here (the paper's,
+    /// the defaults) and files written before it was recorded. Why: the
+    /// work of a lookup differs between the families (an IPv6 search tree
+    /// node is 48 bytes and compares 128-bit keys), so costs fitted on one
+    /// family mispredict the other (docs/BENCHMARKS.md, "Costs fitted per
+    /// family"). Predictions for the other family are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
 }
 
 /// [`Machine::tree_miss_weight`] of files written before it was fitted.
@@ -203,6 +213,21 @@ impl Machine {
             const_ns: 4.5,
             tree_miss_weight: 1.0,
             engine_costs: Default::default(),
+            family: None,
+        }
+    }
+
+    /// Checks that the costs were fitted on lookups of `family` (or on no
+    /// family in particular): the error names the calibration to run.
+    pub fn check_family(&self, family: Family) -> Result<(), ModelError> {
+        match &self.family {
+            Some(fitted) if *fitted != family.to_string() => Err(ModelError::Input(format!(
+                "the machine file's costs were fitted on {fitted} lookups and these are \
+                 {family} lookups, whose work differs: make a machine file for {family} with \
+                 `fibkit model calibrate TABLE --trace TRACE --out FILE` on an {family} table \
+                 and trace, and use that file for {family}"
+            ))),
+            _ => Ok(()),
         }
     }
 
@@ -732,6 +757,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("version 0"), "{err}");
+    }
+
+    #[test]
+    fn costs_of_one_family_are_refused_for_the_other() {
+        // Costs fitted on no family in particular (the paper's, the
+        // defaults, files from before the family was recorded) serve both.
+        let paper = Machine::paper_pentium_iii();
+        assert_eq!(paper.family, None);
+        assert!(paper.check_family(Family::V4).is_ok());
+        assert!(paper.check_family(Family::V6).is_ok());
+        let text = serde_json::to_string(&paper).unwrap();
+        assert!(!text.contains("family"), "{text}");
+        let v4 = Machine {
+            family: Some(Family::V4.to_string()),
+            ..paper.clone()
+        };
+        assert!(v4.check_family(Family::V4).is_ok());
+        let err = v4.check_family(Family::V6).unwrap_err().to_string();
+        assert!(
+            err.contains("fitted on IPv4 lookups")
+                && err.contains("these are IPv6")
+                && err.contains("fibkit model calibrate"),
+            "{err}"
+        );
+        // The family survives the machine file.
+        let read: Machine = serde_json::from_str(&serde_json::to_string(&v4).unwrap()).unwrap();
+        assert_eq!(read, v4);
     }
 
     #[test]
