@@ -49,7 +49,7 @@ pub enum ModelCommand {
     /// errors to dependent lookups of a few `levels` structures on the
     /// trace, and t_trie and t_const of `dxr` and `cpe` fitted so on their
     /// own layouts. The costs are those of the trace's family (the file
-    /// serves that family only: calibrate once per family)
+    /// serves that family only: calibrate once per family).
     Calibrate {
         #[command(flatten)]
         table: TableArgs,
