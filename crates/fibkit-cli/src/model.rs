@@ -79,7 +79,7 @@ pub struct PredictArgs {
     /// Traces (repeatable; `fibkit trace gen`).
     #[arg(long = "trace", required = true)]
     traces: Vec<PathBuf>,
-    /// The machine file of `fibkit model calibrate`.
+    /// The machine file of `fibkit model calibrate`, made on the traces' family.
     #[arg(long, default_value = "fibkit-machine.json")]
     machine: PathBuf,
     /// Use the paper's Pentium III (two levels, 32-byte lines) instead.
