@@ -17,6 +17,8 @@ work=${3:-$(mktemp -d)}
 mkdir -p "$work"
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin fibkit
 fibkit="$root/target/release/fibkit"
+# shellcheck source=verify_lib.sh
+source "$here/verify_lib.sh"
 
 v4_engines="dxr dxr:k=16 dxr:k=24 dxr:d=12,x=4 dxr:d=16,x=3 dir24-8 cpe cpe:levels=2 cpe:nopush cpe:levels=5,nopush btree btree:k=8 poptrie poptrie:s=8 bspl bspl:levels=2 bspl:first=22 bspl:hybrid lctrie lctrie:lookup=classic levels levels:strides=8+8+8 bloom bloom:search=linear"
 v6_engines="dxr6 dxr6:k=8,stride=3,density=1 dxr6:k=24 cpe cpe:levels=18,nopush btree btree:k=8 poptrie poptrie:s=8 bspl bspl:levels=3 bspl:hybrid lctrie levels levels:strides=16+16+16 bloom bloom:search=linear"
@@ -34,15 +36,8 @@ for seed in $(seq "$first" "$last"); do
     python3 "$here/random_updates.py" "$table" --count 5000 --seed "$seed" > "$table.updates"
     case $family in v4) engines=$v4_engines ;; *) engines=$v6_engines ;; esac
     for engine in $engines; do
-        if output=$("$fibkit" verify "$table" --engine "$family=$engine" --random 5000 \
-            --updates "$table.updates" --check-every 250 2>&1); then
-            echo "seed $seed $family $engine: $(tail -1 <<<"$output")"
-        elif grep -q "cannot encode this table" <<<"$output"; then
-            echo "seed $seed $family $engine: not built: $(grep -o "cannot encode this table.*" <<<"$output")"
-        else
-            echo "seed $seed $family $engine: FAILED: $(tail -3 <<<"$output")"
+        verify_engine "seed $seed $family" "$table" "$table.updates" "$family" "$engine" 5000 250 ||
             failed=1
-        fi
     done
 done
 exit $failed

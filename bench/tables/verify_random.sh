@@ -13,6 +13,8 @@ work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin fibkit
 fibkit="$root/target/release/fibkit"
+# shellcheck source=verify_lib.sh
+source "$here/verify_lib.sh"
 
 python3 "$here/random_table.py" --family v4 --count 600000 --lengths 0-32 --labels 200000 --seed 7 > "$work/v4-anylen.txt"
 python3 "$here/random_table.py" --family v6 --count 200000 --lengths 0-128 --labels 100000 --seed 7 > "$work/v6-anylen.txt"
@@ -32,15 +34,8 @@ failed=0
 for table in $tables; do
     case $table in v4-*) family=v4 engines=$v4_engines ;; *) family=v6 engines=$v6_engines ;; esac
     for engine in $engines; do
-        if output=$("$fibkit" verify "$work/$table.txt" --engine "$family=$engine" --random 20000 \
-            --updates "$work/$table.updates" --check-every 5000 2>&1); then
-            echo "$table $engine: $(tail -1 <<<"$output")"
-        elif grep -q "cannot encode this table" <<<"$output"; then
-            echo "$table $engine: not built: $(grep -o "cannot encode this table.*" <<<"$output")"
-        else
-            echo "$table $engine: FAILED: $(tail -3 <<<"$output")"
+        verify_engine "$table" "$work/$table.txt" "$work/$table.updates" "$family" "$engine" 20000 5000 ||
             failed=1
-        fi
     done
 done
 exit $failed
