@@ -305,14 +305,7 @@ fn calibrate(table: &TableArgs, trace: &Path, out: &Path, millis: u64) -> Result
     } else {
         fit_rows(&machine, &table.v6, &v6, millis)?
     };
-    machine.family = Some(
-        if !v4.is_empty() {
-            Family::V4
-        } else {
-            Family::V6
-        }
-        .to_string(),
-    );
+    machine.family = Some(trace_family(&v4).to_string());
     let [trie, tree, weight, fixed] = fit_nonnegative(&relative_rows(&rows));
     (
         machine.trie_ns,
@@ -436,17 +429,21 @@ where
     Ok(rows)
 }
 
-/// Checks that `machine`'s costs were fitted on the family of the trace at
-/// `trace` (IPv4 when `v4`, its IPv4 addresses, is not empty, as the
-/// predictions take it).
-fn check_family(machine: &Machine, file: &Path, trace: &Path, v4: &[u32]) -> Result<()> {
-    let family = if v4.is_empty() {
+/// The family a trace's lookups are of, given its IPv4 addresses `v4`:
+/// IPv4 when it has any, as calibration and prediction take it.
+fn trace_family(v4: &[u32]) -> Family {
+    if v4.is_empty() {
         Family::V6
     } else {
         Family::V4
-    };
+    }
+}
+
+/// Checks that `machine`'s costs were fitted on the family of the trace at
+/// `trace` ([`trace_family`] of its IPv4 addresses `v4`).
+fn check_family(machine: &Machine, file: &Path, trace: &Path, v4: &[u32]) -> Result<()> {
     machine
-        .check_family(family)
+        .check_family(trace_family(v4))
         .with_context(|| format!("{} with the trace {}", file.display(), trace.display()))
 }
 
