@@ -12,7 +12,9 @@ use fibkit::load::{
     self, FamilyPart, Format, LineReader, LoadOptions, LoadedTable, LoadedUpdates, NextHopTable,
 };
 use fibkit::prefix::excerpt;
-use fibkit::{Addr, BuildError, Change, EngineFamily, EngineStats, Fib, Lookup, Rib, Updater};
+use fibkit::{
+    Addr, BuildError, Change, EngineFamily, EngineStats, Family, Fib, Lookup, Rib, Updater,
+};
 
 use crate::family::for_family;
 use crate::specs::FamilySpecs;
@@ -248,8 +250,10 @@ pub fn stats(
             "host_bits_cleared": table.stats.masked,
             "nexthops": table.nexthops.len(),
         }))?;
-        family_stats_json(&table.v4, &specs.v4, trace_v4.as_deref())?;
-        family_stats_json(&table.v6, &specs.v6, trace_v6.as_deref())?;
+        family_stats_json(&table.v4, &specs.v4, trace_v4.as_deref())
+            .map_err(|error| specs.explain(Family::V4, error))?;
+        family_stats_json(&table.v6, &specs.v6, trace_v6.as_deref())
+            .map_err(|error| specs.explain(Family::V6, error))?;
         if nexthops {
             for (label, addr) in table.nexthops.iter() {
                 json_line(
@@ -273,8 +277,10 @@ pub fn stats(
         table.stats.skipped,
         table.stats.masked
     );
-    family_stats(&table.v4, &specs.v4, trace_v4.as_deref())?;
-    family_stats(&table.v6, &specs.v6, trace_v6.as_deref())?;
+    family_stats(&table.v4, &specs.v4, trace_v4.as_deref())
+        .map_err(|error| specs.explain(Family::V4, error))?;
+    family_stats(&table.v6, &specs.v6, trace_v6.as_deref())
+        .map_err(|error| specs.explain(Family::V6, error))?;
     if nexthops {
         say!("\nnext hops ({}):", table.nexthops.len());
         for (label, addr) in table.nexthops.iter() {
@@ -441,8 +447,10 @@ pub fn lookup(
     }
     // A family without prefixes answers `none` without an engine.
     let specs = FamilySpecs::resolve(engines, !table.v4.is_empty(), !table.v6.is_empty())?;
-    let engine4 = built_single(&specs.v4, &table.v4)?;
-    let engine6 = built_single(&specs.v6, &table.v6)?;
+    let engine4 =
+        built_single(&specs.v4, &table.v4).map_err(|error| specs.explain(Family::V4, error))?;
+    let engine6 =
+        built_single(&specs.v6, &table.v6).map_err(|error| specs.explain(Family::V6, error))?;
     let lookups = Lookups {
         table: &table,
         engine4: engine4.as_ref(),
@@ -700,7 +708,8 @@ pub fn verify(
             updates.as_ref().map(|(v4, _)| &v4[..]),
             check_every,
             json,
-        )?;
+        )
+        .map_err(|error| specs.explain(Family::V4, error))?;
         passed += p;
         failed += f;
     }
@@ -713,7 +722,8 @@ pub fn verify(
             updates.as_ref().map(|(_, v6)| &v6[..]),
             check_every,
             json,
-        )?;
+        )
+        .map_err(|error| specs.explain(Family::V6, error))?;
         passed += p;
         failed += f;
     }

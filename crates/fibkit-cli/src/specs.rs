@@ -4,11 +4,13 @@
 //! built for one family only leaves the other family to its default engine
 //! (said once on standard error). `--engine v4=SPEC` and `--engine v6=SPEC`
 //! choose per family. An engine that builds neither family of the table is
-//! an error naming the engines that can.
+//! an error naming the engines that can; a spec given to both families of a
+//! dual-stack table that cannot build one of them is an error saying how to
+//! give it the other family alone.
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 
-use fibkit::{default_spec, Family};
+use fibkit::{default_spec, BuildError, Family};
 
 /// The engine specs chosen for each family, in command-line order.
 #[derive(Debug, Default, PartialEq)]
@@ -17,6 +19,9 @@ pub(crate) struct FamilySpecs {
     pub v4: Vec<String>,
     /// Specs for the IPv6 prefixes.
     pub v6: Vec<String>,
+    /// Specs given without `v4=` or `v6=` to a table with prefixes of both
+    /// families, so applied to both.
+    shared: Vec<String>,
 }
 
 impl FamilySpecs {
@@ -51,6 +56,9 @@ impl FamilySpecs {
                     capable_engines(has_v4, has_v6)
                 );
             }
+            if v4 && has_v4 && v6 && has_v6 {
+                specs.shared.push(arg.clone());
+            }
             if v4 {
                 specs.v4.push(arg.clone());
             }
@@ -61,6 +69,39 @@ impl FamilySpecs {
         specs.fill_default(Family::V4, has_v4, !args.is_empty());
         specs.fill_default(Family::V6, has_v6, !args.is_empty());
         Ok(specs)
+    }
+
+    /// `error`, from building or updating an engine for `family`'s
+    /// prefixes, with a hint when its spec was given to both families of
+    /// the table and the engine cannot take this family's prefixes (a bad
+    /// spec or a layout limit): how to give the spec to the other family
+    /// alone, leaving this one to its default engine. Other errors are
+    /// returned as they are.
+    pub(crate) fn explain(&self, family: Family, error: anyhow::Error) -> anyhow::Error {
+        // A limit names the spec as the engine prints it (`dxr6` becomes
+        // `dxr6:k=16,...`): the shared spec is found by its engine's name.
+        let named = match error.downcast_ref::<BuildError>() {
+            Some(BuildError::BadSpec { spec, .. }) => spec,
+            Some(BuildError::Limit { engine, .. }) => engine,
+            _ => return error,
+        };
+        let name = |spec: &str| spec.split(':').next().unwrap_or(spec).to_string();
+        let mut shared = self.shared.iter().filter(|spec| name(spec) == name(named));
+        let (Some(spec), None) = (shared.next(), shared.next()) else {
+            return error;
+        };
+        let other = match family {
+            Family::V4 => Family::V6,
+            Family::V6 => Family::V4,
+        };
+        anyhow!(
+            "{error:#}; `{spec}` was given for both families of this table: \
+             `--engine {}={spec}` builds it for the {other} prefixes only, and the {family} \
+             prefixes use {} (or name one with `--engine {}=SPEC`)",
+            flag(other),
+            default_spec(family),
+            flag(family)
+        )
     }
 
     /// Gives `family`, when the table has it and no spec names it, its
@@ -77,6 +118,14 @@ impl FamilySpecs {
             }
             list.push(spec.to_string());
         }
+    }
+}
+
+/// The `--engine` prefix naming `family` (`v4` or `v6`).
+fn flag(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "v4",
+        Family::V6 => "v6",
     }
 }
 
@@ -139,5 +188,48 @@ mod tests {
         let error = specs(&[v4_only.name], false, true).unwrap_err().to_string();
         assert!(error.contains("engines that can"), "{error}");
         assert!(error.contains(default_spec(Family::V6)), "{error}");
+    }
+
+    #[test]
+    fn a_shared_spec_that_fails_one_family_names_the_other_alone() {
+        let resolved = specs(&["cpe:strides=16+8+8", "v6=dxr6"], true, true).unwrap();
+        let bad = BuildError::BadSpec {
+            spec: "cpe:strides=16+8+8".into(),
+            why: "strides sum to 32 bits but IPv6 addresses have 128".into(),
+        };
+        let error = resolved.explain(Family::V6, bad.clone().into()).to_string();
+        assert!(error.starts_with(&bad.to_string()), "{error}");
+        assert!(
+            error.contains("`--engine v4=cpe:strides=16+8+8`"),
+            "{error}"
+        );
+        assert!(error.contains(default_spec(Family::V6)), "{error}");
+        // A limit names the layout the engine printed, found by its name.
+        let resolved = specs(&["bspl"], true, true).unwrap();
+        let limit = BuildError::Limit {
+            engine: "bspl:first=16".into(),
+            why: "too long".into(),
+        };
+        let error = resolved.explain(Family::V4, limit.into()).to_string();
+        assert!(error.contains("`--engine v6=bspl`"), "{error}");
+        // Per-family specs, one-family tables and other errors: no hint.
+        for (resolved, family) in [
+            (
+                specs(&["v4=cpe:strides=16+8+8"], true, true).unwrap(),
+                Family::V4,
+            ),
+            (
+                specs(&["cpe:strides=16+8+8"], false, true).unwrap(),
+                Family::V6,
+            ),
+        ] {
+            let error = resolved.explain(family, bad.clone().into()).to_string();
+            assert_eq!(error, bad.to_string());
+        }
+        let resolved = specs(&["cpe:strides=16+8+8"], true, true).unwrap();
+        let other = resolved
+            .explain(Family::V6, anyhow!("disk full"))
+            .to_string();
+        assert_eq!(other, "disk full");
     }
 }

@@ -539,6 +539,9 @@ fn bad_input_is_an_error_not_a_panic() {
     std::fs::write(&bad_table, "10.0.0.0/8 1\n10.0.0.1/8 2\n").unwrap();
     let empty = dir.join("empty.txt");
     std::fs::write(&empty, "").unwrap();
+    let dual = dir.join("dual.txt");
+    std::fs::write(&dual, "10.0.0.0/8 1\n2001:db8:1::/48 2\n").unwrap();
+    let dual = dual.to_str().unwrap();
     let table = data("dfz-v6-nh.txt.gz");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
@@ -550,6 +553,27 @@ fn bad_input_is_an_error_not_a_panic() {
         (
             vec!["verify", &table, "--engine", "dir24-8"],
             "engine `dir24-8` builds no family this table has (IPv6); engines that can: radix",
+        ),
+        // A layout for one family given to both: the error says how to
+        // keep it to its own, in every command that builds engines.
+        (
+            vec!["verify", dual, "--engine", "cpe:strides=16+8+8"],
+            "strides sum to 32 bits but IPv6 addresses have 128 (give strides summing to 128, \
+             each at most 24); `cpe:strides=16+8+8` was given for both families of this table: \
+             `--engine v4=cpe:strides=16+8+8` builds it for the IPv4 prefixes only, and the \
+             IPv6 prefixes use dxr6",
+        ),
+        (
+            vec!["lookup", dual, "10.1.2.3", "--engine", "cpe:strides=16+8+8"],
+            "`--engine v4=cpe:strides=16+8+8` builds it for the IPv4 prefixes only",
+        ),
+        (
+            vec!["stats", dual, "--engine", "bspl:lengths=16+24+32"],
+            "is longer than the longest target length 32",
+        ),
+        (
+            vec!["stats", dual, "--engine", "bspl:lengths=16+24+32", "--json"],
+            "`--engine v4=bspl:lengths=16+24+32` builds it for the IPv4 prefixes only",
         ),
         (
             vec!["verify", &table, "--engine", "nosuch"],
