@@ -18,3 +18,16 @@ verify_engine() {
         return 1
     fi
 }
+
+#   verify_engines NAME TABLE UPDATES FAMILY RANDOM EVERY ENGINE...
+#
+# verify_engine for each ENGINE in turn; returns 1 if any check failed.
+verify_engines() {
+    local name=$1 table=$2 updates=$3 family=$4 random=$5 every=$6 engine failed=0
+    shift 6
+    for engine in "$@"; do
+        verify_engine "$name" "$table" "$updates" "$family" "$engine" "$random" "$every" ||
+            failed=1
+    done
+    return $failed
+}
