@@ -33,7 +33,14 @@
 #                      over rounds are reported [5]
 #   PEERS_SEED         key generator seed [1]
 #   PEERS_CORE         CPU every harness is pinned to [0]
-#   PEERS_EAL_MEM      MB of (non-huge) memory for DPDK's EAL [4096]
+#   PEERS_EAL_MEM      MB of memory for DPDK's EAL [4096]
+#   PEERS_HUGE         1: every harness on 2 MiB pages, as DPDK runs in
+#                      production: DPDK's EAL on hugetlbfs pages (reserved
+#                      for the run and given back after it; needs root) and
+#                      the C heaps of fibkit's harnesses advised for
+#                      transparent huge pages (glibc.malloc.hugetlb=1);
+#                      Go keeps its own policy. [0: 4 KiB pages, DPDK with
+#                      --no-huge]
 #   PEERS_OUT          scratch directory [bench/peers/target]
 # A quick check: PEERS_KEYS=1000000 PEERS_MIN_SECONDS=0.2 PEERS_ROUNDS=3.
 # Exit status: 0 when every engine agrees with the reference on every key,
@@ -53,6 +60,8 @@ baselines="${PEERS_BASELINES:-rte_lpm/key,rte_lpm/burst8,rte_lpm/burst32,rte_fib
 seed="${PEERS_SEED:-1}"
 core="${PEERS_CORE:-0}"
 eal_mem="${PEERS_EAL_MEM:-4096}"
+huge="${PEERS_HUGE:-0}"
+case "$huge" in 0|1) ;; *) echo "run.sh: PEERS_HUGE is 0 or 1, not '$huge'" >&2; exit 2 ;; esac
 c_engine="${PEERS_C_ENGINE:-default}"
 [ "$c_engine" = none ] && c_engine=""
 out="${PEERS_OUT:-$here/target}"
@@ -79,6 +88,33 @@ command -v go >/dev/null 2>&1 || fail "go not found (bart needs Go >= 1.24)"
 command -v cargo >/dev/null 2>&1 || fail "cargo not found"
 pin=()
 if command -v taskset >/dev/null 2>&1; then pin=(taskset -c "$core"); fi
+
+# ---- page size
+eal_pages=(--no-huge)
+heap=(env)
+if [ "$huge" = 1 ]; then
+    [ "$(id -u)" -eq 0 ] || fail "PEERS_HUGE=1 reserves huge pages: run as root"
+    [ -w /proc/sys/vm/nr_hugepages ] || fail "PEERS_HUGE=1: this kernel has no huge pages to reserve"
+    grep -qE '\[(madvise|always)\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null \
+        || fail "PEERS_HUGE=1: transparent huge pages are off on this machine"
+    hugetlbfs="$out/hugetlbfs"
+    previous_pages="$(cat /proc/sys/vm/nr_hugepages)"
+    wanted_pages=$((previous_pages + eal_mem / 2 + 64))
+    give_back() {
+        umount "$hugetlbfs" 2>/dev/null || true
+        echo "$previous_pages" > /proc/sys/vm/nr_hugepages
+    }
+    trap give_back EXIT
+    echo "$wanted_pages" > /proc/sys/vm/nr_hugepages
+    got_pages="$(cat /proc/sys/vm/nr_hugepages)"
+    [ "$got_pages" -ge "$wanted_pages" ] \
+        || fail "PEERS_HUGE=1: asked for $wanted_pages huge pages of 2 MiB, the kernel gave $got_pages (free memory, or a smaller PEERS_EAL_MEM)"
+    mkdir -p "$hugetlbfs"
+    mountpoint -q "$hugetlbfs" || mount -t hugetlbfs -o pagesize=2M nodev "$hugetlbfs" \
+        || fail "PEERS_HUGE=1: cannot mount hugetlbfs on $hugetlbfs"
+    eal_pages=(--huge-dir "$hugetlbfs" --huge-unlink)
+    heap=(env GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
+fi
 
 # ---- build
 mkdir -p "$out"
@@ -127,10 +163,10 @@ for fam in $families; do
             --seed "$seed" --out "$dir"
         # The harnesses build their tables, then the driver runs round 1 of
         # every configuration of every harness, round 2, ... (rounds.rs).
-        "$peers" rounds "$dir" --rounds "$rounds" -- \
+        "${heap[@]}" "$peers" rounds "$dir" --rounds "$rounds" -- \
             "${pin[@]}" "$peers" serve "$dir" --engines "$engines" --modes "$modes" \
                 --burst "$bursts" --min-seconds "$min_seconds" :: \
-            "$out/dpdk/peers-dpdk" --no-huge --no-pci --no-shconf --no-telemetry -l "$core" \
+            "$out/dpdk/peers-dpdk" "${eal_pages[@]}" --no-pci --no-shconf --no-telemetry -l "$core" \
                 -m "$eal_mem" --log-level=lib.eal:error --force-max-simd-bitwidth=512 \
                 -- "$fam" "$dir" "$min_seconds" ${c_engine:+"$c_engine"} :: \
             "${pin[@]}" "$out/bart/peers-bart" "$fam" "$dir" "$min_seconds"
@@ -141,7 +177,7 @@ done
 # ---- compare and report
 echo
 echo "== results ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, every harness on CPU $core;" \
-    "$keys keys, $rounds rounds of runs >= $min_seconds s; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+    "$([ "$huge" = 1 ] && echo "2 MiB pages;" || echo "4 KiB pages;") $keys keys, $rounds rounds of runs >= $min_seconds s; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 status=0
 "$peers" compare "${dirs[@]}" --json "$out/results.json" --baselines "$baselines" || status=$?
 exit "$status"
