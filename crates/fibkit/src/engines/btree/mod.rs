@@ -58,6 +58,8 @@
 //! level and 2^31 label indices and sub-lists.
 
 #[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
 mod wide;
 
 use std::fmt;
@@ -161,8 +163,8 @@ pub struct Btree<A: Addr, S: Storage = Owned> {
     sub_starts: S::Array<u64>,
     sub_labels: S::Array<u32>,
     results: S::Array<LabelSlot>,
-    /// Whether this CPU counts with AVX-512 (decided at build).
-    wide: bool,
+    /// How this CPU counts a node's keys (decided at build).
+    count: Count,
     family: PhantomData<A>,
 }
 
@@ -181,7 +183,7 @@ impl<A: Addr, S: Storage> Clone for Btree<A, S> {
             sub_starts: self.sub_starts.clone(),
             sub_labels: self.sub_labels.clone(),
             results: self.results.clone(),
-            wide: self.wide,
+            count: self.count,
             family: PhantomData,
         }
     }
@@ -393,9 +395,15 @@ impl<A: Addr, S: Storage> Lookup<A> for Btree<A, S> {
     #[inline]
     fn lookup(&self, addr: A) -> Option<Label> {
         #[cfg(target_arch = "x86_64")]
-        if self.wide {
-            // SAFETY: `wide` is set only where the CPU has AVX-512 F.
-            return unsafe { self.lookup_wide(addr) };
+        match self.count {
+            // SAFETY: `Count::Avx512` is chosen only where the CPU has
+            // AVX-512 F and POPCNT (`Count::best`, or a test that checked).
+            #[cfg(target_arch = "x86_64")]
+            Count::Avx512 => return unsafe { self.lookup_wide(addr) },
+            // SAFETY: likewise AVX2 and POPCNT.
+            #[cfg(target_arch = "x86_64")]
+            Count::Avx2 => return unsafe { self.lookup_avx2(addr) },
+            Count::Plain => {}
         }
         self.lookup_portable(addr)
     }
@@ -403,10 +411,14 @@ impl<A: Addr, S: Storage> Lookup<A> for Btree<A, S> {
     fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
         #[cfg(target_arch = "x86_64")]
-        if self.wide {
+        match self.count {
             // SAFETY: as in `lookup`.
-            unsafe { self.lookup_batch_wide(addrs, out) };
-            return;
+            #[cfg(target_arch = "x86_64")]
+            Count::Avx512 => return unsafe { self.lookup_batch_wide(addrs, out) },
+            // SAFETY: as in `lookup`.
+            #[cfg(target_arch = "x86_64")]
+            Count::Avx2 => return unsafe { self.lookup_batch_avx2(addrs, out) },
+            Count::Plain => {}
         }
         self.lookup_batch_portable(addrs, out);
     }
@@ -446,8 +458,8 @@ pub struct BtreeStats {
     pub sub_lists: usize,
     /// Entries of the sub-lists.
     pub sub_entries: usize,
-    /// Whether lookups count with AVX-512.
-    pub avx512: bool,
+    /// How lookups count a node's keys: `plain`, `AVX2` or `AVX-512`.
+    pub count: &'static str,
 }
 
 impl EngineStats for BtreeStats {
@@ -471,20 +483,64 @@ impl EngineStats for BtreeStats {
                 "sub-lists (entries)".into(),
                 format!("{} ({})", self.sub_lists, self.sub_entries),
             ),
-            ("AVX-512 count".into(), self.avx512.to_string()),
+            ("node count".into(), self.count.into()),
         ]
     }
 }
 
-/// Whether this CPU runs the AVX-512 search.
-fn wide_available() -> bool {
+/// How a snapshot counts a node's keys `<=` an address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Count {
+    /// Plain code, key by key.
+    Plain,
+    /// Four 256-bit compares (`avx2.rs`).
     #[cfg(target_arch = "x86_64")]
-    {
-        wide::available()
+    Avx2,
+    /// Two 512-bit compares (`wide.rs`).
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+impl Count {
+    /// The fastest count this CPU runs.
+    fn best() -> Count {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if wide::available() {
+                return Count::Avx512;
+            }
+            if avx2::available() {
+                return Count::Avx2;
+            }
+        }
+        Count::Plain
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+
+    /// Every count this CPU runs, the plain one first.
+    #[cfg(test)]
+    fn all_available() -> Vec<Count> {
+        let mut counts = vec![Count::Plain];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if avx2::available() {
+                counts.push(Count::Avx2);
+            }
+            if wide::available() {
+                counts.push(Count::Avx512);
+            }
+        }
+        counts
+    }
+
+    /// Its name in the engine's statistics.
+    fn name(self) -> &'static str {
+        match self {
+            Count::Plain => "plain",
+            #[cfg(target_arch = "x86_64")]
+            Count::Avx2 => "AVX2",
+            #[cfg(target_arch = "x86_64")]
+            Count::Avx512 => "AVX-512",
+        }
     }
 }
 
@@ -497,7 +553,7 @@ impl<A: Addr> BtreeUpdater<A> {
     }
 
     /// The snapshot of `rib`.
-    fn snapshot(&self, rib: &Rib<A>, wide: bool) -> Result<Btree<A>, BuildError> {
+    fn snapshot(&self, rib: &Rib<A>, count: Count) -> Result<Btree<A>, BuildError> {
         let root_bits = self.config.root_bits;
         let mut labels = LabelIndex::new("btree", MAX_INDEX);
         let ranges = rib.ranges();
@@ -679,7 +735,7 @@ impl<A: Addr> BtreeUpdater<A> {
             sub_starts,
             sub_labels,
             results,
-            wide,
+            count,
             family: PhantomData,
         })
     }
@@ -695,7 +751,7 @@ impl<A: Addr> Updater<A> for BtreeUpdater<A> {
             config: *config,
             family: PhantomData,
         };
-        let snapshot = updater.snapshot(rib, wide_available())?;
+        let snapshot = updater.snapshot(rib, Count::best())?;
         Ok((updater, snapshot))
     }
 
@@ -724,7 +780,7 @@ impl<A: Addr> Updater<A> for BtreeUpdater<A> {
             root_starts,
             sub_lists: snapshot.sub_first.len() - 1,
             sub_entries: snapshot.sub_starts.len(),
-            avx512: snapshot.wide,
+            count: snapshot.count.name(),
         }
     }
 }
@@ -750,21 +806,24 @@ mod tests {
             config,
             family: PhantomData,
         };
-        for wide in [false, wide_available()] {
-            let btree = updater.snapshot(rib, wide).unwrap();
+        for count in Count::all_available() {
+            let btree = updater.snapshot(rib, count).unwrap();
             let mut addrs = Vec::new();
             for range in rib.ranges() {
                 addrs.extend([range.first, range.last, range.first.wrapping_sub(1)]);
             }
             let want: Vec<_> = addrs.iter().map(|&a| rib.lookup(a)).collect();
             let per_key: Vec<_> = addrs.iter().map(|&a| btree.lookup(a)).collect();
-            assert_eq!(per_key, want, "k={root_bits} wide={wide}");
+            assert_eq!(per_key, want, "k={root_bits} count={count:?}");
             let mut batch = vec![Some(7); addrs.len()];
             btree.lookup_batch(&addrs, &mut batch);
-            assert_eq!(batch, want, "k={root_bits} wide={wide}, batch");
+            assert_eq!(batch, want, "k={root_bits} count={count:?}, batch");
             let mut portable = vec![Some(7); addrs.len()];
             btree.lookup_batch_portable(&addrs, &mut portable);
-            assert_eq!(portable, want, "k={root_bits} wide={wide}, portable batch");
+            assert_eq!(
+                portable, want,
+                "k={root_bits} count={count:?}, portable batch"
+            );
         }
     }
 
