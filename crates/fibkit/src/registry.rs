@@ -117,7 +117,7 @@ pub const ENGINES: &[EngineInfo] = &[
         ipv4: true,
         ipv6: true,
         about: "static B+-tree over range starts (top 64 bits), 16 keys per node counted by \
-                one SIMD compare, under a 2^K root; rebuilt on change (k=8..24)",
+                SIMD compares (AVX-512 or AVX2), under a 2^K root; rebuilt on change (k=8..24)",
     },
     EngineInfo {
         name: "poptrie",
