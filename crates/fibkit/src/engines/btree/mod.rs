@@ -394,7 +394,6 @@ const GROUP: usize = 16;
 impl<A: Addr, S: Storage> Lookup<A> for Btree<A, S> {
     #[inline]
     fn lookup(&self, addr: A) -> Option<Label> {
-        #[cfg(target_arch = "x86_64")]
         match self.count {
             // SAFETY: `Count::Avx512` is chosen only where the CPU has
             // AVX-512 F and POPCNT (`Count::best`, or a test that checked).
@@ -410,7 +409,6 @@ impl<A: Addr, S: Storage> Lookup<A> for Btree<A, S> {
 
     fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        #[cfg(target_arch = "x86_64")]
         match self.count {
             // SAFETY: as in `lookup`.
             #[cfg(target_arch = "x86_64")]
