@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use fibkit::{build, Addr, Change, EngineFamily, Label, LocalFib, Lookup, Rib, StatsV4};
+use fibkit::{build, Addr, Change, EngineFamily, Label, LocalFib, Lookup, Prefix, Rib, StatsV4};
 use proptest::prelude::*;
 
 /// Every engine spec under test, with the families it supports.
@@ -110,6 +110,53 @@ proptest! {
         let rib = rib_with_or_without_default(&entries, default_route);
         let specs: Vec<&str> = ENGINES.iter().filter(|e| e.2).map(|e| e.0).collect();
         replay_batches(&rib, &batches, &specs);
+    }
+}
+
+/// Changes at both ends of the address space, where a window's or chunk's
+/// last address is the family's largest: host routes at 0 and at all ones,
+/// the upper half, the last /16 (IPv6) or /8 (IPv4), the default route,
+/// then their withdrawals one by one.
+fn edge_batches<A: Addr>() -> Vec<Vec<Change<A>>> {
+    let top = A::MAX;
+    let bits = A::BITS as u8;
+    let last_block = if bits == 128 { 16 } else { 8 };
+    let prefixes = [
+        Prefix::new_masked(top, bits),
+        Prefix::new_masked(A::from_u128(0), bits),
+        Prefix::new_masked(top, 1),
+        Prefix::new_masked(top, last_block),
+        Prefix::new_masked(top, bits - 1),
+        Prefix::default_route(),
+    ];
+    let mut batches: Vec<Vec<Change<A>>> = prefixes
+        .iter()
+        .enumerate()
+        .map(|(i, &prefix)| vec![Change::Announce(prefix, i as u32 + 1)])
+        .collect();
+    batches.push(vec![Change::Announce(prefixes[0], 7)]);
+    batches.extend(
+        prefixes
+            .iter()
+            .map(|&prefix| vec![Change::Withdraw(prefix)]),
+    );
+    batches.push(prefixes.iter().map(|&p| Change::Announce(p, 3)).collect());
+    batches
+}
+
+/// Every engine, from an empty table and from a small one, replays
+/// [`edge_batches`] and answers as the reference after every batch.
+#[test]
+fn changes_at_the_ends_of_the_address_space() {
+    let specs_v4: Vec<&str> = ENGINES.iter().filter(|e| e.1).map(|e| e.0).collect();
+    let specs_v6: Vec<&str> = ENGINES.iter().filter(|e| e.2).map(|e| e.0).collect();
+    let small_v4 = rib_from_triples(&[(0x0a00_0000u32, 8, 1), (0xc0a8_0000, 16, 2)]);
+    let small_v6 = rib_from_triples(&[(0x2001u128 << 112, 16, 1), (0x2a00u128 << 112, 12, 2)]);
+    for rib in [Rib::new(), small_v4] {
+        replay_batches(&rib, &edge_batches::<u32>(), &specs_v4);
+    }
+    for rib in [Rib::new(), small_v6] {
+        replay_batches(&rib, &edge_batches::<u128>(), &specs_v6);
     }
 }
 

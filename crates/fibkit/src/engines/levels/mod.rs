@@ -527,7 +527,11 @@ where
         };
         for (lo, hi) in merged {
             let lo_addr = A::from_u128((lo as u128) << shift);
-            let hi_addr = A::from_u128((((hi as u128 + 1) << shift) - 1) & A::MAX.to_u128());
+            // The window's last address: its index, then `shift` one bits
+            // (`shift` < 128, since the first stride is at least one bit).
+            // Not `((hi + 1) << shift) - 1`, which overflows for the last
+            // window of the address space.
+            let hi_addr = A::from_u128(((hi as u128) << shift) | ((1u128 << shift) - 1));
             let view =
                 weighted_ranges_without_default(rib, lo_addr, hi_addr, self.densities.as_ref());
             filler.fill_entries(0, 0, lo..=hi, lo_addr, &view.ranges, &view.weights)?;
