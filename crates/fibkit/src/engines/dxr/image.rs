@@ -18,7 +18,10 @@
 //! match the layout, every block number must name a whole block of `ext`,
 //! every label index must be inside `results`, and every chunk must lie
 //! inside `ranges`, hold at least one range, start at offset 0 and name
-//! only label indices inside `results`. Each distinct chunk is checked
+//! only label indices inside `results`. Only the blocks of `ext` a direct
+//! entry names are checked in the extended layout: an updated snapshot
+//! keeps unnamed blocks, free for reuse, whose stale entries no lookup
+//! reads. Each distinct chunk is checked
 //! once: chunks may be shared by many entries (deduplication) but never
 //! overlap, so the checks read every chunk entry and range word once,
 //! whatever the image holds.
@@ -59,28 +62,42 @@ impl Dxr<Mapped> {
 
     fn check(&self) -> Result<(), String> {
         let (k, d) = (self.config.k_bits, self.config.d_bits);
-        if self.config.is_extended() {
+        // The blocks of `ext` a lookup can reach: every one in D{K}R, only
+        // those a direct entry names in the extended layout. An updated
+        // snapshot keeps the blocks it no longer names (free for reuse)
+        // with whatever chunk entries they held, whose chunks may since
+        // have been freed and reused: no lookup reads them, so they are
+        // not checked.
+        let (block_len, reachable) = if self.config.is_extended() {
             let block_len = 1usize << (k - d);
             if self.direct.len() != 1 << d || !self.ext.len().is_multiple_of(block_len) {
                 return Err("the direct or extension table has the wrong size".into());
             }
-            let blocks = self.ext.len() / block_len;
-            if self.direct.iter().any(|&block| block as usize >= blocks) {
-                return Err("a direct entry names a block outside the extension table".into());
+            let mut reachable = vec![false; self.ext.len() / block_len];
+            for &block in self.direct.iter() {
+                *reachable
+                    .get_mut(block as usize)
+                    .ok_or("a direct entry names a block outside the extension table")? = true;
             }
+            (block_len, reachable)
         } else if !self.direct.is_empty() || self.ext.len() != 1 << k {
             return Err(format!("the chunk table does not have 2^{k} entries"));
-        }
+        } else {
+            (self.ext.len(), vec![true])
+        };
         // The chunk entry whose data covers each range word (0: none yet;
         // chunk entries are never 0, whose format is "label").
         let mut owner = vec![0u32; self.ranges.len()];
-        for &entry in self.ext.iter() {
-            if is_label(entry) {
-                if label_of(entry) as usize >= self.results.len() {
-                    return Err("a chunk entry names a label outside the results".into());
+        let blocks = self.ext.chunks_exact(block_len).zip(reachable);
+        for (block, _) in blocks.filter(|(_, reachable)| *reachable) {
+            for &entry in block {
+                if is_label(entry) {
+                    if label_of(entry) as usize >= self.results.len() {
+                        return Err("a chunk entry names a label outside the results".into());
+                    }
+                } else if owner.get(self.geometry.base_of(entry)) != Some(&entry) {
+                    self.check_chunk(entry, &mut owner)?;
                 }
-            } else if owner.get(self.geometry.base_of(entry)) != Some(&entry) {
-                self.check_chunk(entry, &mut owner)?;
             }
         }
         Ok(())
