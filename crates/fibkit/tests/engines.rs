@@ -119,7 +119,7 @@ proptest! {
 /// then their withdrawals one by one.
 fn edge_batches<A: Addr>() -> Vec<Vec<Change<A>>> {
     let top = A::MAX;
-    let bits = A::BITS as u8;
+    let bits = A::BITS;
     let last_block = if bits == 128 { 16 } else { 8 };
     let prefixes = [
         Prefix::new_masked(top, bits),
