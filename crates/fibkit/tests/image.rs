@@ -146,23 +146,26 @@ fn every_image_engine_answers_from_its_image_on_the_shared_tables() {
     }
 }
 
+/// Saves the handle's current snapshot (an updated one, with the free
+/// space and unreachable parts updates leave), opens the image and
+/// verifies it against the handle's table.
+fn assert_snapshot_image_answers<A: ImageFamily>(fib: &LocalFib<A>, what: &str) {
+    let sections = A::image_sections(fib.snapshot())
+        .unwrap_or_else(|| panic!("{what}: the engine has no image sections"));
+    let bytes = fibkit::image::to_bytes(A::FAMILY, &fib.spec(), &sections);
+    let image = Image::from_bytes(&bytes).unwrap();
+    let snapshot = A::open_image(&image).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_verified(&snapshot, fib.rib(), 500, what);
+}
+
 /// Applies a generated stream of changes to `spec` built from `rib`, in
-/// batches of `batch`, and after each batch saves the handle's snapshot
-/// (an updated one, with the free space and unreachable parts updates
-/// leave), opens it and verifies it against the updated table.
+/// batches of `batch`, and checks the image of the snapshot after each.
 fn check_updated_images<A: ImageFamily>(spec: &str, rib: &Rib<A>, seed: u64, batch: usize) {
     let changes = fibkit::trace::generate_changes(rib, 48, seed);
     let mut fib = LocalFib::<A>::new(spec, rib.clone()).unwrap();
     for batch in changes.chunks(batch) {
         fib.apply(batch).unwrap_or_else(|e| panic!("{spec}: {e}"));
-        let sections = A::image_sections(fib.snapshot())
-            .unwrap_or_else(|| panic!("{spec} has no image sections"));
-        let bytes = fibkit::image::to_bytes(A::FAMILY, &fib.spec(), &sections);
-        let image = Image::from_bytes(&bytes).unwrap();
-        let snapshot = A::open_image(&image)
-            .unwrap_or_else(|e| panic!("{spec} (seed {seed}), updated, from its image: {e}"));
-        let report = verify(&snapshot, fib.rib(), 500, 3);
-        assert!(report.ok(), "{spec}, updated: {}", report.mismatches[0]);
+        assert_snapshot_image_answers(&fib, &format!("{spec} (seed {seed}), updated"));
     }
 }
 
@@ -186,15 +189,7 @@ fn images_of_updated_snapshots_answer_like_the_updated_table() {
         fibkit::Change::Announce(p("171.192.0.0/11"), 42),
     ])
     .unwrap();
-    let sections = <u32 as ImageFamily>::image_sections(fib.snapshot()).unwrap();
-    let bytes = fibkit::image::to_bytes(fibkit::Family::V4, &fib.spec(), &sections);
-    let snapshot = <u32 as ImageFamily>::open_image(&Image::from_bytes(&bytes).unwrap()).unwrap();
-    assert_verified(
-        &snapshot,
-        fib.rib(),
-        1000,
-        "dxr:d=16,x=4, updated, from its image",
-    );
+    assert_snapshot_image_answers(&fib, "dxr:d=16,x=4, updated");
     for (seed, rib) in small_tables_v4().iter().enumerate() {
         for spec in IMAGE_SPECS_V4 {
             check_updated_images(spec, rib, seed as u64, 8 + seed % 5);
