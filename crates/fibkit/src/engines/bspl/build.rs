@@ -218,19 +218,30 @@ pub(crate) fn block_entries<A: Addr>(
 ) {
     let level = |plen: u8| level_of(lengths, plen);
     // (table, key, length of the BMP, BMP, marker): the longest BMP wins.
-    let mut candidates: Vec<(u8, A, u8, Option<Label>, bool)> = expanded
-        .iter()
-        .map(|e| {
-            let table = level(e.prefix.plen()) as u8;
-            (
-                table,
-                e.prefix.addr(),
-                e.origin.plen(),
-                Some(e.label),
-                false,
-            )
-        })
-        .collect();
+    // The expansions go in table by table: each table's strings are then
+    // one sorted run, which the stable sort below merges in linear time.
+    let mut candidates: Vec<(u8, A, u8, Option<Label>, bool)> = Vec::with_capacity(expanded.len());
+    for table in lo..=hi {
+        candidates.extend(
+            expanded
+                .iter()
+                .filter(|e| level(e.prefix.plen()) == table)
+                .map(|e| {
+                    (
+                        table as u8,
+                        e.prefix.addr(),
+                        e.origin.plen(),
+                        Some(e.label),
+                        false,
+                    )
+                }),
+        );
+    }
+    debug_assert_eq!(
+        candidates.len(),
+        expanded.len(),
+        "every expansion in lo..=hi"
+    );
     // The prefixes containing the current one, shortest first.
     let mut ancestors: Vec<(Prefix<A>, Label)> = Vec::new();
     for &(prefix, label) in inner {
@@ -265,7 +276,7 @@ pub(crate) fn block_entries<A: Addr>(
         }
         ancestors.push((prefix, label));
     }
-    candidates.sort_unstable_by_key(|c| (c.0, c.1, c.2));
+    candidates.sort_by_key(|c| (c.0, c.1, c.2));
     for group in candidates.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
         // Sorted by BMP length within the group: the last is the longest.
         let &(table, key, _, bmp, _) = group.last().expect("groups are not empty");
@@ -332,6 +343,14 @@ pub(crate) fn plan_block<A: Addr>(
 /// block can have 2^120 addresses) over the tables of `entries`, probing
 /// `root` first: exact, by walking the intervals on which every table's
 /// membership is constant.
+///
+/// `entries` comes sorted by table, then key, from [`block_entries`], so
+/// each table's entries are one sorted run. The intervals are walked in
+/// address order, so the keys a table is asked for never decrease, and one
+/// cursor per table answers every probe with amortised O(1) steps: a block
+/// of millions of expanded strings (a dense /96 hashed at /112 and /128)
+/// is planned in linear time and memory, where a hash map of its entries
+/// cost several times the entries themselves for every candidate root.
 fn probe_volume<A: Addr>(
     entries: &[Entry<A>],
     lengths: &[u8],
@@ -340,10 +359,17 @@ fn probe_volume<A: Addr>(
     root: usize,
     (first, last): (A, A),
 ) -> f64 {
-    let present: HashMap<(u8, A), bool> = entries
-        .iter()
-        .map(|e| ((e.level, e.key), e.marker))
-        .collect();
+    debug_assert!(
+        entries
+            .windows(2)
+            .all(|w| (w[0].level, w[0].key) < (w[1].level, w[1].key)),
+        "block entries sorted by table and key"
+    );
+    let mut runs: Vec<&[Entry<A>]> = vec![&[]; lengths.len()];
+    for run in entries.chunk_by(|a, b| a.level == b.level) {
+        runs[run[0].level as usize] = run;
+    }
+    let mut cursors = vec![0usize; lengths.len()];
     let mut cuts: Vec<A> = Vec::with_capacity(2 * entries.len() + 1);
     cuts.push(first);
     for e in entries {
@@ -353,7 +379,8 @@ fn probe_volume<A: Addr>(
             cuts.push(next);
         }
     }
-    cuts.sort_unstable();
+    // One sorted run per table: the stable sort merges them.
+    cuts.sort();
     cuts.dedup();
     let mut volume = 0.0;
     for (i, &start) in cuts.iter().enumerate() {
@@ -363,8 +390,14 @@ fn probe_volume<A: Addr>(
         let (mut l, mut h, mut r) = (lo, hi, root);
         let mut probes = 1;
         loop {
-            match present.get(&(r as u8, start.masked(lengths[r]))) {
-                Some(&marker) if marker && r < h => l = r + 1,
+            let key = start.masked(lengths[r]);
+            let (run, cursor) = (runs[r], &mut cursors[r]);
+            while run.get(*cursor).is_some_and(|e| e.key < key) {
+                *cursor += 1;
+            }
+            let found = run.get(*cursor).filter(|e| e.key == key);
+            match found.map(|e| e.marker) {
+                Some(marker) if marker && r < h => l = r + 1,
                 Some(_) => break,
                 None if r > l => h = r - 1,
                 None => break,
