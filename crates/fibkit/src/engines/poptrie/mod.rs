@@ -346,11 +346,33 @@ impl Spans {
         })
     }
 
-    /// The label index of `lo..=hi` if one range covers it.
-    fn single(&self, lo: u128, hi: u128) -> Option<u32> {
-        // The first range starts at 0, so the partition point is >= 1.
-        let i = self.starts.partition_point(|&start| start <= lo) - 1;
-        (i + 1 == self.starts.len() || self.starts[i + 1] > hi).then_some(self.labels[i])
+    /// A walk over spans from range `at` on, asked in address order.
+    fn walk(&self, at: usize) -> SpanWalk<'_> {
+        SpanWalk { spans: self, at }
+    }
+}
+
+/// Spans asked in address order (a node's children, or the root's
+/// chunks): a cursor over the ranges, which starts at the range holding
+/// the node's first address (known from its parent's walk) and steps over
+/// the node's few ranges, so a node's 32 children cost no search of the
+/// whole array, whose cache misses once made most of a build's time.
+struct SpanWalk<'a> {
+    spans: &'a Spans,
+    /// The range holding the last span's first address.
+    at: usize,
+}
+
+impl SpanWalk<'_> {
+    /// The label index of `lo..=hi` if one range covers it; `lo` must not
+    /// be below the last call's, nor below the start of range `at`.
+    fn single(&mut self, lo: u128, hi: u128) -> Option<u32> {
+        let starts = &self.spans.starts;
+        while starts.get(self.at + 1).is_some_and(|&next| next <= lo) {
+            self.at += 1;
+        }
+        let i = self.at;
+        (i + 1 == starts.len() || starts[i + 1] > hi).then_some(self.spans.labels[i])
     }
 }
 
@@ -362,20 +384,22 @@ impl<A: Addr> PoptrieUpdater<A> {
         }
     }
 
-    /// A new node slot for the span at `lo` of depth `depth`, queued.
+    /// A new node slot for the span at `lo` of depth `depth`, queued with
+    /// `at`, the range holding `lo`.
     fn new_node(
         &self,
         nodes: &mut Vec<u64>,
-        queue: &mut VecDeque<(usize, u128, u32)>,
+        queue: &mut VecDeque<(usize, u128, u32, usize)>,
         lo: u128,
         depth: u32,
+        at: usize,
     ) -> Result<u32, BuildError> {
         let node = nodes.len() / NODE_WORDS;
         if node >= MAX_INDEX {
             return Err(self.limit(format!("more than {MAX_INDEX} nodes")));
         }
         nodes.extend([0; NODE_WORDS]);
-        queue.push_back((node, lo, depth));
+        queue.push_back((node, lo, depth, at));
         Ok(node as u32)
     }
 
@@ -391,23 +415,25 @@ impl<A: Addr> PoptrieUpdater<A> {
         let mut leaves = Vec::new();
         let mut queue = VecDeque::new();
         let chunk_bits = width - root_bits;
+        let mut walk = spans.walk(0);
         for (chunk, entry) in root.iter_mut().enumerate() {
             let lo = (chunk as u128) << chunk_bits;
-            *entry = match spans.single(lo, lo | ((1u128 << chunk_bits) - 1)) {
+            *entry = match walk.single(lo, lo | ((1u128 << chunk_bits) - 1)) {
                 Some(label) => LEAF | label,
-                None => self.new_node(&mut nodes, &mut queue, lo, root_bits)?,
+                None => self.new_node(&mut nodes, &mut queue, lo, root_bits, walk.at)?,
             };
         }
         // Breadth first: the child nodes of a node are consecutive.
-        while let Some((node, lo, depth)) = queue.pop_front() {
+        while let Some((node, lo, depth, at)) = queue.pop_front() {
             let child_bits = width - depth - STRIDE;
             let (mut children, mut runs) = (0u32, 0u32);
             let first_node = (nodes.len() / NODE_WORDS) as u64;
             let first_leaf = leaves.len() as u64;
             let mut previous = None;
+            let mut walk = spans.walk(at);
             for c in 0..1u128 << STRIDE {
                 let child_lo = lo | c << child_bits;
-                match spans.single(child_lo, child_lo | ((1u128 << child_bits) - 1)) {
+                match walk.single(child_lo, child_lo | ((1u128 << child_bits) - 1)) {
                     Some(label) => {
                         if previous != Some(label) {
                             runs |= 1 << c;
@@ -417,7 +443,8 @@ impl<A: Addr> PoptrieUpdater<A> {
                     }
                     None => {
                         children |= 1 << c;
-                        self.new_node(&mut nodes, &mut queue, child_lo, depth + STRIDE)?;
+                        let at = walk.at;
+                        self.new_node(&mut nodes, &mut queue, child_lo, depth + STRIDE, at)?;
                     }
                 }
             }
