@@ -355,8 +355,8 @@ impl Spans {
 /// Spans asked in address order (a node's children, or the root's
 /// chunks): a cursor over the ranges, which starts at the range holding
 /// the node's first address (known from its parent's walk) and steps over
-/// the node's few ranges, so a node's 32 children cost no search of the
-/// whole array, whose cache misses once made most of a build's time.
+/// the node's few ranges. A binary search of the whole array per child
+/// misses the cache at most of its steps, 32 searches per node.
 struct SpanWalk<'a> {
     spans: &'a Spans,
     /// The range holding the last span's first address.
