@@ -172,8 +172,10 @@ pub const ENGINES: &[EngineInfo] = &[
 ///   search in a chunk, ahead of `dir24-8` in lookups at a fraction of its
 ///   memory (docs/BENCHMARKS.md).
 /// - IPv6: `dxr6` (`dxr6:k=16,stride=16,density=2`): DXR for 128-bit keys,
-///   the fastest of fibkit's IPv6 engines, about 10 bytes per prefix on the
-///   DFZ table, built in about 0.1 s (docs/BENCHMARKS.md, "IPv6: dxr6").
+///   the fastest of fibkit's IPv6 engines that update in place (`poptrie`,
+///   rebuilt on every change, runs faster batches where the CPU has
+///   AVX-512), about 10 bytes per prefix on the DFZ table, built in about
+///   0.1 s (docs/BENCHMARKS.md, "IPv6: dxr6").
 pub fn default_spec(family: Family) -> &'static str {
     match family {
         Family::V4 => "dxr",
