@@ -43,14 +43,15 @@
 //! `first leaf + popcount(runs & below) - 1`. A run starts at a leaf child
 //! whose label differs from the previous leaf child's (child nodes between
 //! them do not break a run), so the first leaf child always starts one and
-//! the count is never zero. Nodes are laid out breadth first, so a node's
-//! child nodes are consecutive.
+//! the count is never zero. A node's child nodes are consecutive; nodes
+//! are laid out depth first, so a path of nodes with one child node each
+//! lies in consecutive slots.
 //!
 //! Memory accesses per lookup: the root entry, one node word per level,
 //! the last node's second word, the leaf's label index, the results slot.
 //!
-//! Updates rebuild: the nodes are packed breadth first and have no room
-//! to patch (a build of `dfz-v6-nh` takes about 120 ms). Snapshots can be
+//! Updates rebuild: the nodes are packed depth first and have no room
+//! to patch (a build of `dfz-v6-nh` takes about 25 ms). Snapshots can be
 //! saved as images (`image`).
 //!
 //! Limits (a [`BuildError::Limit`] naming them): at most 2^31 - 1 nodes,
@@ -60,7 +61,6 @@ mod image;
 #[cfg(target_arch = "x86_64")]
 mod wide;
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -384,12 +384,12 @@ impl<A: Addr> PoptrieUpdater<A> {
         }
     }
 
-    /// A new node slot for the span at `lo` of depth `depth`, queued with
-    /// `at`, the range holding `lo`.
+    /// A new node slot for the span at `lo` of depth `depth`, pushed on
+    /// `pending` with `at`, the range holding `lo`.
     fn new_node(
         &self,
         nodes: &mut Vec<u64>,
-        queue: &mut VecDeque<(usize, u128, u32, usize)>,
+        pending: &mut Vec<(usize, u128, u32, usize)>,
         lo: u128,
         depth: u32,
         at: usize,
@@ -399,7 +399,7 @@ impl<A: Addr> PoptrieUpdater<A> {
             return Err(self.limit(format!("more than {MAX_INDEX} nodes")));
         }
         nodes.extend([0; NODE_WORDS]);
-        queue.push_back((node, lo, depth, at));
+        pending.push((node, lo, depth, at));
         Ok(node as u32)
     }
 
@@ -413,49 +413,59 @@ impl<A: Addr> PoptrieUpdater<A> {
         let mut root = vec![0u32; 1 << root_bits];
         let mut nodes = Vec::new();
         let mut leaves = Vec::new();
-        let mut queue = VecDeque::new();
+        let mut pending = Vec::new();
         let chunk_bits = width - root_bits;
         let mut walk = spans.walk(0);
         for (chunk, entry) in root.iter_mut().enumerate() {
             let lo = (chunk as u128) << chunk_bits;
             *entry = match walk.single(lo, lo | ((1u128 << chunk_bits) - 1)) {
                 Some(label) => LEAF | label,
-                None => self.new_node(&mut nodes, &mut queue, lo, root_bits, walk.at)?,
+                None => self.new_node(&mut nodes, &mut pending, lo, root_bits, walk.at)?,
             };
-        }
-        // Breadth first: the child nodes of a node are consecutive.
-        while let Some((node, lo, depth, at)) = queue.pop_front() {
-            let child_bits = width - depth - STRIDE;
-            let (mut children, mut runs) = (0u32, 0u32);
-            let first_node = (nodes.len() / NODE_WORDS) as u64;
-            let first_leaf = leaves.len() as u64;
-            let mut previous = None;
-            let mut walk = spans.walk(at);
-            for c in 0..1u128 << STRIDE {
-                let child_lo = lo | c << child_bits;
-                match walk.single(child_lo, child_lo | ((1u128 << child_bits) - 1)) {
-                    Some(label) => {
-                        if previous != Some(label) {
-                            runs |= 1 << c;
-                            leaves.push(label);
-                            previous = Some(label);
+            // Each root node's subtree depth first, a node's child nodes
+            // allocated together when the node is filled in: the child
+            // nodes of a node stay consecutive (the walk counts them), and
+            // a node with one child node, as on the path to a lone /48,
+            // lies right before that child's own children, so a path's
+            // nodes share lines where breadth first put each level of it
+            // in another line. On keys inside announced IPv6 prefixes the
+            // batch ran 1.09x faster than breadth first, on random public
+            // keys (which mostly end at shallow nodes, whose leaves breadth
+            // first kept together) 0.98x (docs/BENCHMARKS.md, "`poptrie`
+            // lays its nodes out depth first").
+            while let Some((node, lo, depth, at)) = pending.pop() {
+                let child_bits = width - depth - STRIDE;
+                let (mut children, mut runs) = (0u32, 0u32);
+                let first_node = (nodes.len() / NODE_WORDS) as u64;
+                let first_leaf = leaves.len() as u64;
+                let mut previous = None;
+                let mut walk = spans.walk(at);
+                for c in 0..1u128 << STRIDE {
+                    let child_lo = lo | c << child_bits;
+                    match walk.single(child_lo, child_lo | ((1u128 << child_bits) - 1)) {
+                        Some(label) => {
+                            if previous != Some(label) {
+                                runs |= 1 << c;
+                                leaves.push(label);
+                                previous = Some(label);
+                            }
+                        }
+                        None => {
+                            children |= 1 << c;
+                            let at = walk.at;
+                            self.new_node(&mut nodes, &mut pending, child_lo, depth + STRIDE, at)?;
                         }
                     }
-                    None => {
-                        children |= 1 << c;
-                        let at = walk.at;
-                        self.new_node(&mut nodes, &mut queue, child_lo, depth + STRIDE, at)?;
-                    }
                 }
+                if leaves.len() > MAX_INDEX {
+                    return Err(self.limit(format!("more than {MAX_INDEX} leaf runs")));
+                }
+                let at = node * NODE_WORDS;
+                nodes[at..at + NODE_WORDS].copy_from_slice(&[
+                    children as u64 | first_node << 32,
+                    runs as u64 | first_leaf << 32,
+                ]);
             }
-            if leaves.len() > MAX_INDEX {
-                return Err(self.limit(format!("more than {MAX_INDEX} leaf runs")));
-            }
-            let at = node * NODE_WORDS;
-            nodes[at..at + NODE_WORDS].copy_from_slice(&[
-                children as u64 | first_node << 32,
-                runs as u64 | first_leaf << 32,
-            ]);
         }
         // INVARIANT: the AVX-512 batch reads a 32-bit word at any leaf
         // index of a node's runs, so the array is never empty.
