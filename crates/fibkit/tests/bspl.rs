@@ -132,6 +132,27 @@ fn batch_equals_per_key_at_every_length() {
     for spec in ["bspl", "bspl:hybrid"] {
         check_batch(spec, v6);
     }
+    // Long IPv6 slices take the pipeline only over at most three lengths
+    // (dfz-v6-nh needs more): 3,000 nested /24../48 prefixes in 2000::/8.
+    let mut short = Rib::<u128>::new();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..3_000u32 {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let len = 24 + (state >> 59) as u8 % 25;
+        let addr = 0x20u128 << 120 | ((state >> 8) as u128) << 80;
+        short.insert(Prefix::new_masked(addr, len), i % 50);
+    }
+    let SnapshotV6::Bspl(engine) = build("bspl:lengths=16+32+40+48", &short).unwrap() else {
+        panic!("a bspl snapshot")
+    };
+    assert_eq!(
+        engine.lengths(),
+        [32, 40, 48],
+        "three lengths: the pipeline"
+    );
+    check_batch("bspl:lengths=16+32+40+48", &short);
 }
 
 /// No lookup probes more tables than the search tree's height.

@@ -217,8 +217,18 @@ const BATCH: usize = 64;
 const GROUP: usize = 64;
 /// How far ahead the pipelined lookup prefetches first-level entries.
 const AHEAD_KEYS: usize = 64;
-/// Slices this long or longer go through the pipeline.
+/// Slices this long or longer go through the pipeline (of tables with at
+/// most [`PIPELINE_MAX_LEVELS`] lengths).
 const PIPELINE_MIN: usize = 4 * GROUP;
+/// The most hashed lengths for which long slices take the pipeline. The
+/// pipeline overlaps only a search's first probe across keys, the rest of
+/// each search running key by key, while the level-by-level chunks
+/// overlap every probe. With three lengths (IPv4's default: a search of
+/// one or two probes) the pipeline ran 1.0-1.3x faster than the chunks on
+/// random keys; with four, level on IPv4 and 1.05x (random) to 3.4x
+/// (announced keys) slower on IPv6; with IPv6's six and ten, 1.2-1.5x
+/// slower (docs/BENCHMARKS.md, "`bspl` pipelines only short searches").
+const PIPELINE_MAX_LEVELS: u8 = 3;
 
 /// A group of the pipelined batch lookup between its passes: where it
 /// starts, which keys search the tables, their first-level entries, their
@@ -666,9 +676,10 @@ impl<A: Addr, S: Storage> Lookup<A> for Bspl<A, S> {
         if self.hybrid {
             return self.lookup_batch_hybrid(addrs, out);
         }
-        // Long slices go through the pipeline, short ones (a datapath's
-        // bursts) and the tail through the level-by-level chunks.
-        let piped = if addrs.len() >= PIPELINE_MIN {
+        // Long slices of short searches go through the pipeline; short
+        // slices (a datapath's bursts), the tail and longer searches
+        // through the level-by-level chunks.
+        let piped = if addrs.len() >= PIPELINE_MIN && self.level_count <= PIPELINE_MAX_LEVELS {
             addrs.len() / GROUP * GROUP
         } else {
             0
