@@ -15,6 +15,8 @@ use fibkit::{
     Rib, SnapshotV4, SnapshotV6,
 };
 use proptest::prelude::*;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 #[test]
 fn specs_print_canonically() {
@@ -134,16 +136,14 @@ fn batch_equals_per_key_at_every_length() {
     }
     // Long IPv6 slices take the pipeline only over at most three lengths
     // (dfz-v6-nh needs more): 3,000 nested /24../48 prefixes in 2000::/8.
-    let mut short = Rib::<u128>::new();
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    for i in 0..3_000u32 {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let len = 24 + (state >> 59) as u8 % 25;
-        let addr = 0x20u128 << 120 | ((state >> 8) as u128) << 80;
-        short.insert(Prefix::new_masked(addr, len), i % 50);
-    }
+    let mut rng = SmallRng::seed_from_u64(0x0b5b_1e48);
+    let triples: Vec<(u128, u8, u32)> = (0..3_000)
+        .map(|i| {
+            let addr = 0x20u128 << 120 | ((rng.random::<u64>() >> 8) as u128) << 64;
+            (addr, rng.random_range(24..=48), i % 50)
+        })
+        .collect();
+    let short = rib_from_triples(&triples);
     let SnapshotV6::Bspl(engine) = build("bspl:lengths=16+32+40+48", &short).unwrap() else {
         panic!("a bspl snapshot")
     };
