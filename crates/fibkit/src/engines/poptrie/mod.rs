@@ -403,18 +403,62 @@ impl<A: Addr> PoptrieUpdater<A> {
         Ok(node as u32)
     }
 
+    /// Fills in node `node` of the span at `lo` of depth `depth` (`at`:
+    /// the range holding `lo`): allocates its child nodes together,
+    /// pushing them on `pending`, and appends its leaf runs.
+    fn fill_node(
+        &self,
+        spans: &Spans,
+        nodes: &mut Vec<u64>,
+        leaves: &mut Vec<u32>,
+        pending: &mut Vec<(usize, u128, u32, usize)>,
+        (node, lo, depth, at): (usize, u128, u32, usize),
+    ) -> Result<(), BuildError> {
+        // Every key is walked left-aligned in 128 bits.
+        let child_bits = 128 - depth - STRIDE;
+        let (mut children, mut runs) = (0u32, 0u32);
+        let first_node = (nodes.len() / NODE_WORDS) as u64;
+        let first_leaf = leaves.len() as u64;
+        let mut previous = None;
+        let mut walk = spans.walk(at);
+        for c in 0..1u128 << STRIDE {
+            let child_lo = lo | c << child_bits;
+            match walk.single(child_lo, child_lo | ((1u128 << child_bits) - 1)) {
+                Some(label) => {
+                    if previous != Some(label) {
+                        runs |= 1 << c;
+                        leaves.push(label);
+                        previous = Some(label);
+                    }
+                }
+                None => {
+                    children |= 1 << c;
+                    self.new_node(nodes, pending, child_lo, depth + STRIDE, walk.at)?;
+                }
+            }
+        }
+        if leaves.len() > MAX_INDEX {
+            return Err(self.limit(format!("more than {MAX_INDEX} leaf runs")));
+        }
+        let at = node * NODE_WORDS;
+        nodes[at..at + NODE_WORDS].copy_from_slice(&[
+            children as u64 | first_node << 32,
+            runs as u64 | first_leaf << 32,
+        ]);
+        Ok(())
+    }
+
     /// The snapshot of `rib`.
     fn snapshot(&self, rib: &Rib<A>) -> Result<Poptrie<A>, BuildError> {
         let root_bits = self.config.root_bits;
-        // Every key is walked left-aligned in 128 bits.
-        let width = 128;
         let mut labels = LabelIndex::new("poptrie", MAX_INDEX);
         let spans = Spans::new(&rib.ranges(), &mut labels)?;
         let mut root = vec![0u32; 1 << root_bits];
         let mut nodes = Vec::new();
         let mut leaves = Vec::new();
         let mut pending = Vec::new();
-        let chunk_bits = width - root_bits;
+        // Every key is walked left-aligned in 128 bits.
+        let chunk_bits = 128 - root_bits;
         let mut walk = spans.walk(0);
         for (chunk, entry) in root.iter_mut().enumerate() {
             let lo = (chunk as u128) << chunk_bits;
@@ -433,38 +477,8 @@ impl<A: Addr> PoptrieUpdater<A> {
             // keys (which mostly end at shallow nodes, whose leaves breadth
             // first kept together) 0.98x (docs/BENCHMARKS.md, "`poptrie`
             // lays its nodes out depth first").
-            while let Some((node, lo, depth, at)) = pending.pop() {
-                let child_bits = width - depth - STRIDE;
-                let (mut children, mut runs) = (0u32, 0u32);
-                let first_node = (nodes.len() / NODE_WORDS) as u64;
-                let first_leaf = leaves.len() as u64;
-                let mut previous = None;
-                let mut walk = spans.walk(at);
-                for c in 0..1u128 << STRIDE {
-                    let child_lo = lo | c << child_bits;
-                    match walk.single(child_lo, child_lo | ((1u128 << child_bits) - 1)) {
-                        Some(label) => {
-                            if previous != Some(label) {
-                                runs |= 1 << c;
-                                leaves.push(label);
-                                previous = Some(label);
-                            }
-                        }
-                        None => {
-                            children |= 1 << c;
-                            let at = walk.at;
-                            self.new_node(&mut nodes, &mut pending, child_lo, depth + STRIDE, at)?;
-                        }
-                    }
-                }
-                if leaves.len() > MAX_INDEX {
-                    return Err(self.limit(format!("more than {MAX_INDEX} leaf runs")));
-                }
-                let at = node * NODE_WORDS;
-                nodes[at..at + NODE_WORDS].copy_from_slice(&[
-                    children as u64 | first_node << 32,
-                    runs as u64 | first_leaf << 32,
-                ]);
+            while let Some(node) = pending.pop() {
+                self.fill_node(&spans, &mut nodes, &mut leaves, &mut pending, node)?;
             }
         }
         // INVARIANT: the AVX-512 batch reads a 32-bit word at any leaf
