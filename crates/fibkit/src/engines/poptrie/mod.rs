@@ -50,9 +50,15 @@
 //! Memory accesses per lookup: the root entry, one node word per level,
 //! the last node's second word, the leaf's label index, the results slot.
 //!
-//! Updates rebuild: the nodes are packed depth first and have no room
-//! to patch (a build of `dfz-v6-nh` takes about 25 ms). Snapshots can be
-//! saved as images (`image`).
+//! Updates patch the root chunks a change touches: each chunk's subtree
+//! is built again, depth first, at the ends of the node and leaf arrays
+//! and its root entry pointed at it; the old subtree is left unreachable.
+//! A packed node has no room to grow in place, but a chunk's subtree is a
+//! few nodes (a build of all of `dfz-v6-nh` takes about 25 ms, a chunk
+//! microseconds). Changes spanning a quarter of the root, and unreachable
+//! nodes or leaves past a quarter of their array, rebuild the engine. The
+//! default route is results slot 0, so a `/0` change rewrites one slot.
+//! Snapshots can be saved as images (`image`).
 //!
 //! Limits (a [`BuildError::Limit`] naming them): at most 2^31 - 1 nodes,
 //! leaf runs and label indices.
@@ -67,7 +73,7 @@ use std::marker::PhantomData;
 use crate::addr::Addr;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::labels::{LabelIndex, LabelSlot};
-use crate::prefix::Label;
+use crate::prefix::{Label, Prefix};
 use crate::rib::{Range, Rib};
 use crate::spec::EngineSpec;
 use crate::storage::{Owned, Storage};
@@ -270,12 +276,27 @@ impl<A: Addr, S: Storage> Lookup<A> for Poptrie<A, S> {
     }
 }
 
-/// The build state of a `poptrie` engine: its parameters (updates rebuild).
+/// The build state of a `poptrie` engine: its parameters, the label
+/// indices its snapshot's entries hold, and what patches left unreachable.
 #[derive(Clone, Debug)]
 pub struct PoptrieUpdater<A: Addr> {
     config: PoptrieConfig,
+    /// The snapshot's label indices (updates add labels; a rebuild
+    /// renumbers them).
+    labels: LabelIndex,
+    /// Nodes that patches have left unreachable since the last build.
+    dead_nodes: usize,
+    /// Leaf runs that patches have left unreachable since the last build.
+    dead_leaves: usize,
+    /// Full builds that updates did: changes spanning a quarter of the
+    /// root, or compaction.
+    rebuilds: u64,
     family: PhantomData<A>,
 }
+
+/// Unreachable nodes or leaf runs that start a compaction (with a quarter
+/// of their array): below this a rebuild would cost more than the space.
+const COMPACT_MIN: usize = 4096;
 
 /// What a `poptrie` engine looks like.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -290,6 +311,12 @@ pub struct PoptrieStats {
     pub leaf_runs: usize,
     /// Whether the batch walks eight keys per vector with AVX-512.
     pub avx512: bool,
+    /// Nodes left unreachable by patches (counted in `nodes`).
+    pub dead_nodes: usize,
+    /// Leaf runs left unreachable by patches (counted in `leaf_runs`).
+    pub dead_leaf_runs: usize,
+    /// Full builds that updates did (wide changes, compaction).
+    pub rebuilds: u64,
 }
 
 impl EngineStats for PoptrieStats {
@@ -300,6 +327,12 @@ impl EngineStats for PoptrieStats {
             ("nodes".into(), self.nodes.to_string()),
             ("leaf runs".into(), self.leaf_runs.to_string()),
             ("AVX-512 batch".into(), self.avx512.to_string()),
+            ("nodes unreachable".into(), self.dead_nodes.to_string()),
+            (
+                "leaf runs unreachable".into(),
+                self.dead_leaf_runs.to_string(),
+            ),
+            ("rebuilds by updates".into(), self.rebuilds.to_string()),
         ]
     }
 }
@@ -448,44 +481,76 @@ impl<A: Addr> PoptrieUpdater<A> {
         Ok(())
     }
 
-    /// The snapshot of `rib`.
-    fn snapshot(&self, rib: &Rib<A>) -> Result<Poptrie<A>, BuildError> {
+    /// The root entry of chunk `chunk` (its first address's range held
+    /// by `walk`), its subtree appended to `nodes` and `leaves` depth
+    /// first.
+    fn chunk_entry(
+        &self,
+        spans: &Spans,
+        walk: &mut SpanWalk<'_>,
+        chunk: usize,
+        nodes: &mut Vec<u64>,
+        leaves: &mut Vec<u32>,
+        pending: &mut Vec<(usize, u128, u32, usize)>,
+    ) -> Result<u32, BuildError> {
         let root_bits = self.config.root_bits;
-        let mut labels = LabelIndex::new("poptrie", MAX_INDEX);
-        let spans = Spans::new(&rib.ranges(), &mut labels)?;
+        // Every key is walked left-aligned in 128 bits.
+        let chunk_bits = 128 - root_bits;
+        let lo = (chunk as u128) << chunk_bits;
+        let entry = match walk.single(lo, lo | ((1u128 << chunk_bits) - 1)) {
+            Some(label) => LEAF | label,
+            None => self.new_node(nodes, pending, lo, root_bits, walk.at)?,
+        };
+        // The root node's subtree depth first, a node's child nodes
+        // allocated together when the node is filled in: the child nodes
+        // of a node stay consecutive (the walk counts them), and a node
+        // with one child node, as on the path to a lone /48, lies right
+        // before that child's own children, so a path's nodes share lines
+        // where breadth first put each level of it in another line. On
+        // keys inside announced IPv6 prefixes the batch ran 1.09x faster
+        // than breadth first, on random public keys (which mostly end at
+        // shallow nodes, whose leaves breadth first kept together) 0.98x
+        // (docs/BENCHMARKS.md, "`poptrie` lays its nodes out depth
+        // first").
+        while let Some(node) = pending.pop() {
+            self.fill_node(spans, nodes, leaves, pending, node)?;
+        }
+        if leaves.len() > MAX_INDEX {
+            return Err(self.limit(format!("more than {MAX_INDEX} leaf runs")));
+        }
+        Ok(entry)
+    }
+
+    /// The snapshot of `rib`, with the label indices renumbered.
+    fn snapshot(&mut self, rib: &Rib<A>) -> Result<Poptrie<A>, BuildError> {
+        let root_bits = self.config.root_bits;
+        // The default route is results slot 0 (label index 0 where only
+        // it matches), so that a `/0` change rewrites one slot.
+        self.labels = LabelIndex::new("poptrie", MAX_INDEX);
+        self.labels.set_default(rib.default_route());
+        let spans = Spans::new(&rib.ranges_without_default(), &mut self.labels)?;
         let mut root = vec![0u32; 1 << root_bits];
         let mut nodes = Vec::new();
         let mut leaves = Vec::new();
         let mut pending = Vec::new();
-        // Every key is walked left-aligned in 128 bits.
-        let chunk_bits = 128 - root_bits;
         let mut walk = spans.walk(0);
         for (chunk, entry) in root.iter_mut().enumerate() {
-            let lo = (chunk as u128) << chunk_bits;
-            *entry = match walk.single(lo, lo | ((1u128 << chunk_bits) - 1)) {
-                Some(label) => LEAF | label,
-                None => self.new_node(&mut nodes, &mut pending, lo, root_bits, walk.at)?,
-            };
-            // Each root node's subtree depth first, a node's child nodes
-            // allocated together when the node is filled in: the child
-            // nodes of a node stay consecutive (the walk counts them), and
-            // a node with one child node, as on the path to a lone /48,
-            // lies right before that child's own children, so a path's
-            // nodes share lines where breadth first put each level of it
-            // in another line. On keys inside announced IPv6 prefixes the
-            // batch ran 1.09x faster than breadth first, on random public
-            // keys (which mostly end at shallow nodes, whose leaves breadth
-            // first kept together) 0.98x (docs/BENCHMARKS.md, "`poptrie`
-            // lays its nodes out depth first").
-            while let Some(node) = pending.pop() {
-                self.fill_node(&spans, &mut nodes, &mut leaves, &mut pending, node)?;
-            }
+            *entry = self.chunk_entry(
+                &spans,
+                &mut walk,
+                chunk,
+                &mut nodes,
+                &mut leaves,
+                &mut pending,
+            )?;
         }
         // INVARIANT: the AVX-512 batch reads a 32-bit word at any leaf
         // index of a node's runs, so the array is never empty.
         leaves.push(0);
         let mut results = Vec::new();
-        labels.sync(&mut results);
+        self.labels.sync(&mut results);
+        self.dead_nodes = 0;
+        self.dead_leaves = 0;
         let wide = wide_available();
         Ok(Poptrie {
             root_bits,
@@ -498,6 +563,179 @@ impl<A: Addr> PoptrieUpdater<A> {
             family: PhantomData,
         })
     }
+
+    /// Builds what `patch` names again from `rib`, at the ends of the
+    /// snapshot's arrays.
+    fn patch(
+        &mut self,
+        snapshot: &mut Poptrie<A>,
+        rib: &Rib<A>,
+        patch: Patch,
+        ranges: &mut Vec<Range<A>>,
+    ) -> Result<(), BuildError> {
+        let (lo, hi) = patch.span(snapshot.root_bits);
+        // The span's addresses in the family's own bits (keys are walked
+        // left-aligned in 128).
+        let to_family = 128 - A::BITS as u32;
+        ranges.clear();
+        rib.ranges_in_without_default(
+            A::from_u128(lo >> to_family),
+            A::from_u128(hi >> to_family),
+            true,
+            ranges,
+        );
+        let spans = Spans::new(ranges, &mut self.labels)?;
+        let mut walk = spans.walk(0);
+        let mut pending = Vec::new();
+        match patch {
+            Patch::Chunks { first, end } => {
+                for chunk in first..end {
+                    snapshot.root[chunk] = self.chunk_entry(
+                        &spans,
+                        &mut walk,
+                        chunk,
+                        &mut snapshot.nodes,
+                        &mut snapshot.leaves,
+                        &mut pending,
+                    )?;
+                }
+            }
+            // The node keeps its slot (its parent counts it among its
+            // children) and gets new children and runs. Where the change
+            // left its span one range, it stays a node whose children are
+            // all one run: a level more for those keys, the same answer,
+            // until the next build.
+            Patch::Node { node, lo, depth } => {
+                pending.push((node, lo, depth, 0));
+                while let Some(node) = pending.pop() {
+                    self.fill_node(
+                        &spans,
+                        &mut snapshot.nodes,
+                        &mut snapshot.leaves,
+                        &mut pending,
+                        node,
+                    )?;
+                }
+                if snapshot.leaves.len() > MAX_INDEX {
+                    return Err(self.limit(format!("more than {MAX_INDEX} leaf runs")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a change is patched at: root chunks (a prefix shorter than the
+/// root, or one in a chunk that was one range), or the deepest node whose
+/// span holds the prefix (its subtree is built again under it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Patch {
+    /// Root chunks `first..end`.
+    Chunks { first: usize, end: usize },
+    /// Node `node`, whose span is the addresses agreeing with `lo` in
+    /// their top `depth` bits.
+    Node { node: usize, lo: u128, depth: u32 },
+}
+
+impl Patch {
+    /// Where a change to `prefix` is patched in `snapshot`.
+    fn of<A: Addr, S: Storage>(snapshot: &Poptrie<A, S>, prefix: Prefix<A>) -> Patch {
+        let root_bits = snapshot.root_bits;
+        // Left-aligned in 128 bits, an IPv4 prefix's bits are the top
+        // ones, so its length counts from the top as an IPv6 one does.
+        let addr = left(prefix.first());
+        let plen = u32::from(prefix.plen());
+        let first = (addr >> (128 - root_bits)) as usize;
+        let entry = snapshot.root[first];
+        if plen < root_bits || entry & LEAF != 0 {
+            let end = first + (1usize << root_bits.saturating_sub(plen));
+            return Patch::Chunks { first, end };
+        }
+        let (mut node, mut depth) = (entry as usize, root_bits);
+        // Down while the prefix lies inside one child that is a node.
+        while depth + STRIDE <= plen {
+            let child = (addr << depth >> (128 - STRIDE)) as u32;
+            let children = snapshot.nodes[node * NODE_WORDS];
+            if children >> child & 1 == 0 {
+                break;
+            }
+            node = counted(children, child);
+            depth += STRIDE;
+        }
+        let lo = addr & !(u128::MAX >> depth);
+        Patch::Node { node, lo, depth }
+    }
+
+    /// The first and last address (left-aligned) of what it rebuilds.
+    fn span(self, root_bits: u32) -> (u128, u128) {
+        match self {
+            Patch::Chunks { first, end } => {
+                let chunk_bits = 128 - root_bits;
+                // `end << chunk_bits` is 0 past the last chunk, so the
+                // last address wraps to all ones.
+                (
+                    (first as u128) << chunk_bits,
+                    ((end as u128) << chunk_bits).wrapping_sub(1),
+                )
+            }
+            Patch::Node { lo, depth, .. } => (lo, lo | u128::MAX >> depth),
+        }
+    }
+
+    /// The nodes and leaf runs it leaves unreachable in `snapshot` (a
+    /// patched node keeps its own slot).
+    fn replaced<A: Addr, S: Storage>(self, snapshot: &Poptrie<A, S>) -> (usize, usize) {
+        match self {
+            Patch::Chunks { first, end } => snapshot.root[first..end]
+                .iter()
+                .filter(|&&entry| entry & LEAF == 0)
+                .map(|&entry| subtree_size(&snapshot.nodes, entry as usize))
+                .fold((0, 0), |(n, l), (nodes, leaves)| (n + nodes, l + leaves)),
+            Patch::Node { node, .. } => {
+                let (nodes, leaves) = subtree_size(&snapshot.nodes, node);
+                (nodes - 1, leaves)
+            }
+        }
+    }
+}
+
+/// The nodes and leaf runs of the subtree under `node`.
+fn subtree_size(nodes: &[u64], node: usize) -> (usize, usize) {
+    let (mut count, mut leaves) = (0, 0);
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        let children = nodes[node * NODE_WORDS];
+        let runs = nodes[node * NODE_WORDS + 1];
+        count += 1;
+        leaves += (runs as u32).count_ones() as usize;
+        let first = (children >> 32) as usize;
+        stack.extend(first..first + (children as u32).count_ones() as usize);
+    }
+    (count, leaves)
+}
+
+/// Where the changes in `changed` are patched in `snapshot`, in address
+/// order, without those inside another (whose rebuild covers them).
+fn patches<A: Addr, S: Storage>(snapshot: &Poptrie<A, S>, changed: &[Prefix<A>]) -> Vec<Patch> {
+    let mut patches: Vec<((u128, u128), Patch)> = changed
+        .iter()
+        .map(|&prefix| {
+            let patch = Patch::of(snapshot, prefix);
+            (patch.span(snapshot.root_bits), patch)
+        })
+        .collect();
+    // Spans nest or are disjoint; by first address and the wider first, a
+    // span inside another follows it.
+    patches.sort_unstable_by_key(|&((lo, hi), _)| (lo, std::cmp::Reverse(hi)));
+    let mut last: Option<u128> = None;
+    patches.retain(|&((lo, hi), _)| {
+        if last.is_some_and(|end| lo <= end) {
+            return false;
+        }
+        last = Some(hi);
+        true
+    });
+    patches.into_iter().map(|(_, patch)| patch).collect()
 }
 
 impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
@@ -506,8 +744,12 @@ impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
     type Stats = PoptrieStats;
 
     fn build(config: &PoptrieConfig, rib: &Rib<A>) -> Result<(Self, Poptrie<A>), BuildError> {
-        let updater = PoptrieUpdater {
+        let mut updater = PoptrieUpdater {
             config: *config,
+            labels: LabelIndex::new("poptrie", MAX_INDEX),
+            dead_nodes: 0,
+            dead_leaves: 0,
+            rebuilds: 0,
             family: PhantomData,
         };
         let snapshot = updater.snapshot(rib)?;
@@ -518,6 +760,66 @@ impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
         self.config
     }
 
+    fn patches(&self) -> bool {
+        true
+    }
+
+    fn update(
+        &mut self,
+        snapshot: &mut Poptrie<A>,
+        rib: &Rib<A>,
+        changed: &[Prefix<A>],
+    ) -> Result<(), BuildError> {
+        // The default route is results slot 0: it touches no chunk.
+        let changed = crate::engines::without_default(changed);
+        let patches = patches(snapshot, changed);
+        let chunks: usize = patches
+            .iter()
+            .map(|patch| match patch {
+                Patch::Chunks { first, end } => end - first,
+                Patch::Node { .. } => 0,
+            })
+            .sum();
+        let (mut replaced_nodes, mut replaced_leaves) = (0, 0);
+        for patch in &patches {
+            let (nodes, leaves) = patch.replaced(snapshot);
+            replaced_nodes += nodes;
+            replaced_leaves += leaves;
+        }
+        // PERF: past a quarter of the root's chunks or of the nodes (a
+        // short covering prefix, or `2000::/4`, nearly every IPv6 prefix),
+        // one build of the whole table costs less than the patches, which
+        // would also leave that much unreachable.
+        let nodes = snapshot.nodes.len() / NODE_WORDS;
+        if chunks << 2 >= snapshot.root.len()
+            || (replaced_nodes >= COMPACT_MIN && (self.dead_nodes + replaced_nodes) << 2 >= nodes)
+        {
+            return self.rebuild(snapshot, rib);
+        }
+        self.labels.set_default(rib.default_route());
+        // The sentinel leaf (see `snapshot`) goes back after the new runs.
+        snapshot.leaves.pop();
+        let mut ranges = Vec::new();
+        for &patch in &patches {
+            self.patch(snapshot, rib, patch, &mut ranges)?;
+        }
+        snapshot.leaves.push(0);
+        self.dead_nodes += replaced_nodes;
+        self.dead_leaves += replaced_leaves;
+        self.labels.sync(&mut snapshot.results);
+        // Unreachable slots past a quarter of their array (and
+        // `COMPACT_MIN`): compact by a build, so that a long stream of
+        // changes keeps the footprint (and the lines a walk reads) of a
+        // fresh build.
+        let nodes = snapshot.nodes.len() / NODE_WORDS;
+        if (self.dead_nodes >= COMPACT_MIN && self.dead_nodes << 2 >= nodes)
+            || (self.dead_leaves >= COMPACT_MIN && self.dead_leaves << 2 >= snapshot.leaves.len())
+        {
+            return self.rebuild(snapshot, rib);
+        }
+        Ok(())
+    }
+
     fn stats(&self, snapshot: &Poptrie<A>) -> PoptrieStats {
         PoptrieStats {
             root_bits: snapshot.root_bits,
@@ -525,7 +827,19 @@ impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
             nodes: snapshot.nodes.len() / NODE_WORDS,
             leaf_runs: snapshot.leaves.len() - 1,
             avx512: snapshot.wide,
+            dead_nodes: self.dead_nodes,
+            dead_leaf_runs: self.dead_leaves,
+            rebuilds: self.rebuilds,
         }
+    }
+}
+
+impl<A: Addr> PoptrieUpdater<A> {
+    /// Builds `snapshot` again from `rib` (wide changes, compaction).
+    fn rebuild(&mut self, snapshot: &mut Poptrie<A>, rib: &Rib<A>) -> Result<(), BuildError> {
+        *snapshot = self.snapshot(rib)?;
+        self.rebuilds += 1;
+        Ok(())
     }
 }
 
@@ -582,6 +896,106 @@ mod tests {
                 "portable batch of {len}, s={root_bits}"
             );
         }
+    }
+
+    /// The snapshot's answers against the reference at every range
+    /// boundary and its neighbours, per key and in a batch.
+    fn assert_answers<A: Addr>(trie: &Poptrie<A>, rib: &Rib<A>, when: &str) {
+        let mut addrs = Vec::new();
+        for range in rib.ranges() {
+            addrs.push(range.first);
+            addrs.push(range.last);
+        }
+        let expected: Vec<_> = addrs.iter().map(|&a| rib.lookup(a)).collect();
+        let per_key: Vec<_> = addrs.iter().map(|&a| trie.lookup(a)).collect();
+        assert_eq!(per_key, expected, "per key, {when}");
+        let mut batch = vec![Some(u32::MAX); addrs.len()];
+        trie.lookup_batch(&addrs, &mut batch);
+        assert_eq!(batch, expected, "batch, {when}");
+    }
+
+    /// Changes one at a time inside one root chunk, where each patches the
+    /// deepest node holding its prefix: withdrawing the only prefix under
+    /// a node leaves it a node of one run; long streams compact.
+    #[test]
+    fn patches_answer_as_the_reference_and_compact() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+
+        let mut rib = table::<u128>(&[("2001:db8::/32", 2), ("2001:db8:1::/48", 3)]);
+        let config = PoptrieConfig { root_bits: 18 };
+        let (mut updater, mut trie) = PoptrieUpdater::build(&config, &rib).expect("builds");
+        let lone: Prefix<u128> = "2001:db8:1::/48".parse().expect("a prefix");
+        // Its deepest node (bits 43..48) holds nothing else.
+        assert!(matches!(
+            Patch::of(&trie, lone),
+            Patch::Node { depth: 43, .. }
+        ));
+        rib.remove(lone);
+        updater.update(&mut trie, &rib, &[lone]).expect("patches");
+        assert_answers(&trie, &rib, "the lone /48 withdrawn");
+        rib.insert(lone, 4);
+        updater.update(&mut trie, &rib, &[lone]).expect("patches");
+        assert_answers(&trie, &rib, "the lone /48 announced again");
+        assert_eq!(updater.rebuilds, 0);
+        // The node kept its slot; its old runs are unreachable.
+        assert_eq!(updater.dead_nodes, 0);
+        assert!(updater.dead_leaves > 0, "the old runs are counted");
+
+        // A dense /32 of /36–/64s and host routes, changed at random.
+        let mut rng = SmallRng::seed_from_u64(7);
+        let base = 0x2001_0db8u128 << 96;
+        let random_prefix = |rng: &mut SmallRng| {
+            let plen = [36u8, 40, 44, 48, 48, 52, 56, 64, 128][rng.random_range(0..9)];
+            let bits = rng.random::<u128>() & (u128::MAX >> 32);
+            Prefix::new_masked(base | bits & !(u128::MAX >> plen), plen)
+        };
+        for _ in 0..3000 {
+            let prefix = random_prefix(&mut rng);
+            rib.insert(prefix, rng.random_range(0..8));
+        }
+        let (mut updater, mut trie) = PoptrieUpdater::build(&config, &rib).expect("builds");
+        for step in 0..6000 {
+            let prefix = random_prefix(&mut rng);
+            match rng.random_range(0..3) {
+                0 => {
+                    rib.remove(prefix);
+                }
+                _ => {
+                    rib.insert(prefix, rng.random_range(0..8));
+                }
+            }
+            updater.update(&mut trie, &rib, &[prefix]).expect("patches");
+            if step % 500 == 0 {
+                assert_answers(&trie, &rib, &format!("after change {step}"));
+            }
+        }
+        assert_answers(&trie, &rib, "after every change");
+        assert!(updater.rebuilds > 0, "the stream compacted");
+        let (_, fresh) = PoptrieUpdater::build(&config, &rib).expect("builds");
+        let nodes = trie.nodes.len() / NODE_WORDS;
+        assert!(
+            nodes - updater.dead_nodes <= fresh.nodes.len() / NODE_WORDS + nodes / 4,
+            "reachable nodes stay near a fresh build's"
+        );
+
+        // A batch with nested prefixes and one shorter than the root.
+        let batch: Vec<Prefix<u128>> = [
+            "2001:db8::/33",
+            "2001:db8::/40",
+            "2001:db8::/48",
+            "2000::/12",
+        ]
+        .iter()
+        .map(|p| p.parse().expect("a prefix"))
+        .collect();
+        for (&prefix, label) in batch.iter().zip(10..) {
+            rib.insert(prefix, label);
+        }
+        let mut sorted = batch.clone();
+        sorted.sort();
+        updater.update(&mut trie, &rib, &sorted).expect("patches");
+        assert_answers(&trie, &rib, "after a nested batch");
     }
 
     #[test]
