@@ -32,7 +32,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FORMAT")]
     updates_format: Option<Format>,
     /// Engine to keep in line with the stream (default: the family's default
-    /// engine, `fibkit::default_spec`: dxr for IPv4, dxr6 for IPv6).
+    /// engine, `fibkit::default_spec`: dxr for IPv4; for IPv6 poptrie where
+    /// the CPU has AVX-512, dxr6 elsewhere).
     #[arg(long = "engine", value_name = "SPEC")]
     engine: Option<String>,
     /// Pace of the stream: `max` (as fast as the writer goes), or a factor

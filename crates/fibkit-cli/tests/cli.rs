@@ -171,8 +171,11 @@ fn dual_stack_table_with_one_engine_per_family() {
     assert!(out.status.success(), "{stderr}");
     assert_eq!(text(&out.stdout), expected);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let default_v6 = fibkit::default_spec(fibkit::Family::V6);
     assert!(
-        stderr.contains("IPv6 prefixes use the default engine dxr6"),
+        stderr.contains(&format!(
+            "IPv6 prefixes use the default engine {default_v6}"
+        )),
         "{stderr}"
     );
     // Per-family choice, and no engine at all: both answer the same.
@@ -195,7 +198,7 @@ fn dual_stack_table_with_one_engine_per_family() {
             .any(|line| line.starts_with(engine) && line.contains(family))
     };
     assert!(
-        checked("dxr", "IPv4") && checked("dxr6", "IPv6"),
+        checked("dxr", "IPv4") && checked(default_v6, "IPv6"),
         "{stdout}"
     );
     assert!(stdout.contains(", 0 failed"), "{stdout}");
@@ -543,6 +546,13 @@ fn bad_input_is_an_error_not_a_panic() {
     std::fs::write(&dual, "10.0.0.0/8 1\n2001:db8:1::/48 2\n").unwrap();
     let dual = dual.to_str().unwrap();
     let table = data("dfz-v6-nh.txt.gz");
+    let both_families = format!(
+        "strides sum to 32 bits but IPv6 addresses have 128 (give strides summing to 128, \
+             each at most 24); `cpe:strides=16+8+8` was given for both families of this table: \
+             `--engine v4=cpe:strides=16+8+8` builds it for the IPv4 prefixes only, and the \
+             IPv6 prefixes use {}",
+        fibkit::default_spec(fibkit::Family::V6)
+    );
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["stats", bad_table.to_str().unwrap()],
@@ -558,10 +568,7 @@ fn bad_input_is_an_error_not_a_panic() {
         // keep it to its own, in every command that builds engines.
         (
             vec!["verify", dual, "--engine", "cpe:strides=16+8+8"],
-            "strides sum to 32 bits but IPv6 addresses have 128 (give strides summing to 128, \
-             each at most 24); `cpe:strides=16+8+8` was given for both families of this table: \
-             `--engine v4=cpe:strides=16+8+8` builds it for the IPv4 prefixes only, and the \
-             IPv6 prefixes use dxr6",
+            &both_families,
         ),
         (
             vec!["lookup", dual, "10.1.2.3", "--engine", "cpe:strides=16+8+8"],

@@ -572,7 +572,8 @@ impl PyFib {
     /// Loads a table file (`prefix label` or `prefix nexthop` text, pyasn's
     /// `ipasn` and CAIDA's `pfx2as` prefix-to-AS files, an MRT RIB dump or
     /// bgpdump's `-m` text of one; plain, gzip or bzip2) and builds `engine` (default:
-    /// "dxr" for IPv4, "dxr6" for IPv6) over `family` (4 or 6; default:
+    /// "dxr" for IPv4; for IPv6 "poptrie" where the CPU has AVX-512, "dxr6"
+    /// elsewhere) over `family` (4 or 6; default:
     /// IPv4 if the file has IPv4 prefixes). `lenient` clears host bits
     /// instead of rejecting `10.0.0.1/8`. `format` names the input format
     /// instead of detecting it ("table", "nexthop", "mrt", "pfx2as",
@@ -849,7 +850,7 @@ impl PyFib {
 
     /// Saves the table's engine as an image that `Fib.open_image`, the C
     /// library and `fibkit lookup` open by memory map (engines that can be
-    /// saved: dir24-8, dxr and dxr6).
+    /// saved: dir24-8, dxr, dxr6, cpe, lctrie, levels and poptrie).
     fn save_image(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         fn save<A: ImageFamily>(
             side: &FamilyFib<A>,

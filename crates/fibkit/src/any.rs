@@ -418,7 +418,11 @@ mod tests {
 
         let v6 = AnyFib::build(&table, Some(Family::V6), None).unwrap();
         assert_eq!(v6.family(), Family::V6);
-        assert!(v6.spec().starts_with("dxr6"), "{}", v6.spec());
+        assert!(
+            v6.spec().starts_with(crate::default_spec(Family::V6)),
+            "{}",
+            v6.spec()
+        );
         assert!(v6.wrong_family(Family::V4).contains("IPv4 addresses"));
         let err = AnyFib::build(&table, Some(Family::V6), Some("dir24-8"))
             .err()

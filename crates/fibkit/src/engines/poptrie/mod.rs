@@ -72,7 +72,7 @@ use std::marker::PhantomData;
 
 use crate::addr::Addr;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
-use crate::labels::{LabelIndex, LabelSlot};
+use crate::labels::{word_of, LabelIndex, LabelSlot};
 use crate::prefix::{Label, Prefix};
 use crate::rib::{Range, Rib};
 use crate::spec::EngineSpec;
@@ -268,6 +268,22 @@ impl<A: Addr, S: Storage> Lookup<A> for Poptrie<A, S> {
         self.lookup_batch_portable(addrs, out);
     }
 
+    /// The AVX-512 batch writes the C library's words itself: no buffer of
+    /// answers to clear and convert per call.
+    fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
+        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+        #[cfg(target_arch = "x86_64")]
+        if self.wide {
+            // SAFETY: `wide` is set only where the CPU has the features
+            // `wide::available` checks.
+            unsafe { self.lookup_batch_wide(addrs, out) };
+            return;
+        }
+        for (&addr, out) in addrs.iter().zip(out.iter_mut()) {
+            *out = word_of(self.lookup_portable(addr));
+        }
+    }
+
     fn memory_bytes(&self) -> usize {
         self.root.len() * 4
             + self.nodes.len() * 8
@@ -335,6 +351,12 @@ impl EngineStats for PoptrieStats {
             ("rebuilds by updates".into(), self.rebuilds.to_string()),
         ]
     }
+}
+
+/// Whether this CPU runs the AVX-512 batch (eight keys per vector), which
+/// makes `poptrie` the default IPv6 engine (`crate::default_spec`).
+pub(crate) fn batch_is_wide() -> bool {
+    wide_available()
 }
 
 /// Whether this CPU runs the AVX-512 batch.
@@ -895,6 +917,12 @@ mod tests {
                 expected[..len],
                 "portable batch of {len}, s={root_bits}"
             );
+            // The C library's words, written by the batch itself (a miss
+            // is all ones).
+            let mut words = vec![0; len];
+            trie.lookup_batch_words(&addrs[..len], &mut words);
+            let expected_words: Vec<u64> = expected[..len].iter().map(|&a| word_of(a)).collect();
+            assert_eq!(words, expected_words, "words of {len}, s={root_bits}");
         }
     }
 

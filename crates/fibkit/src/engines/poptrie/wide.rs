@@ -42,8 +42,25 @@ const VECTORS: usize = 4;
 const GROUP: usize = LANES * VECTORS;
 
 const _: () = assert!(NODE_WORDS == 2, "a node's index times 2 is its first word");
+
+/// What the batch stores per key: an answer (`Option<Label>`, a results
+/// slot's bits) or the C library's word (`u64`, converted in the register),
+/// so that the C bulk call needs no buffer of answers to convert.
+pub(super) trait WideAnswer: Copy {
+    /// Whether the slot is stored as its word ([`LabelSlot::word`]).
+    const WORDS: bool;
+}
+
+impl WideAnswer for Option<Label> {
+    const WORDS: bool = false;
+}
+
+impl WideAnswer for u64 {
+    const WORDS: bool = true;
+}
+
 const _: () = assert!(
-    std::mem::size_of::<Option<Label>>() == 8,
+    std::mem::size_of::<Option<Label>>() == 8 && std::mem::size_of::<u64>() == 8,
     "the vector store writes 8-byte answers"
 );
 
@@ -152,7 +169,7 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
     /// # Safety
     /// The CPU must have AVX-512 F and VPOPCNTDQ ([`available`]).
     #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-    pub(super) unsafe fn lookup_batch_wide(&self, addrs: &[A], out: &mut [Option<Label>]) {
+    pub(super) unsafe fn lookup_batch_wide<T: WideAnswer>(&self, addrs: &[A], out: &mut [T]) {
         debug_assert!(out.len() >= addrs.len());
         let root = self.root.as_ptr() as *const i32;
         let nodes = self.nodes.as_ptr() as *const i64;
@@ -261,11 +278,19 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                     };
                     let slots = _mm512_i64gather_epi64::<8>(index, results);
                     // A slot's bits are its answer as an `Option<Label>`
-                    // (the layout `LabelSlot::get` checks at compile time).
+                    // (the layout `LabelSlot::get` checks at compile time);
+                    // its word is `LabelSlot::word`: the label (high half)
+                    // or, where the low half is 0 (no route), all ones.
+                    let answers = if T::WORDS {
+                        let tag = _mm512_and_si512(slots, _mm512_set1_epi64(u32::MAX as i64));
+                        _mm512_or_si512(_mm512_srli_epi64::<32>(slots), _mm512_sub_epi64(tag, one))
+                    } else {
+                        slots
+                    };
                     _mm512_mask_storeu_epi64(
                         stores.add(LANES * v) as *mut i64,
                         ((1u32 << filled(v)) - 1) as u8,
-                        slots,
+                        answers,
                     );
                 }
             }
