@@ -50,15 +50,18 @@
 //! Memory accesses per lookup: the root entry, one node word per level,
 //! the last node's second word, the leaf's label index, the results slot.
 //!
-//! Updates patch the root chunks a change touches: each chunk's subtree
-//! is built again, depth first, at the ends of the node and leaf arrays
-//! and its root entry pointed at it; the old subtree is left unreachable.
-//! A packed node has no room to grow in place, but a chunk's subtree is a
-//! few nodes (a build of all of `dfz-v6-nh` takes about 25 ms, a chunk
-//! microseconds). Changes spanning a quarter of the root, and unreachable
-//! nodes or leaves past a quarter of their array, rebuild the engine. The
-//! default route is results slot 0, so a `/0` change rewrites one slot.
-//! Snapshots can be saved as images (`image`).
+//! Updates patch the deepest node whose span holds a changed prefix (its
+//! children and runs built again, depth first, at the ends of the node
+//! and leaf arrays; the node keeps its slot, which its parent counts), or
+//! the root chunks of a prefix shorter than the root or in a chunk that
+//! was one range (their entries pointed at new subtrees). What a patch
+//! replaces is left unreachable: a packed node has no room to grow in
+//! place, but the subtree under one is a few nodes (a build of all of
+//! `dfz-v6-nh` takes about 25 ms, a node microseconds). Changes spanning a
+//! quarter of the root's chunks or of the nodes, and unreachable nodes or
+//! runs past a quarter of their array, rebuild the engine. The default
+//! route is results slot 0, so a `/0` change rewrites one slot. Snapshots
+//! can be saved as images (`image`).
 //!
 //! Limits (a [`BuildError::Limit`] naming them): at most 2^31 - 1 nodes,
 //! leaf runs and label indices.
