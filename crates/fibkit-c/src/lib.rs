@@ -857,48 +857,9 @@ pub unsafe extern "C" fn fibkit_lookup_v6_bulk(
         let addrs = unsafe { array(addrs, n, "addrs") }?;
         // SAFETY: forwarded from the caller.
         let results = unsafe { array_mut(results, n, "results") }?;
-        v6_words(addrs, results, |keys, words| fib.lookup_words(keys, words));
+        fib.lookup_words_from(addrs, results, |addr| u128::from_be_bytes(*addr));
         Ok(FIBKIT_OK)
     })
-}
-
-/// Runs `lookup_words` on `addrs` (network-order bytes) turned into
-/// host-order keys a chunk at a time, each chunk one batch lookup writing
-/// the caller's words.
-fn v6_words(
-    addrs: &[[u8; 16]],
-    results: &mut [u64],
-    lookup_words: impl FnMut(&[u128], &mut [u64]),
-) {
-    // PERF: a burst gets a key buffer of its own size class: clearing the
-    // 16 KiB one on every call of a few keys took more time than their
-    // lookups (docs/BENCHMARKS.md, "C bursts of IPv6 keys").
-    match addrs.len() {
-        0..=8 => v6_words_through::<8>(addrs, results, lookup_words),
-        9..=SHORT_CHUNK => v6_words_through::<SHORT_CHUNK>(addrs, results, lookup_words),
-        _ => v6_words_through::<CHUNK>(addrs, results, lookup_words),
-    }
-}
-
-/// Keys converted per batch lookup of a long slice (16 KiB on the stack).
-const CHUNK: usize = 1024;
-/// Keys converted per batch lookup of a burst of more than 8 (1 KiB).
-const SHORT_CHUNK: usize = 64;
-
-/// [`v6_words`] with a buffer of `N` keys.
-fn v6_words_through<const N: usize>(
-    addrs: &[[u8; 16]],
-    results: &mut [u64],
-    mut lookup_words: impl FnMut(&[u128], &mut [u64]),
-) {
-    let mut keys = [0u128; N];
-    for (addrs, words) in addrs.chunks(N).zip(results.chunks_mut(N)) {
-        let keys = &mut keys[..addrs.len()];
-        for (key, addr) in keys.iter_mut().zip(addrs) {
-            *key = u128::from_be_bytes(*addr);
-        }
-        lookup_words(keys, words);
-    }
 }
 
 /// Makes a reader of `fib` for the calling thread (see `fibkit_reader`).
@@ -1069,9 +1030,7 @@ pub unsafe extern "C" fn fibkit_reader_lookup_v6_bulk(
         let addrs = unsafe { array(addrs, n, "addrs") }?;
         // SAFETY: forwarded from the caller.
         let results = unsafe { array_mut(results, n, "results") }?;
-        v6_words(addrs, results, |keys, words| {
-            reader.lookup_words(keys, words)
-        });
+        reader.lookup_words_from(addrs, results, |addr| u128::from_be_bytes(*addr));
         Ok(FIBKIT_OK)
     })
 }
