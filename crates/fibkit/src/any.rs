@@ -61,8 +61,10 @@ pub const WORDS_CHUNK: usize = 1 << 16;
 pub const CONVERT_CHUNK: usize = 32;
 
 /// `snapshot.lookup_batch_words` on `addrs` turned into addresses by
-/// `key`, [`CONVERT_CHUNK`] at a time (a burst of at most 8 through a
-/// buffer of its size, which every call clears).
+/// `key`, [`CONVERT_CHUNK`] at a time. A burst of at most 8 takes a buffer
+/// of its own size: every call clears its buffer, and clearing a larger
+/// one cost a burst more than its lookups (docs/BENCHMARKS.md, "C bursts
+/// of IPv6 keys").
 fn words_from<A: Addr, K, L: Lookup<A> + ?Sized>(
     snapshot: &L,
     addrs: &[K],

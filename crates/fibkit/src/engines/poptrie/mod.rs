@@ -537,13 +537,22 @@ impl<A: Addr> PoptrieUpdater<A> {
         // shallow nodes, whose leaves breadth first kept together) 0.98x
         // (docs/BENCHMARKS.md, "`poptrie` lays its nodes out depth
         // first").
+        self.fill_pending(spans, nodes, leaves, pending)?;
+        Ok(entry)
+    }
+
+    /// Fills in the nodes on `pending` and the nodes they add, depth first.
+    fn fill_pending(
+        &self,
+        spans: &Spans,
+        nodes: &mut Vec<u64>,
+        leaves: &mut Vec<u32>,
+        pending: &mut Vec<(usize, u128, u32, usize)>,
+    ) -> Result<(), BuildError> {
         while let Some(node) = pending.pop() {
             self.fill_node(spans, nodes, leaves, pending, node)?;
         }
-        if leaves.len() > MAX_INDEX {
-            return Err(self.limit(format!("more than {MAX_INDEX} leaf runs")));
-        }
-        Ok(entry)
+        Ok(())
     }
 
     /// The snapshot of `rib`, with the label indices renumbered.
@@ -632,18 +641,12 @@ impl<A: Addr> PoptrieUpdater<A> {
             // until the next build.
             Patch::Node { node, lo, depth } => {
                 pending.push((node, lo, depth, 0));
-                while let Some(node) = pending.pop() {
-                    self.fill_node(
-                        &spans,
-                        &mut snapshot.nodes,
-                        &mut snapshot.leaves,
-                        &mut pending,
-                        node,
-                    )?;
-                }
-                if snapshot.leaves.len() > MAX_INDEX {
-                    return Err(self.limit(format!("more than {MAX_INDEX} leaf runs")));
-                }
+                self.fill_pending(
+                    &spans,
+                    &mut snapshot.nodes,
+                    &mut snapshot.leaves,
+                    &mut pending,
+                )?;
             }
         }
         Ok(())
