@@ -9,7 +9,10 @@
 //! cargo bench -p fibkit-c --bench c_vs_rust -- [TABLE] [SPEC] [ROUNDS]
 //! ```
 //!
-//! Defaults: `../shared/data/dfz-v4-nh.txt.gz`, `dxr`, 7 rounds. Bursts of
+//! Defaults: `../shared/data/dfz-v4-nh.txt.gz`, `dxr`, 7 rounds. On a
+//! table of IPv6 prefixes only (`dfz-v6-nh`, spec `poptrie`, `dxr6`) it
+//! measures `fibkit_lookup_v6_bulk` on network-order keys instead (see
+//! [`ipv6`]). Bursts of
 //! 32 keys (what a datapath passes, as DPDK's l3fwd does) and one call over
 //! the whole key array are measured, and the same bulk call through a
 //! per-thread reader (`fibkit_reader_lookup_v4_bulk`, no snapshot guard
@@ -32,7 +35,7 @@ use std::hint::black_box;
 use common::{median, rate};
 use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{load_table, LoadOptions};
-use fibkit::{AnyFib, Label};
+use fibkit::{AnyFib, Label, Lookup};
 
 type Bulk = unsafe extern "C" fn(*const c_api::fibkit_fib, *const u32, *mut u64, usize) -> c_int;
 type ReaderBulk =
@@ -53,6 +56,10 @@ fn main() {
 
     let loaded =
         load_table(std::path::Path::new(&table), &LoadOptions::default()).expect("the table loads");
+    if loaded.v4.is_empty() && !loaded.v6.is_empty() {
+        ipv6(&loaded, &table, &spec, rounds);
+        return;
+    }
     let keys: Vec<u32> = generate_keys(&Pattern::Rnd, KEYS, 1, &loaded.v4).expect("keys");
 
     let path = CString::new(table.clone()).expect("a path without NUL");
@@ -179,4 +186,100 @@ fn main() {
         c_api::fibkit_reader_free(c_reader);
         c_api::fibkit_fib_free(c_fib);
     }
+}
+
+type V6Bulk =
+    unsafe extern "C" fn(*const c_api::fibkit_fib, *const [u8; 16], *mut u64, usize) -> c_int;
+
+/// The IPv6 bulk call on network-order keys (`struct in6_addr`, as C holds
+/// them) against the engine's `lookup_batch` on the same keys in host
+/// order, and against the path the C library took before engines read
+/// network-order keys themselves (`fibkit::engine::words_from_bytes`: 32
+/// keys converted into a buffer, then `lookup_batch_words`), on keys
+/// inside announced prefixes and random public keys, in bursts of 8 and
+/// 32 and over the whole array; every round runs each contender once,
+/// alternating.
+fn ipv6(loaded: &fibkit::load::LoadedTable, table: &str, spec: &str, rounds: usize) {
+    let path = CString::new(table).expect("a path without NUL");
+    let spec_c = CString::new(spec).expect("a spec without NUL");
+    let (mut c_table, mut c_fib) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: valid C strings and output pointers; the objects are freed below.
+    unsafe {
+        assert_eq!(c_api::fibkit_table_load(path.as_ptr(), &mut c_table), 0);
+        assert_eq!(
+            c_api::fibkit_fib_build(c_table, 6, spec_c.as_ptr(), &mut c_fib),
+            0
+        );
+        c_api::fibkit_table_free(c_table);
+    }
+    let bulk: V6Bulk = black_box(c_api::fibkit_lookup_v6_bulk);
+    let rust = fibkit::build(spec, &loaded.v6).expect("the engine builds");
+    println!(
+        "{spec} on {table}, {KEYS} keys, {rounds} rounds; load average {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    for pattern in [Pattern::Announced, Pattern::RndPublic] {
+        let keys: Vec<u128> = generate_keys(&pattern, KEYS, 1, &loaded.v6).expect("keys");
+        let bytes: Vec<[u8; 16]> = keys.iter().map(|k| k.to_be_bytes()).collect();
+        let mut c_words = vec![0u64; KEYS];
+        let mut converted = vec![0u64; KEYS];
+        let mut found: Vec<Option<Label>> = vec![None; KEYS];
+        for burst in [8, 32, KEYS] {
+            // Per round: C bulk, converted runs, Rust batch (Mlps).
+            let mut rates = [Vec::new(), Vec::new(), Vec::new()];
+            let (mut c_ratios, mut converted_ratios) = (Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                let c = rate(KEYS, || {
+                    for (keys, out) in bytes.chunks(burst).zip(c_words.chunks_mut(burst)) {
+                        // SAFETY: `keys` and `out` have `keys.len()` elements.
+                        unsafe { bulk(c_fib, keys.as_ptr(), out.as_mut_ptr(), keys.len()) };
+                    }
+                    black_box(&c_words);
+                });
+                let old = rate(KEYS, || {
+                    for (keys, out) in bytes.chunks(burst).zip(converted.chunks_mut(burst)) {
+                        fibkit::engine::words_from_bytes(&rust, keys, out);
+                    }
+                    black_box(&converted);
+                });
+                let r = rate(KEYS, || {
+                    for (keys, out) in keys.chunks(burst).zip(found.chunks_mut(burst)) {
+                        rust.lookup_batch(keys, out);
+                    }
+                    black_box(&found);
+                });
+                for (list, value) in rates.iter_mut().zip([c, old, r]) {
+                    list.push(value / 1e6);
+                }
+                c_ratios.push(c / r);
+                converted_ratios.push(old / r);
+            }
+            let [c, old, r] = rates.map(median);
+            println!(
+                "{:<10} burst {burst:>8}: C bulk {c:7.1} Mlps, converted runs {old:7.1}, \
+                 Rust lookup_batch {r:7.1} (medians); per round ÷ Rust: C bulk {:.3}, \
+                 converted runs {:.3}",
+                pattern.name(),
+                median(c_ratios),
+                median(converted_ratios),
+            );
+        }
+        let disagree = (0..KEYS)
+            .filter(|&i| {
+                let want = fibkit::labels::word_of(found[i]);
+                c_words[i] != want || converted[i] != want
+            })
+            .count();
+        println!(
+            "{}: answers disagree on {disagree} of {KEYS} keys",
+            pattern.name()
+        );
+    }
+    // SAFETY: built above, not used afterwards.
+    unsafe { c_api::fibkit_fib_free(c_fib) };
 }

@@ -857,7 +857,7 @@ pub unsafe extern "C" fn fibkit_lookup_v6_bulk(
         let addrs = unsafe { array(addrs, n, "addrs") }?;
         // SAFETY: forwarded from the caller.
         let results = unsafe { array_mut(results, n, "results") }?;
-        fib.lookup_words_from(addrs, results, |addr| u128::from_be_bytes(*addr));
+        fib.lookup_words_be(addrs, results);
         Ok(FIBKIT_OK)
     })
 }
@@ -1030,7 +1030,7 @@ pub unsafe extern "C" fn fibkit_reader_lookup_v6_bulk(
         let addrs = unsafe { array(addrs, n, "addrs") }?;
         // SAFETY: forwarded from the caller.
         let results = unsafe { array_mut(results, n, "results") }?;
-        reader.lookup_words_from(addrs, results, |addr| u128::from_be_bytes(*addr));
+        reader.lookup_words_be(addrs, results);
         Ok(FIBKIT_OK)
     })
 }

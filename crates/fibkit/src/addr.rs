@@ -40,6 +40,13 @@ pub trait Addr:
     const MAX: Self;
     /// Human name of the family, `"IPv4"` or `"IPv6"`.
     const FAMILY: Family;
+    /// The address as its network-order (big-endian) bytes, as C's
+    /// `struct in_addr` / `struct in6_addr` and numpy's `(n, 16)` `uint8`
+    /// arrays hold it: `[u8; 4]` or `[u8; 16]`.
+    type Bytes: Copy + Debug + Default + Send + Sync + AsRef<[u8]> + AsMut<[u8]> + 'static;
+
+    /// The address whose network-order bytes are `bytes`.
+    fn from_be_bytes(bytes: Self::Bytes) -> Self;
 
     /// Widens to `u128` (IPv4 occupies the low 32 bits).
     fn to_u128(self) -> u128;
@@ -171,6 +178,12 @@ impl Addr for u32 {
     const ZERO: Self = 0;
     const MAX: Self = u32::MAX;
     const FAMILY: Family = Family::V4;
+    type Bytes = [u8; 4];
+
+    #[inline(always)]
+    fn from_be_bytes(bytes: [u8; 4]) -> Self {
+        u32::from_be_bytes(bytes)
+    }
 
     #[inline]
     fn to_u128(self) -> u128 {
@@ -229,6 +242,12 @@ impl Addr for u128 {
     const ZERO: Self = 0;
     const MAX: Self = u128::MAX;
     const FAMILY: Family = Family::V6;
+    type Bytes = [u8; 16];
+
+    #[inline(always)]
+    fn from_be_bytes(bytes: [u8; 16]) -> Self {
+        u128::from_be_bytes(bytes)
+    }
 
     #[inline]
     fn to_u128(self) -> u128 {

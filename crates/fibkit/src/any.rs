@@ -17,7 +17,7 @@
 
 use std::path::Path;
 
-use crate::addr::{Addr, Family};
+use crate::addr::Family;
 use crate::engine::{BuildError, Lookup};
 use crate::error::Error;
 use crate::fib::{Fib, Reader, UpdateSummary};
@@ -49,49 +49,6 @@ pub const SLICE_CHUNK: usize = 8192;
 /// a live table's snapshot is held (about half a millisecond) and how
 /// often the engine's prefetch pipeline restarts.
 pub const WORDS_CHUNK: usize = 1 << 16;
-
-/// Keys converted per batch lookup in [`FamilyFib::lookup_words_from`]: a
-/// batch's keys are read from memory inside the walk, where the core
-/// overlaps their misses with the walk's; converting a long run of them
-/// first reads them in a loop of their own. With 32-key runs the C
-/// library's network-order IPv6 keys ran at 0.76-0.81x (`poptrie`) and
-/// 0.91-0.93x (`dxr6`) the batch on host-order keys, against 0.63-0.72x
-/// and 0.80-0.83x with 1024-key runs (docs/BENCHMARKS.md, "The C
-/// library's IPv6 keys converted 32 at a time").
-pub const CONVERT_CHUNK: usize = 32;
-
-/// `snapshot.lookup_batch_words` on `addrs` turned into addresses by
-/// `key`, [`CONVERT_CHUNK`] at a time. A burst of at most 8 takes a buffer
-/// of its own size: every call clears its buffer, and clearing a larger
-/// one cost a burst more than its lookups (docs/BENCHMARKS.md, "C bursts
-/// of IPv6 keys").
-fn words_from<A: Addr, K, L: Lookup<A> + ?Sized>(
-    snapshot: &L,
-    addrs: &[K],
-    out: &mut [u64],
-    key: &impl Fn(&K) -> A,
-) {
-    fn through<A: Addr, K, L: Lookup<A> + ?Sized, const N: usize>(
-        snapshot: &L,
-        addrs: &[K],
-        out: &mut [u64],
-        key: &impl Fn(&K) -> A,
-    ) {
-        let mut buffer = [A::ZERO; N];
-        for (addrs, words) in addrs.chunks(N).zip(out.chunks_mut(N)) {
-            let keys = &mut buffer[..addrs.len()];
-            for (slot, addr) in keys.iter_mut().zip(addrs) {
-                *slot = key(addr);
-            }
-            snapshot.lookup_batch_words(keys, words);
-        }
-    }
-    if addrs.len() <= 8 {
-        through::<A, K, L, 8>(snapshot, addrs, out, key);
-    } else {
-        through::<A, K, L, CONVERT_CHUNK>(snapshot, addrs, out, key);
-    }
-}
 
 /// One thread's reader of a [`FamilyFib`]: a live table's [`Reader`],
 /// which checks for a newer snapshot with one atomic load per call (where
@@ -132,21 +89,20 @@ impl<A: ImageFamily> FamilyReader<A> {
         }
     }
 
-    /// [`Self::lookup_words`] on keys of another form, each turned into an
-    /// address by `key` (the C library's network-order IPv6 bytes), as
-    /// [`FamilyFib::lookup_words_from`].
+    /// [`Self::lookup_words`] on keys given as their network-order bytes
+    /// (the C library's IPv6 keys), as [`FamilyFib::lookup_words_be`].
     ///
     /// # Panics
-    /// If `out` is shorter than `addrs`.
-    pub fn lookup_words_from<K>(&mut self, addrs: &[K], out: &mut [u64], key: impl Fn(&K) -> A) {
-        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+    /// If `out` is shorter than `keys`.
+    pub fn lookup_words_be(&mut self, keys: &[A::Bytes], out: &mut [u64]) {
+        assert!(out.len() >= keys.len(), "output slice shorter than input");
         match self {
             FamilyReader::Live(reader) => {
-                for (keys, words) in addrs.chunks(WORDS_CHUNK).zip(out.chunks_mut(WORDS_CHUNK)) {
-                    words_from(reader.snapshot(), keys, words, &key);
+                for (keys, words) in keys.chunks(WORDS_CHUNK).zip(out.chunks_mut(WORDS_CHUNK)) {
+                    reader.snapshot().lookup_batch_words_be(keys, words);
                 }
             }
-            FamilyReader::Image(snapshot) => words_from(snapshot, addrs, out, &key),
+            FamilyReader::Image(snapshot) => snapshot.lookup_batch_words_be(keys, out),
         }
     }
 }
@@ -216,22 +172,24 @@ impl<A: ImageFamily> FamilyFib<A> {
         }
     }
 
-    /// [`Self::lookup_words`] on keys of another form, each turned into an
-    /// address by `key` (the C library's network-order IPv6 bytes): one
-    /// snapshot per [`WORDS_CHUNK`] keys, converted and looked up
-    /// [`CONVERT_CHUNK`] at a time.
+    /// [`Self::lookup_words`] on keys given as their network-order bytes
+    /// (the C library's IPv6 keys, `struct in6_addr`): one snapshot per
+    /// [`WORDS_CHUNK`] keys, each chunk through the engine's
+    /// [`Lookup::lookup_batch_words_be`] (which swaps the bytes inside its
+    /// vector walk where it has one, or converts
+    /// [`CONVERT_CHUNK`](crate::engine::CONVERT_CHUNK) keys at a time).
     ///
     /// # Panics
-    /// If `out` is shorter than `addrs`.
-    pub fn lookup_words_from<K>(&self, addrs: &[K], out: &mut [u64], key: impl Fn(&K) -> A) {
-        assert!(out.len() >= addrs.len(), "output slice shorter than input");
+    /// If `out` is shorter than `keys`.
+    pub fn lookup_words_be(&self, keys: &[A::Bytes], out: &mut [u64]) {
+        assert!(out.len() >= keys.len(), "output slice shorter than input");
         match self {
             FamilyFib::Live(fib) => {
-                for (keys, words) in addrs.chunks(WORDS_CHUNK).zip(out.chunks_mut(WORDS_CHUNK)) {
-                    fib.with_snapshot(|snapshot| words_from(snapshot, keys, words, &key));
+                for (keys, words) in keys.chunks(WORDS_CHUNK).zip(out.chunks_mut(WORDS_CHUNK)) {
+                    fib.with_snapshot(|snapshot| snapshot.lookup_batch_words_be(keys, words));
                 }
             }
-            FamilyFib::Image { snapshot, .. } => words_from(snapshot, addrs, out, &key),
+            FamilyFib::Image { snapshot, .. } => snapshot.lookup_batch_words_be(keys, out),
         }
     }
 
@@ -446,6 +404,7 @@ impl AnyFib {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::CONVERT_CHUNK;
     use crate::load::{read_table, Input, LoadOptions};
 
     fn table() -> LoadedTable {
@@ -529,24 +488,42 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
-    /// Network-order keys converted in runs give every key its own word,
-    /// at every length around the burst and run sizes, live and through
-    /// a reader, for engines that write words in their batch and one that
-    /// converts answers (`radix`).
+    /// Network-order keys give every key its own word, at every length
+    /// around the burst, run and vector group sizes, live and through a
+    /// reader, for an engine that swaps the bytes in its vector walk
+    /// (`poptrie` on AVX-512), one that writes words from host-order keys
+    /// (`dxr6`) and one that converts answers (`radix`); keys deep enough
+    /// that a walk reads their low 64 bits.
     #[test]
-    fn converted_keys_answer_as_host_order_keys() {
+    fn network_order_keys_answer_as_host_order_keys() {
         let mut rib = Rib::<u128>::new();
         rib.insert("2001:db8::/32".parse().unwrap(), 3);
         rib.insert("2001:db8:1::/48".parse().unwrap(), 4);
         rib.insert("2001:db8:1:2::/64".parse().unwrap(), u32::MAX);
-        let keys: Vec<u128> = (0..200u128)
+        rib.insert("2001:db8:1:2:8000::/66".parse().unwrap(), 5);
+        rib.insert("2001:db8:1:2::1:0/112".parse().unwrap(), 6);
+        rib.insert("2001:db8:1:2::1:7/128".parse().unwrap(), 7);
+        let mut keys: Vec<u128> = (0..200u128)
             .map(|i| {
                 (0x2001_0db8_0001_0002u128 << 64)
                     .wrapping_add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15 << 40))
             })
             .collect();
+        let deep = 0x2001_0db8_0001_0002_0000_0000_0001_0000u128;
+        for (i, key) in keys.iter_mut().enumerate().step_by(3) {
+            *key = deep + (i as u128 % 11) + ((i as u128 % 2) << 63);
+        }
+        for (i, key) in keys.iter_mut().enumerate().skip(1).step_by(7) {
+            *key = (0x2001_0db8_ff00u128 << 80) + i as u128;
+        }
+        for (i, key) in keys.iter_mut().enumerate().skip(2).step_by(7) {
+            *key = (0x2001_0db8_0001_ff00u128 << 64) + i as u128;
+        }
+        for (i, key) in keys.iter_mut().enumerate().skip(4).step_by(7) {
+            *key = (0x2001_0db8_0001_0002_4000u128 << 48) + i as u128;
+        }
         let bytes: Vec<[u8; 16]> = keys.iter().map(|k| k.to_be_bytes()).collect();
-        for spec in ["poptrie", "dxr6", "radix"] {
+        for spec in ["poptrie", "poptrie:s=8", "dxr6", "radix"] {
             let fib = FamilyFib::build(spec, rib.clone()).unwrap();
             let mut reader = fib.reader();
             let lengths = (0..=70).chain([CONVERT_CHUNK * 3 + 1, keys.len()]);
@@ -556,14 +533,42 @@ mod tests {
                     .map(|&k| crate::labels::word_of(fib.lookup(k)))
                     .collect();
                 let mut words = vec![7u64; n];
-                fib.lookup_words_from(&bytes[..n], &mut words, |a| u128::from_be_bytes(*a));
+                fib.lookup_words_be(&bytes[..n], &mut words);
                 assert_eq!(words, want, "{spec}, {n} keys");
                 let mut words = vec![7u64; n];
-                reader.lookup_words_from(&bytes[..n], &mut words, |a| u128::from_be_bytes(*a));
+                reader.lookup_words_be(&bytes[..n], &mut words);
                 assert_eq!(words, want, "{spec}, {n} keys through a reader");
             }
+            for label in [3, 4, 5, 6, 7, u32::MAX] {
+                assert!(
+                    keys.iter().any(|&k| fib.lookup(k) == Some(label)),
+                    "{spec}: {label}"
+                );
+            }
             assert!(keys.iter().any(|&k| fib.lookup(k).is_none()));
-            assert!(keys.iter().any(|&k| fib.lookup(k) == Some(u32::MAX)));
+        }
+    }
+
+    /// IPv4 keys as network-order bytes (the default conversion) answer as
+    /// host-order ones.
+    #[test]
+    fn network_order_ipv4_keys_answer_as_host_order_keys() {
+        let table = table();
+        let keys: Vec<u32> = (0..300u32)
+            .map(|i| 0x0a01_0000 ^ i.wrapping_mul(0x9e37_79b9))
+            .collect();
+        let bytes: Vec<[u8; 4]> = keys.iter().map(|k| k.to_be_bytes()).collect();
+        for spec in ["dxr", "poptrie"] {
+            let fib = FamilyFib::build(spec, table.v4.clone()).unwrap();
+            for n in [0, 1, 8, 9, 33, keys.len()] {
+                let want: Vec<u64> = keys[..n]
+                    .iter()
+                    .map(|&k| crate::labels::word_of(fib.lookup(k)))
+                    .collect();
+                let mut words = vec![7u64; n];
+                fib.lookup_words_be(&bytes[..n], &mut words);
+                assert_eq!(words, want, "{spec}, {n} keys");
+            }
         }
     }
 }

@@ -670,6 +670,9 @@ impl<A: EngineFamily, U: Updater<A>> Lookup<A> for LocalFib<A, U> {
     fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
         self.snapshot.lookup_batch_words(addrs, out)
     }
+    fn lookup_batch_words_be(&self, keys: &[A::Bytes], out: &mut [u64]) {
+        self.snapshot.lookup_batch_words_be(keys, out)
+    }
     fn memory_bytes(&self) -> usize {
         self.snapshot.memory_bytes()
     }
@@ -726,6 +729,9 @@ impl<A: crate::Addr, S: Lookup<A>> Lookup<A> for Published<S> {
     }
     fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
         self.snapshot.lookup_batch_words(addrs, out)
+    }
+    fn lookup_batch_words_be(&self, keys: &[A::Bytes], out: &mut [u64]) {
+        self.snapshot.lookup_batch_words_be(keys, out)
     }
     fn memory_bytes(&self) -> usize {
         self.snapshot.memory_bytes()

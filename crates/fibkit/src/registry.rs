@@ -380,6 +380,13 @@ macro_rules! engine_set {
                 }
             }
 
+            #[inline]
+            fn lookup_batch_words_be(&self, keys: &[<$A as Addr>::Bytes], out: &mut [u64]) {
+                match self {
+                    $( Self::$Variant(snapshot) => snapshot.lookup_batch_words_be(keys, out), )*
+                }
+            }
+
             fn memory_bytes(&self) -> usize {
                 match self {
                     $( Self::$Variant(snapshot) => snapshot.memory_bytes(), )*
@@ -684,6 +691,11 @@ macro_rules! mapped_set {
             fn lookup_batch_words(&self, addrs: &[$addr], out: &mut [u64]) {
                 match self {
                     $($name::$variant(snapshot) => snapshot.lookup_batch_words(addrs, out),)*
+                }
+            }
+            fn lookup_batch_words_be(&self, keys: &[<$addr as Addr>::Bytes], out: &mut [u64]) {
+                match self {
+                    $($name::$variant(snapshot) => snapshot.lookup_batch_words_be(keys, out),)*
                 }
             }
             fn memory_bytes(&self) -> usize {

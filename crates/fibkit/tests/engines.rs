@@ -400,8 +400,28 @@ fn check_slice_lengths<A: EngineFamily>(spec: &str, rib: &Rib<A>) {
                 "{spec}: words, {len} keys at {offset}"
             );
             assert_eq!(words[len..], [7, 7], "{spec}: words past the input");
+            let bytes: Vec<A::Bytes> = addrs.iter().map(|&a| network_bytes(a)).collect();
+            let mut words = vec![7u64; len + 2];
+            engine.lookup_batch_words_be(&bytes, &mut words);
+            assert_eq!(
+                words[..len],
+                want_words,
+                "{spec}: words from network-order keys, {len} keys at {offset}"
+            );
+            assert_eq!(words[len..], [7, 7], "{spec}: words past the input");
         }
     }
+}
+
+/// `addr`'s network-order bytes, built without `Addr::from_be_bytes` so
+/// that the test does not check the conversion against itself.
+fn network_bytes<A: Addr>(addr: A) -> A::Bytes {
+    let mut bytes = A::Bytes::default();
+    let wide = addr.to_u128().to_be_bytes();
+    bytes
+        .as_mut()
+        .copy_from_slice(&wide[16 - A::BITS as usize / 8..]);
+    bytes
 }
 
 #[test]

@@ -265,7 +265,7 @@ impl<A: Addr, S: Storage> Lookup<A> for Poptrie<A, S> {
         if self.wide {
             // SAFETY: `wide` is set only where the CPU has the features
             // `wide::available` checks.
-            unsafe { self.lookup_batch_wide(addrs, out) };
+            unsafe { self.lookup_batch_wide::<A, _, false>(addrs, out) };
             return;
         }
         self.lookup_batch_portable(addrs, out);
@@ -279,12 +279,28 @@ impl<A: Addr, S: Storage> Lookup<A> for Poptrie<A, S> {
         if self.wide {
             // SAFETY: `wide` is set only where the CPU has the features
             // `wide::available` checks.
-            unsafe { self.lookup_batch_wide(addrs, out) };
+            unsafe { self.lookup_batch_wide::<A, _, false>(addrs, out) };
             return;
         }
         for (&addr, out) in addrs.iter().zip(out.iter_mut()) {
             *out = word_of(self.lookup_portable(addr));
         }
+    }
+
+    /// The AVX-512 batch reads network-order keys in place and swaps their
+    /// bytes in the register: no run of keys converted into a buffer and
+    /// read back (a store and a reload per key that the walk waits for).
+    fn lookup_batch_words_be(&self, keys: &[A::Bytes], out: &mut [u64]) {
+        assert!(out.len() >= keys.len(), "output slice shorter than input");
+        #[cfg(target_arch = "x86_64")]
+        if self.wide {
+            // SAFETY: `wide` is set only where the CPU has the features
+            // `wide::available` checks; `A::Bytes` is the `A::BITS / 8`
+            // network-order bytes of an address.
+            unsafe { self.lookup_batch_wide::<A::Bytes, _, true>(keys, out) };
+            return;
+        }
+        crate::engine::words_from_bytes(self, keys, out);
     }
 
     fn memory_bytes(&self) -> usize {

@@ -73,36 +73,86 @@ pub(super) fn available() -> bool {
 
 /// The high and low 64 bits of keys `8v..8v + keys` at `addrs`,
 /// left-aligned in 128 bits (an IPv4 key in the top 32 bits of `hi`, its
-/// `lo` zero and read from nowhere); lanes past `keys` hold 0.
+/// `lo` zero and read from nowhere); lanes past `keys` hold 0. `K` is the
+/// address type `A` itself or, with `NETWORK`, its network-order bytes
+/// ([`Addr::Bytes`]), swapped here in the register.
 ///
 /// # Safety
-/// AVX-512 F (the callers run only where [`available`]); keys `8v..8v +
-/// keys` must be readable at `addrs`, and `keys <= 8`.
+/// AVX-512 F (the callers run only where [`available`]); `K` is
+/// `A::BITS / 8` bytes of `A` or of its bytes; keys `8v..8v + keys` must
+/// be readable at `addrs`, and `keys <= 8`.
 #[inline(always)]
-unsafe fn key_halves<A: Addr>(addrs: *const A, v: usize, keys: usize) -> (__m512i, __m512i) {
+unsafe fn key_halves<A: Addr, K, const NETWORK: bool>(
+    addrs: *const K,
+    v: usize,
+    keys: usize,
+) -> (__m512i, __m512i) {
     const { assert!(A::BITS == 32 || A::BITS == 128, "keys of 32 or 128 bits") };
+    const {
+        assert!(
+            std::mem::size_of::<K>() == A::BITS as usize / 8,
+            "a key is an address"
+        )
+    };
     // Sound: the caller's keys 8v.. exist (safety contract); a masked
     // load touches only the elements its mask selects, those of these
     // keys.
     unsafe {
         let first = addrs.add(LANES * v);
         if A::BITS == 32 {
-            let words = _mm512_maskz_loadu_epi32(((1u32 << keys) - 1) as u16, first as *const i32);
+            let mut words =
+                _mm512_maskz_loadu_epi32(((1u32 << keys) - 1) as u16, first as *const i32);
+            if NETWORK {
+                words = swap_bytes_32(words);
+            }
             let keys = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(words));
             return (_mm512_slli_epi64::<32>(keys), _mm512_setzero_si512());
         }
-        // Two u64 words per key, low word first (x86-64 is little-endian).
+        // Two u64 words per key: a host-order key's low word first
+        // (x86-64 is little-endian); network-order bytes hold the high
+        // half first, each half byte-swapped.
         let count = 2 * keys;
         let first_half = ((1u32 << count.min(LANES)) - 1) as u8;
         let second_half = ((1u32 << count.saturating_sub(LANES)) - 1) as u8;
         let words = first as *const i64;
         let a = _mm512_maskz_loadu_epi64(first_half, words);
         let b = _mm512_maskz_loadu_epi64(second_half, words.add(LANES));
-        (
-            _mm512_permutex2var_epi64(a, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), b),
-            _mm512_permutex2var_epi64(a, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), b),
-        )
+        let odd = _mm512_permutex2var_epi64(a, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), b);
+        let even = _mm512_permutex2var_epi64(a, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), b);
+        if NETWORK {
+            (swap_bytes_64(even), swap_bytes_64(odd))
+        } else {
+            (odd, even)
+        }
     }
+}
+
+/// Each 32-bit lane's bytes reversed, with AVX-512 F alone (`vpshufb`
+/// needs BW): bytes swapped within 16 bits, then the 16-bit halves.
+///
+/// # Safety
+/// AVX-512 F.
+#[inline(always)]
+unsafe fn swap_bytes_32(words: __m512i) -> __m512i {
+    // Sound: only AVX-512 F instructions (safety contract).
+    unsafe {
+        let low_bytes = _mm512_set1_epi64(0x00ff_00ff_00ff_00ff);
+        let pairs = _mm512_or_si512(
+            _mm512_and_si512(_mm512_srli_epi64::<8>(words), low_bytes),
+            _mm512_slli_epi64::<8>(_mm512_and_si512(words, low_bytes)),
+        );
+        _mm512_rol_epi32::<16>(pairs)
+    }
+}
+
+/// Each 64-bit lane's bytes reversed: each 32-bit half's, then the halves.
+///
+/// # Safety
+/// AVX-512 F.
+#[inline(always)]
+unsafe fn swap_bytes_64(words: __m512i) -> __m512i {
+    // Sound: only AVX-512 F instructions (safety contract).
+    unsafe { _mm512_rol_epi64::<32>(swap_bytes_32(words)) }
 }
 
 /// The key bits of a level at `offset` from the top of each lane's key
@@ -112,9 +162,9 @@ unsafe fn key_halves<A: Addr>(addrs: *const A, v: usize, keys: usize) -> (__m512
 /// # Safety
 /// As [`key_halves`]; `offset <= 128 - STRIDE`.
 #[inline(always)]
-unsafe fn level_bits<A: Addr>(
+unsafe fn level_bits<A: Addr, K, const NETWORK: bool>(
     hi: __m512i,
-    addrs: *const A,
+    addrs: *const K,
     v: usize,
     keys: usize,
     offset: u32,
@@ -130,7 +180,7 @@ unsafe fn level_bits<A: Addr>(
                 level_mask,
             );
         }
-        let (_, lo) = key_halves(addrs, v, keys);
+        let (_, lo) = key_halves::<A, K, NETWORK>(addrs, v, keys);
         let low = _mm512_srl_epi64(lo, count(128 - STRIDE - offset));
         if offset >= 64 {
             return _mm512_and_si512(low, level_mask);
@@ -166,10 +216,18 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
     /// vectors it fills, its missing lanes looked up at address 0 and not
     /// stored).
     ///
+    /// `K` is `A` (host-order keys) or, with `NETWORK`, `A::Bytes`
+    /// (network-order keys, swapped in the register).
+    ///
     /// # Safety
-    /// The CPU must have AVX-512 F and VPOPCNTDQ ([`available`]).
+    /// The CPU must have AVX-512 F and VPOPCNTDQ ([`available`]); `K` must
+    /// be `A` or, with `NETWORK`, `A::Bytes`.
     #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-    pub(super) unsafe fn lookup_batch_wide<T: WideAnswer>(&self, addrs: &[A], out: &mut [T]) {
+    pub(super) unsafe fn lookup_batch_wide<K, T: WideAnswer, const NETWORK: bool>(
+        &self,
+        addrs: &[K],
+        out: &mut [T],
+    ) {
         debug_assert!(out.len() >= addrs.len());
         let root = self.root.as_ptr() as *const i32;
         let nodes = self.nodes.as_ptr() as *const i64;
@@ -203,7 +261,7 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                 // group exist; the root index is the top S bits of a key,
                 // inside the 2^S root entries (scale 4, u32 entries).
                 unsafe {
-                    let (h, _) = key_halves(keys, v, filled(v));
+                    let (h, _) = key_halves::<A, K, NETWORK>(keys, v, filled(v));
                     let entry = _mm512_cvtepu32_epi64(_mm512_i64gather_epi32::<4>(
                         _mm512_srl_epi64(h, to_root),
                         root,
@@ -233,7 +291,7 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                     let (children, child) = unsafe {
                         (
                             _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes),
-                            level_bits(hi[v], keys, v, filled(v), offset),
+                            level_bits::<A, K, NETWORK>(hi[v], keys, v, filled(v), offset),
                         )
                     };
                     let below = _mm512_sub_epi64(_mm512_sllv_epi64(two, child), one);
