@@ -25,12 +25,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use fibkit::image::ImageError;
+use fibkit::labels::NO_ROUTE_WORD;
 use fibkit::load::{
     load_table, load_updates, FamilyPart, Format, LabelSource, LoadError, LoadOptions, LoadedTable,
     LoadedUpdates, NextHopTable, PeerSelector,
 };
 use fibkit::registry::{save_image, ImageFamily};
-use fibkit::{Addr, AnyFib, Change, Family, FamilyFib, Label, Prefix, Rib};
+use fibkit::{Addr, AnyFib, Change, Family, FamilyFib, Label, Prefix, Rib, SLICE_CHUNK};
 
 create_exception!(
     fibkit,
@@ -132,11 +133,22 @@ fn not_an_address<A: Addr>(bytes: &[u8]) -> String {
     )
 }
 
+/// What `lookup_many` returns: a `uint32` array of labels (0 where nothing
+/// matched) and a `bool` array saying where something did.
+type Answers<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<bool>>);
+
 /// The family-specific parts of the Python API.
 trait PyFamily: ImageFamily {
-    /// Addresses in a numpy array of this family's binary form, if `array`
-    /// is one (`None`: not a binary array of either family).
-    fn from_numpy(array: &Bound<'_, PyUntypedArray>, fib: &AnyFib) -> PyResult<Option<Vec<Self>>>;
+    /// Looks up the addresses of `array` where it is a numpy array of this
+    /// family's binary form, read in place without the GIL (`None`: not a
+    /// binary array of either family). The caller must not modify the
+    /// array from another thread meanwhile, as with numpy's own functions
+    /// that release the GIL.
+    fn lookup_numpy<'py>(
+        side: &FamilyFib<Self>,
+        array: &Bound<'py, PyUntypedArray>,
+        fib: &AnyFib,
+    ) -> PyResult<Option<Answers<'py>>>;
 }
 
 /// Whether `array` holds the other family's binary addresses (a
@@ -154,11 +166,25 @@ fn numpy_kind(array: &Bound<'_, PyUntypedArray>) -> Option<Family> {
 }
 
 impl PyFamily for u32 {
-    fn from_numpy(array: &Bound<'_, PyUntypedArray>, fib: &AnyFib) -> PyResult<Option<Vec<u32>>> {
+    fn lookup_numpy<'py>(
+        side: &FamilyFib<u32>,
+        array: &Bound<'py, PyUntypedArray>,
+        fib: &AnyFib,
+    ) -> PyResult<Option<Answers<'py>>> {
         match numpy_kind(array) {
             Some(Family::V4) => {
+                let py = array.py();
                 let array = array.cast::<PyArray1<u32>>()?.readonly();
-                Ok(Some(array.as_array().iter().copied().collect()))
+                // A strided array (a slice with a step) is copied first.
+                let copied: Vec<u32>;
+                let addrs = match array.as_slice() {
+                    Ok(addrs) => addrs,
+                    Err(_) => {
+                        copied = array.as_array().iter().copied().collect();
+                        &copied
+                    }
+                };
+                Ok(Some(bulk(py, side, addrs, &[])))
             }
             Some(Family::V6) => Err(PyTypeError::new_err(fib.wrong_family(Family::V6))),
             None => Ok(None),
@@ -167,32 +193,62 @@ impl PyFamily for u32 {
 }
 
 impl PyFamily for u128 {
-    fn from_numpy(array: &Bound<'_, PyUntypedArray>, fib: &AnyFib) -> PyResult<Option<Vec<u128>>> {
+    fn lookup_numpy<'py>(
+        side: &FamilyFib<u128>,
+        array: &Bound<'py, PyUntypedArray>,
+        fib: &AnyFib,
+    ) -> PyResult<Option<Answers<'py>>> {
         match numpy_kind(array) {
             Some(Family::V6) => {
                 let py = array.py();
                 let numpy = py.import("numpy")?;
+                // The same memory as `array` where it is C-contiguous (a
+                // copy only where it is not), as bytes.
                 let bytes = numpy
                     .call_method1("ascontiguousarray", (array,))?
                     .call_method1("view", (numpy.getattr("uint8")?,))?
                     .call_method1("reshape", (-1,))?;
                 let bytes = bytes.cast::<PyArray1<u8>>()?.readonly();
-                let bytes = bytes.as_slice()?;
-                Ok(Some(
-                    bytes
-                        .chunks_exact(16)
-                        .map(|chunk| {
-                            let mut addr = [0u8; 16];
-                            addr.copy_from_slice(chunk);
-                            u128::from_be_bytes(addr)
-                        })
-                        .collect(),
-                ))
+                let (keys, _) = bytes.as_slice()?.as_chunks::<16>();
+                Ok(Some(bulk_network_order(py, side, keys)))
             }
             Some(Family::V4) => Err(PyTypeError::new_err(fib.wrong_family(Family::V4))),
             None => Ok(None),
         }
     }
+}
+
+/// Looks up network-order IPv6 keys without the GIL into (labels, found):
+/// the engine reads the bytes in place where its batch can
+/// (`FamilyFib::lookup_words_be`), with no array of converted keys.
+fn bulk_network_order<'py>(
+    py: Python<'py>,
+    side: &FamilyFib<u128>,
+    keys: &[[u8; 16]],
+) -> Answers<'py> {
+    let (labels, found) = py.detach(|| {
+        let n = keys.len();
+        let mut labels = vec![0u32; n];
+        let mut found = vec![false; n];
+        let mut words = vec![0u64; n.min(SLICE_CHUNK)];
+        for ((keys, labels), found) in keys
+            .chunks(SLICE_CHUNK)
+            .zip(labels.chunks_mut(SLICE_CHUNK))
+            .zip(found.chunks_mut(SLICE_CHUNK))
+        {
+            let words = &mut words[..keys.len()];
+            side.lookup_words_be(keys, words);
+            for ((label, hit), &word) in labels.iter_mut().zip(found.iter_mut()).zip(words.iter()) {
+                *hit = word != NO_ROUTE_WORD;
+                *label = if *hit { word as u32 } else { 0 };
+            }
+        }
+        (labels, found)
+    });
+    (
+        PyArray1::from_vec(py, labels),
+        PyArray1::from_vec(py, found),
+    )
 }
 
 /// Parses every element of a Python sequence: `str` (text address),
@@ -322,19 +378,10 @@ fn parse_arrow<'py, A: PyFamily>(
     Ok(parsed)
 }
 
-/// Any supported input as addresses of family `A`.
-fn addresses<A: PyFamily>(
-    py: Python<'_>,
-    fib: &AnyFib,
-    input: &Bound<'_, PyAny>,
-) -> PyResult<Parsed<A>> {
+/// Any supported input but a numpy array of binary addresses (see
+/// [`PyFamily::lookup_numpy`]) as addresses of family `A`.
+fn addresses<A: PyFamily>(py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<Parsed<A>> {
     if let Ok(array) = input.cast::<PyUntypedArray>() {
-        if let Some(addrs) = A::from_numpy(array, fib)? {
-            return Ok(Parsed {
-                addrs,
-                nulls: Vec::new(),
-            });
-        }
         let kind = array.dtype().kind();
         if matches!(kind, b'U' | b'O') && array.ndim() == 1 {
             return parse_sequence(&input.call_method0("tolist")?);
@@ -357,17 +404,19 @@ fn addresses<A: PyFamily>(
     parse_sequence(input)
 }
 
-/// Looks up `parsed` without the GIL into (labels, found).
+/// Looks up `addrs` without the GIL into (labels, found), the positions
+/// in `nulls` answered as not found.
 fn bulk<'py, A: PyFamily>(
     py: Python<'py>,
     side: &FamilyFib<A>,
-    parsed: Parsed<A>,
-) -> (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<bool>>) {
+    addrs: &[A],
+    nulls: &[usize],
+) -> Answers<'py> {
     let (labels, found) = py.detach(|| {
-        let n = parsed.addrs.len();
+        let n = addrs.len();
         let mut labels = vec![0u32; n];
         let mut found = vec![false; n];
-        side.lookup_slice(&parsed.addrs, |start, answers| {
+        side.lookup_slice(addrs, |start, answers| {
             for ((label, hit), answer) in labels[start..]
                 .iter_mut()
                 .zip(&mut found[start..])
@@ -377,7 +426,7 @@ fn bulk<'py, A: PyFamily>(
                 *hit = answer.is_some();
             }
         });
-        for &null in &parsed.nulls {
+        for &null in nulls {
             found[null] = false;
             labels[null] = 0;
         }
@@ -387,6 +436,23 @@ fn bulk<'py, A: PyFamily>(
         PyArray1::from_vec(py, labels),
         PyArray1::from_vec(py, found),
     )
+}
+
+/// `lookup_many` on one family's table: numpy arrays of binary addresses
+/// read in place, everything else parsed first.
+fn many<'py, A: PyFamily>(
+    py: Python<'py>,
+    side: &FamilyFib<A>,
+    fib: &AnyFib,
+    input: &Bound<'py, PyAny>,
+) -> PyResult<Answers<'py>> {
+    if let Ok(array) = input.cast::<PyUntypedArray>() {
+        if let Some(answers) = A::lookup_numpy(side, array, fib)? {
+            return Ok(answers);
+        }
+    }
+    let parsed = addresses::<A>(py, input)?;
+    Ok(bulk(py, side, &parsed.addrs, &parsed.nulls))
 }
 
 /// One address: `str` or `int`.
@@ -722,7 +788,8 @@ impl PyFib {
     /// nothing matched) and a `bool` array saying where something did.
     /// `None` and pyarrow nulls are answered as not found; a malformed
     /// address raises `ValueError` naming its index and text; addresses of
-    /// the other family raise `TypeError`.
+    /// the other family raise `TypeError`. Contiguous binary arrays are
+    /// read in place: no other thread may write to them during the call.
     #[allow(clippy::type_complexity)]
     fn lookup_many<'py>(
         &self,
@@ -730,8 +797,8 @@ impl PyFib {
         addrs: &Bound<'py, PyAny>,
     ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<bool>>)> {
         match &self.fib {
-            AnyFib::V4(side) => Ok(bulk(py, side, addresses::<u32>(py, &self.fib, addrs)?)),
-            AnyFib::V6(side) => Ok(bulk(py, side, addresses::<u128>(py, &self.fib, addrs)?)),
+            AnyFib::V4(side) => many(py, side, &self.fib, addrs),
+            AnyFib::V6(side) => many(py, side, &self.fib, addrs),
         }
     }
 

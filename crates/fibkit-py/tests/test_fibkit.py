@@ -125,6 +125,36 @@ def test_every_length_equals_single_lookups():
         assert found.tolist() == [s is not None for s in singles]
 
 
+def test_numpy_arrays_answer_alike_in_place_strided_or_fortran_ordered():
+    """Binary numpy arrays are read in place (IPv6 bytes in network order
+    straight into the engine's batch); strided and Fortran-ordered ones
+    are copied first. Every length around the engines' batch sizes."""
+    v6 = fibkit.Fib.from_prefixes(
+        {"::/0": 9, "2001:db8::/32": 1, "2001:db8:1::/48": 2, "2001:db8:1:2::1:7/128": 2**32 - 1}
+    )
+    rng = np.random.default_rng(5)
+    base = np.frombuffer(ipaddress.IPv6Address("2001:db8:1:2::1:0").packed, dtype=np.uint8)
+    addrs = np.tile(base, (300, 1))
+    addrs[:, 15] = rng.integers(0, 16, 300)
+    addrs[::3, 5] = rng.integers(0, 4, 100)
+    addrs[::7, 0] = 0x30
+    singles = [v6.lookup(str(ipaddress.IPv6Address(bytes(a)))) for a in addrs]
+    want_labels = [s[1] if s else 0 for s in singles]
+    assert set(want_labels) == {9, 1, 2, 2**32 - 1}
+    for n in list(range(0, 70)) + [129, 300]:
+        labels, found = v6.lookup_many(addrs[:n])
+        assert labels.tolist() == want_labels[:n] and found.tolist() == [True] * n
+    labels, _ = v6.lookup_many(addrs[::3])
+    assert labels.tolist() == want_labels[::3]
+    labels, _ = v6.lookup_many(np.asfortranarray(addrs))
+    assert labels.tolist() == want_labels
+    v4 = fibkit.Fib.from_prefixes({"10.0.0.0/8": 1, "10.1.0.0/16": 2})
+    keys = rng.integers(0x0A000000, 0x0A020000, 300, dtype=np.uint64).astype(np.uint32)
+    want = [v4.lookup(int(a))[1] for a in keys]
+    assert v4.lookup_many(keys)[0].tolist() == want
+    assert v4.lookup_many(keys[::3])[0].tolist() == want[::3]
+
+
 def test_nulls_are_not_found_and_empty_inputs_give_empty_arrays():
     fib = fibkit.Fib.from_prefixes([("10.0.0.0/8", 7)])
     labels, found = fib.lookup_many(["10.1.1.1", None, "11.0.0.0", 167772161])
