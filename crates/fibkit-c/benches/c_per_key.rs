@@ -24,7 +24,7 @@ mod common;
 use std::ffi::{c_int, CString};
 use std::hint::black_box;
 
-use common::{median, rate};
+use common::{load_average, median, rate};
 use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{AnyFib, FamilyFib, Label, Lookup};
@@ -140,14 +140,10 @@ fn main() {
     // SAFETY: a live table and a valid output pointer; freed below.
     unsafe { assert_eq!(c_api::fibkit_reader_new(c_fib, &mut c_reader), 0) };
     let rust = AnyFib::build(&loaded, None, spec.as_deref()).expect("the engine builds");
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "{} on {table}, {KEYS} keys per pattern, {rounds} rounds; load average {}",
         spec.as_deref().unwrap_or("the default engine"),
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        load_average()
     );
     for name in &patterns {
         let pattern: Pattern = name.parse().expect("a key pattern");

@@ -32,7 +32,7 @@ mod common;
 use std::ffi::{c_int, CString};
 use std::hint::black_box;
 
-use common::{median, rate};
+use common::{load_average, median, rate};
 use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{AnyFib, Label, Lookup};
@@ -94,14 +94,9 @@ fn main() {
     let mut reader_results = vec![0u64; KEYS];
     let mut iter_results = vec![0u64; KEYS];
     let mut rust_results: Vec<Option<Label>> = vec![None; KEYS];
-    let uptime = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "{spec} on {table}, {KEYS} rnd keys, {rounds} rounds; load average {}",
-        uptime
-            .split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        load_average()
     );
     for burst in [32, KEYS] {
         let (mut c_rates, mut rust_rates, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
@@ -216,12 +211,7 @@ fn ipv6(loaded: &fibkit::load::LoadedTable, table: &str, spec: &str, rounds: usi
     let rust = fibkit::build(spec, &loaded.v6).expect("the engine builds");
     println!(
         "{spec} on {table}, {KEYS} keys, {rounds} rounds; load average {}",
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        load_average()
     );
     for pattern in [Pattern::Announced, Pattern::RndPublic] {
         let keys: Vec<u128> = generate_keys(&pattern, KEYS, 1, &loaded.v6).expect("keys");

@@ -488,6 +488,31 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
+    /// `fib`'s words for the first `n` of `bytes` (the network-order form
+    /// of `keys`), for each of `lengths`, live and through a reader,
+    /// against its per-key answers.
+    fn check_network_order<A: ImageFamily>(
+        spec: &str,
+        fib: &FamilyFib<A>,
+        keys: &[A],
+        bytes: &[A::Bytes],
+        lengths: impl IntoIterator<Item = usize>,
+    ) {
+        let mut reader = fib.reader();
+        for n in lengths {
+            let want: Vec<u64> = keys[..n]
+                .iter()
+                .map(|&k| crate::labels::word_of(fib.lookup(k)))
+                .collect();
+            let mut words = vec![7u64; n];
+            fib.lookup_words_be(&bytes[..n], &mut words);
+            assert_eq!(words, want, "{spec}, {n} keys");
+            let mut words = vec![7u64; n];
+            reader.lookup_words_be(&bytes[..n], &mut words);
+            assert_eq!(words, want, "{spec}, {n} keys through a reader");
+        }
+    }
+
     /// Network-order keys give every key its own word, at every length
     /// around the burst, run and vector group sizes, live and through a
     /// reader, for an engine that swaps the bytes in its vector walk
@@ -525,20 +550,8 @@ mod tests {
         let bytes: Vec<[u8; 16]> = keys.iter().map(|k| k.to_be_bytes()).collect();
         for spec in ["poptrie", "poptrie:s=8", "dxr6", "radix"] {
             let fib = FamilyFib::build(spec, rib.clone()).unwrap();
-            let mut reader = fib.reader();
             let lengths = (0..=70).chain([CONVERT_CHUNK * 3 + 1, keys.len()]);
-            for n in lengths {
-                let want: Vec<u64> = keys[..n]
-                    .iter()
-                    .map(|&k| crate::labels::word_of(fib.lookup(k)))
-                    .collect();
-                let mut words = vec![7u64; n];
-                fib.lookup_words_be(&bytes[..n], &mut words);
-                assert_eq!(words, want, "{spec}, {n} keys");
-                let mut words = vec![7u64; n];
-                reader.lookup_words_be(&bytes[..n], &mut words);
-                assert_eq!(words, want, "{spec}, {n} keys through a reader");
-            }
+            check_network_order(spec, &fib, &keys, &bytes, lengths);
             for label in [3, 4, 5, 6, 7, u32::MAX] {
                 assert!(
                     keys.iter().any(|&k| fib.lookup(k) == Some(label)),
@@ -560,15 +573,7 @@ mod tests {
         let bytes: Vec<[u8; 4]> = keys.iter().map(|k| k.to_be_bytes()).collect();
         for spec in ["dxr", "poptrie"] {
             let fib = FamilyFib::build(spec, table.v4.clone()).unwrap();
-            for n in [0, 1, 8, 9, 33, keys.len()] {
-                let want: Vec<u64> = keys[..n]
-                    .iter()
-                    .map(|&k| crate::labels::word_of(fib.lookup(k)))
-                    .collect();
-                let mut words = vec![7u64; n];
-                fib.lookup_words_be(&bytes[..n], &mut words);
-                assert_eq!(words, want, "{spec}, {n} keys");
-            }
+            check_network_order(spec, &fib, &keys, &bytes, [0, 1, 8, 9, 33, keys.len()]);
         }
     }
 }
