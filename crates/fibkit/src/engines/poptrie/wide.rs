@@ -18,7 +18,10 @@
 //! the register: copying them into a buffer of 128-bit keys first ran at
 //! half the speed, since the buffer's narrow stores cannot be forwarded to
 //! the vector loads (docs/BENCHMARKS.md, "`poptrie`'s IPv4 keys read in
-//! place").
+//! place"). Network-order keys (the C library's and numpy's IPv6 bytes)
+//! are read the same way and byte-swapped in the register, at the speed
+//! of host-order keys (docs/BENCHMARKS.md, "`poptrie` reads network-order
+//! keys in its vector walk").
 //!
 //! Every index gathered comes from the build or an image's checked arrays
 //! (root entries, first children, run counts), which places it inside its
