@@ -50,6 +50,14 @@ pub const SLICE_CHUNK: usize = 8192;
 /// often the engine's prefetch pipeline restarts.
 pub const WORDS_CHUNK: usize = 1 << 16;
 
+/// `look` on each run of [`WORDS_CHUNK`] keys and its answers (the unit
+/// a live table's snapshot is taken for).
+fn by_word_chunks<K>(keys: &[K], out: &mut [u64], mut look: impl FnMut(&[K], &mut [u64])) {
+    for (keys, words) in keys.chunks(WORDS_CHUNK).zip(out.chunks_mut(WORDS_CHUNK)) {
+        look(keys, words);
+    }
+}
+
 /// One thread's reader of a [`FamilyFib`]: a live table's [`Reader`],
 /// which checks for a newer snapshot with one atomic load per call (where
 /// [`FamilyFib::lookup`] takes and releases a snapshot guard per call), or
@@ -80,11 +88,9 @@ impl<A: ImageFamily> FamilyReader<A> {
     pub fn lookup_words(&mut self, addrs: &[A], out: &mut [u64]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
         match self {
-            FamilyReader::Live(reader) => {
-                for (keys, words) in addrs.chunks(WORDS_CHUNK).zip(out.chunks_mut(WORDS_CHUNK)) {
-                    reader.snapshot().lookup_batch_words(keys, words);
-                }
-            }
+            FamilyReader::Live(reader) => by_word_chunks(addrs, out, |keys, words| {
+                reader.snapshot().lookup_batch_words(keys, words)
+            }),
             FamilyReader::Image(snapshot) => snapshot.lookup_batch_words(addrs, out),
         }
     }
@@ -97,11 +103,9 @@ impl<A: ImageFamily> FamilyReader<A> {
     pub fn lookup_words_be(&mut self, keys: &[A::Bytes], out: &mut [u64]) {
         assert!(out.len() >= keys.len(), "output slice shorter than input");
         match self {
-            FamilyReader::Live(reader) => {
-                for (keys, words) in keys.chunks(WORDS_CHUNK).zip(out.chunks_mut(WORDS_CHUNK)) {
-                    reader.snapshot().lookup_batch_words_be(keys, words);
-                }
-            }
+            FamilyReader::Live(reader) => by_word_chunks(keys, out, |keys, words| {
+                reader.snapshot().lookup_batch_words_be(keys, words)
+            }),
             FamilyReader::Image(snapshot) => snapshot.lookup_batch_words_be(keys, out),
         }
     }
@@ -163,11 +167,9 @@ impl<A: ImageFamily> FamilyFib<A> {
     pub fn lookup_words(&self, addrs: &[A], out: &mut [u64]) {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
         match self {
-            FamilyFib::Live(fib) => {
-                for (keys, words) in addrs.chunks(WORDS_CHUNK).zip(out.chunks_mut(WORDS_CHUNK)) {
-                    fib.with_snapshot(|snapshot| snapshot.lookup_batch_words(keys, words));
-                }
-            }
+            FamilyFib::Live(fib) => by_word_chunks(addrs, out, |keys, words| {
+                fib.with_snapshot(|snapshot| snapshot.lookup_batch_words(keys, words))
+            }),
             FamilyFib::Image { snapshot, .. } => snapshot.lookup_batch_words(addrs, out),
         }
     }
@@ -184,11 +186,9 @@ impl<A: ImageFamily> FamilyFib<A> {
     pub fn lookup_words_be(&self, keys: &[A::Bytes], out: &mut [u64]) {
         assert!(out.len() >= keys.len(), "output slice shorter than input");
         match self {
-            FamilyFib::Live(fib) => {
-                for (keys, words) in keys.chunks(WORDS_CHUNK).zip(out.chunks_mut(WORDS_CHUNK)) {
-                    fib.with_snapshot(|snapshot| snapshot.lookup_batch_words_be(keys, words));
-                }
-            }
+            FamilyFib::Live(fib) => by_word_chunks(keys, out, |keys, words| {
+                fib.with_snapshot(|snapshot| snapshot.lookup_batch_words_be(keys, words))
+            }),
             FamilyFib::Image { snapshot, .. } => snapshot.lookup_batch_words_be(keys, out),
         }
     }

@@ -185,7 +185,7 @@ pub const ENGINES: &[EngineInfo] = &[
 pub fn default_spec(family: Family) -> &'static str {
     match family {
         Family::V4 => "dxr",
-        Family::V6 if crate::engines::poptrie::batch_is_wide() => "poptrie",
+        Family::V6 if crate::engines::poptrie::wide_available() => "poptrie",
         Family::V6 => "dxr6",
     }
 }

@@ -373,13 +373,8 @@ impl EngineStats for PoptrieStats {
 }
 
 /// Whether this CPU runs the AVX-512 batch (eight keys per vector), which
-/// makes `poptrie` the default IPv6 engine (`crate::default_spec`).
-pub(crate) fn batch_is_wide() -> bool {
-    wide_available()
-}
-
-/// Whether this CPU runs the AVX-512 batch.
-fn wide_available() -> bool {
+/// also makes `poptrie` the default IPv6 engine (`crate::default_spec`).
+pub(crate) fn wide_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         wide::available()
@@ -450,6 +445,17 @@ impl SpanWalk<'_> {
     }
 }
 
+/// A node slot allocated and not yet filled in: its span is the addresses
+/// agreeing with `lo` (left-aligned) in their top `depth` bits, and `at`
+/// is the range of the build's spans holding `lo`.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    node: usize,
+    lo: u128,
+    depth: u32,
+    at: usize,
+}
+
 impl<A: Addr> PoptrieUpdater<A> {
     fn limit(&self, why: String) -> BuildError {
         BuildError::Limit {
@@ -463,7 +469,7 @@ impl<A: Addr> PoptrieUpdater<A> {
     fn new_node(
         &self,
         nodes: &mut Vec<u64>,
-        pending: &mut Vec<(usize, u128, u32, usize)>,
+        pending: &mut Vec<Pending>,
         lo: u128,
         depth: u32,
         at: usize,
@@ -473,7 +479,12 @@ impl<A: Addr> PoptrieUpdater<A> {
             return Err(self.limit(format!("more than {MAX_INDEX} nodes")));
         }
         nodes.extend([0; NODE_WORDS]);
-        pending.push((node, lo, depth, at));
+        pending.push(Pending {
+            node,
+            lo,
+            depth,
+            at,
+        });
         Ok(node as u32)
     }
 
@@ -485,8 +496,13 @@ impl<A: Addr> PoptrieUpdater<A> {
         spans: &Spans,
         nodes: &mut Vec<u64>,
         leaves: &mut Vec<u32>,
-        pending: &mut Vec<(usize, u128, u32, usize)>,
-        (node, lo, depth, at): (usize, u128, u32, usize),
+        pending: &mut Vec<Pending>,
+        Pending {
+            node,
+            lo,
+            depth,
+            at,
+        }: Pending,
     ) -> Result<(), BuildError> {
         // Every key is walked left-aligned in 128 bits.
         let child_bits = 128 - depth - STRIDE;
@@ -532,7 +548,7 @@ impl<A: Addr> PoptrieUpdater<A> {
         chunk: usize,
         nodes: &mut Vec<u64>,
         leaves: &mut Vec<u32>,
-        pending: &mut Vec<(usize, u128, u32, usize)>,
+        pending: &mut Vec<Pending>,
     ) -> Result<u32, BuildError> {
         let root_bits = self.config.root_bits;
         // Every key is walked left-aligned in 128 bits.
@@ -563,7 +579,7 @@ impl<A: Addr> PoptrieUpdater<A> {
         spans: &Spans,
         nodes: &mut Vec<u64>,
         leaves: &mut Vec<u32>,
-        pending: &mut Vec<(usize, u128, u32, usize)>,
+        pending: &mut Vec<Pending>,
     ) -> Result<(), BuildError> {
         while let Some(node) = pending.pop() {
             self.fill_node(spans, nodes, leaves, pending, node)?;
@@ -656,7 +672,12 @@ impl<A: Addr> PoptrieUpdater<A> {
             // all one run: a level more for those keys, the same answer,
             // until the next build.
             Patch::Node { node, lo, depth } => {
-                pending.push((node, lo, depth, 0));
+                pending.push(Pending {
+                    node,
+                    lo,
+                    depth,
+                    at: 0,
+                });
                 self.fill_pending(
                     &spans,
                     &mut snapshot.nodes,
