@@ -94,6 +94,13 @@ impl LabelSlot {
         (self.0 >> 32) | (self.0 as u32 as u64).wrapping_sub(1)
     }
 
+    /// The slot's bits: the label in the high half and 1 in the low half,
+    /// or 0 for no route (what an engine keeping slots in its own entries
+    /// stores).
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+
     /// Whether the slot is one [`LabelSlot::new`] makes (low half 0 or 1):
     /// what an image's results table is checked for when it is opened.
     pub const fn is_well_formed(self) -> bool {

@@ -1,29 +1,32 @@
-//! `poptrie` snapshots in saved images ([`crate::image`]): the four arrays
-//! as sections, and the checks that make a mapped snapshot safe to look
-//! up.
+//! `poptrie` snapshots in saved images ([`crate::image`]): the three
+//! arrays as sections, and the checks that make a mapped snapshot safe to
+//! look up.
 //!
 //! ```text
 //! section   element      holds
 //! root      u32          2^S root entries
-//! nodes     u64          two words per node
-//! leaves    u32          label indices of the runs of leaves
+//! entries   u64          the entries of nodes and of runs of leaves
 //! results   LabelSlot    label slots, index 0 = no route
 //! ```
-//! `S` comes from the image's engine spec.
+//! `S` comes from the image's engine spec. Images of the layout with
+//! separate node and leaf arrays (sections `nodes` and `leaves`) are
+//! refused for their missing `entries` section: save them again.
 //!
-//! What opening checks, and why it is enough: a walk starts at a root
-//! entry and goes from node to child node until a child is a leaf. So the
-//! nodes reachable from the root must form a tree inside `nodes` (each
-//! reached once: a walk then ends), and no node may have child nodes at
-//! the last level (a walk never needs key bits past bit 128, which the
-//! AVX-512 walk relies on); a node with a leaf child must start a run at
-//! its first leaf child (the run count is then at least one) and its runs
-//! must lie inside `leaves`; every label index (root entries and leaves)
-//! must be inside `results`. The AVX-512 batch gathers without bounds
-//! checks, so these are what keep its reads inside the arrays. Every
-//! reachable node is visited once.
+//! What opening checks, and why it is enough: a walk starts at the entry a
+//! root entry names and goes from a node to the child entry its bitmap
+//! counts until that entry is a leaf. So the nodes reachable from the
+//! root must form a tree inside `entries` (each reached once: a walk then
+//! ends), every node's bitmap must have bit 0 set (the count is then at
+//! least one; a bitmap above 1 is what makes an entry a node) and its
+//! child entries must lie inside `entries`, no node
+//! may have child nodes at the last level (a walk never needs key bits
+//! past bit 128, which the AVX-512 walk relies on), a root entry names a
+//! node, and every label index (root entries, and leaves that hold one
+//! rather than their slot) must be inside `results`. The AVX-512 batch gathers without bounds checks, so these
+//! are what keep its reads inside the arrays. Every reachable entry is
+//! visited once.
 
-use super::{Poptrie, PoptrieConfig, LEAF, NODE_WORDS, STRIDE};
+use super::{is_node, Poptrie, PoptrieConfig, LEAF, STRIDE};
 use crate::addr::Addr;
 use crate::image::{Image, ImageError, Mapped, SectionData};
 use crate::storage::Storage;
@@ -33,8 +36,7 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
     pub fn image_sections(&self) -> Vec<SectionData<'_>> {
         vec![
             SectionData::new("root", &self.root),
-            SectionData::new("nodes", &self.nodes),
-            SectionData::new("leaves", &self.leaves),
+            SectionData::new("entries", &self.entries),
             SectionData::results(&self.results),
         ]
     }
@@ -48,8 +50,7 @@ impl<A: Addr> Poptrie<A, Mapped> {
         let snapshot = Poptrie {
             root_bits: config.root_bits,
             root: image.array::<u32>("root")?,
-            nodes: image.array::<u64>("nodes")?,
-            leaves: image.array::<u32>("leaves")?,
+            entries: image.array::<u64>("entries")?,
             results: image.results()?,
             wide: super::wide_available(),
             popcnt: super::popcnt_available(),
@@ -67,18 +68,15 @@ impl<A: Addr> Poptrie<A, Mapped> {
                 self.root_bits
             ));
         }
-        if self.leaves.is_empty() || !self.nodes.len().is_multiple_of(NODE_WORDS) {
-            return Err("the leaves are missing or the nodes cut short".into());
-        }
         let labels = self.results.len();
-        let nodes = self.nodes.len() / NODE_WORDS;
-        let mut reached = vec![false; nodes];
+        let entries = &self.entries[..];
+        let mut reached = vec![false; entries.len()];
         // Nodes to visit, with the key bit their children start at.
         let mut pending = Vec::new();
         let mut reach = |node: usize, depth: u32, pending: &mut Vec<(usize, u32)>| match reached
             .get_mut(node)
         {
-            None => Err("a node lies outside the nodes"),
+            None => Err("a node lies outside the entries"),
             Some(true) => Err("a node is reached twice: the nodes form no tree"),
             Some(seen) => {
                 *seen = true;
@@ -91,35 +89,38 @@ impl<A: Addr> Poptrie<A, Mapped> {
                 if (entry & !LEAF) as usize >= labels {
                     return Err("a root entry names a label outside the results".into());
                 }
+            } else if !entries
+                .get(entry as usize)
+                .is_some_and(|&word| is_node(word))
+            {
+                return Err("a root entry names no node".into());
             } else {
                 reach(entry as usize, self.root_bits, &mut pending)?;
             }
         }
         while let Some((node, depth)) = pending.pop() {
-            let (word0, word1) = (
-                self.nodes[node * NODE_WORDS],
-                self.nodes[node * NODE_WORDS + 1],
-            );
-            let (children, first_child) = (word0 as u32, (word0 >> 32) as usize);
-            let (runs, first_leaf) = (word1 as u32, (word1 >> 32) as usize);
-            if children != 0 && depth + 2 * STRIDE > 128 {
-                return Err("a node of the last level has child nodes".into());
+            let word = entries[node];
+            let (starts, first) = (word as u32, (word >> 32) as usize);
+            if starts & 1 == 0 {
+                return Err("a node's first child starts no entry".into());
             }
-            if children != u32::MAX {
-                let first_leaf_child = (!children).trailing_zeros();
-                if runs >> first_leaf_child & 1 == 0 {
-                    return Err("a node's first leaf child starts no run".into());
+            let end = first + starts.count_ones() as usize;
+            let Some(children) = entries.get(first..end) else {
+                return Err("a node's child entries lie outside the entries".into());
+            };
+            for (child, &word) in (first..end).zip(children) {
+                if !is_node(word) {
+                    // A leaf holds its slot (low half 1) or a label index
+                    // (low half 0).
+                    if word as u32 == 0 && (word >> 32) as usize >= labels {
+                        return Err("a leaf names a label outside the results".into());
+                    }
+                } else if depth + 2 * STRIDE > 128 {
+                    return Err("a node of the last level has child nodes".into());
+                } else {
+                    reach(child, depth + STRIDE, &mut pending)?;
                 }
-                if first_leaf + runs.count_ones() as usize > self.leaves.len() {
-                    return Err("a node's runs lie outside the leaves".into());
-                }
             }
-            for child in first_child..first_child + children.count_ones() as usize {
-                reach(child, depth + STRIDE, &mut pending)?;
-            }
-        }
-        if self.leaves.iter().any(|&label| label as usize >= labels) {
-            return Err("a leaf names a label outside the results".into());
         }
         Ok(())
     }
@@ -164,20 +165,52 @@ mod tests {
                 .iter()
                 .position(|&e| e & LEAF != 0)
                 .expect("a leaf");
-            assert_ne!(trie.nodes[0] as u32, 0, "node 0 has child nodes");
-            assert_ne!(trie.nodes[0] as u32, u32::MAX, "node 0 has leaf children");
+            // The root's first node is entry 0 (the chunk of 2001:db8::,
+            // filled in first); its children include a leaf.
+            assert!(is_node(trie.entries[0]), "entry 0 is a node");
+            let node_chunk = trie
+                .root
+                .iter()
+                .position(|&e| e & LEAF == 0)
+                .expect("a node");
+            assert_eq!(trie.root[node_chunk], 0);
             type Forgery = fn(&mut Poptrie<u128>, usize, u32);
-            let forgeries: [(Forgery, &str); 4] = [
-                // Node 0's first child is itself.
-                (|t, _, _| t.nodes[0] &= u32::MAX as u64, "no tree"),
-                // Node 0's leaf children start no run.
-                (|t, _, _| t.nodes[1] &= !(u32::MAX as u64), "starts no run"),
+            // A leaf among entry 0's children.
+            fn leaf_child(t: &Poptrie<u128>) -> usize {
+                let first = (t.entries[0] >> 32) as usize;
+                (first..)
+                    .find(|&i| !is_node(t.entries[i]))
+                    .expect("a leaf child")
+            }
+            let forgeries: [(Forgery, &str); 6] = [
+                // Entry 0's first child is itself.
+                (|t, _, _| t.entries[0] &= u32::MAX as u64, "no tree"),
+                // Entry 0's first child starts no entry (the bitmap keeps
+                // a bit above bit 0, so the entry stays a node).
+                (|t, _, _| t.entries[0] &= !1, "starts no entry"),
+                (
+                    |t, _, _| {
+                        let end = t.entries.len() as u64;
+                        t.entries[0] = t.entries[0] & u32::MAX as u64 | end << 32;
+                    },
+                    "lie outside the entries",
+                ),
                 (
                     |t, leaf, labels| t.root[leaf] = LEAF | labels,
                     "a root entry names a label outside",
                 ),
                 (
-                    |t, _, labels| t.leaves[0] = labels,
+                    |t, _, _| {
+                        let chunk = t.root.iter().position(|&e| e & LEAF == 0).expect("a node");
+                        t.root[chunk] = leaf_child(t) as u32;
+                    },
+                    "a root entry names no node",
+                ),
+                (
+                    |t, _, labels| {
+                        let leaf = leaf_child(t);
+                        t.entries[leaf] = u64::from(labels) << 32;
+                    },
                     "a leaf names a label outside",
                 ),
             ];

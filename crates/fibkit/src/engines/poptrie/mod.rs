@@ -19,16 +19,26 @@
 //! nodes, and at S = 13 in 0.7x their memory (docs/BENCHMARKS.md,
 //! "Five-bit nodes").
 //!
+//! Why a node and its leaves share one array of 8-byte entries: a walk
+//! that gathers the entry its count names, a node's or a leaf's, ends as
+//! soon as that entry is a leaf, which holds its results slot. With
+//! separate node and leaf arrays a walk ending at a leaf child read the
+//! node's run bitmap, then the leaf's label index, then the results slot:
+//! two dependent gathers more per key. On announced keys the batch ran
+//! 1.10-1.14x faster at 2^22 keys and 1.22-1.32x with every line cached
+//! (docs/BENCHMARKS.md, "`poptrie` keeps its leaves among its nodes").
+//!
 //! ```text
 //! root[key >> (128 - S)]           2^S x u32
 //!   bit 31 set:   [30:0] label index (the chunk is one range)
-//!   bit 31 clear: [30:0] node
-//! nodes[2 node], nodes[2 node + 1] u64 words of a node (one 16-byte slot):
-//!   word 0  [31:0] children: bit c set if child c (the next 5 key bits)
-//!                  is a node;  [63:32] its first child node
-//!   word 1  [31:0] runs: bit c set if child c is a leaf starting a run of
-//!                  equal leaves;  [63:32] its first leaf
-//! leaves[leaf]                     u32 label index of a run of leaves
+//!   bit 31 clear: [30:0] the entry of the chunk's node
+//! entries[e]                       u64, a node's or a run of leaves'
+//!   node  [31:0] bitmap: bit c set if child c (the next 5 key bits) is a
+//!                node or starts a run of equal leaves (bit 0 and at least
+//!                one more always set);  [63:32] its first child entry
+//!   leaf  [31:0] 1, [63:32] the label: the results slot itself
+//!         [31:0] 0, [63:32] a label index (the default route's, index 0,
+//!                whose slot changes with it)
 //! results[label index]             label slot, index 0 = no route
 //! ```
 //!
@@ -37,34 +47,36 @@
 //! or 23, which leaves 128 bits a whole number of 5-bit levels; an IPv4
 //! key ends by bit 32, where every child covers addresses of one range.
 //!
-//! A step at node `n` with child bits `c`: if bit `c` of `children` is
-//! set, the next node is `first child + popcount(children & below) - 1`
-//! (`below` = the bits `0..=c`); otherwise the answer is the leaf
-//! `first leaf + popcount(runs & below) - 1`. A run starts at a leaf child
-//! whose label differs from the previous leaf child's (child nodes between
-//! them do not break a run), so the first leaf child always starts one and
-//! the count is never zero. A node's child nodes are consecutive; nodes
-//! are laid out depth first, so a path of nodes with one child node each
-//! lies in consecutive slots.
+//! A step at a node with child bits `c` reads the entry
+//! `first child + popcount(bitmap & below) - 1` (`below` = the bits
+//! `0..=c`): child `c`'s own entry where bit `c` is set, otherwise the
+//! run it continues. A run starts at a leaf child whose label differs
+//! from the previous child's or follows a child node, so the count is
+//! never zero. A node's child entries are consecutive; nodes are laid out
+//! depth first, so a path of nodes with one child node each lies in
+//! consecutive lines.
 //!
-//! Memory accesses per lookup: the root entry, one node word per level,
-//! the last node's second word, the leaf's label index, the results slot.
+//! Memory accesses per lookup: the root entry, the chunk's node, one entry
+//! per level below it, and the results slot only where the walk ended at
+//! the root or at a leaf of the default route.
 //!
 //! Updates patch the deepest node whose span holds a changed prefix (its
-//! children and runs built again, depth first, at the ends of the node
-//! and leaf arrays; the node keeps its slot, which its parent counts), or
-//! the root chunks of a prefix shorter than the root or in a chunk that
-//! was one range (their entries pointed at new subtrees). What a patch
-//! replaces is left unreachable: a packed node has no room to grow in
-//! place, but the subtree under one is a few nodes (a build of all of
-//! `dfz-v6-nh` takes about 25 ms, a node microseconds). Changes spanning a
-//! quarter of the root's chunks or of the nodes, and unreachable nodes or
-//! runs past a quarter of their array, rebuild the engine. The default
-//! route is results slot 0, so a `/0` change rewrites one slot. Snapshots
+//! child entries built again, depth first, at the end of the array; the
+//! node keeps its entry, which its parent counts), or the root chunks of
+//! a prefix shorter than the root or in a chunk that was one range (their
+//! entries pointed at new subtrees). What a patch replaces is left
+//! unreachable: a packed node has no room to grow in place, but the
+//! subtree under one is a few entries (a build of all of `dfz-v6-nh`
+//! takes about 20 ms, a node microseconds). Changes spanning a quarter of
+//! the root's chunks or of the entries, and unreachable entries past a
+//! quarter of the array, rebuild the engine. A label index past 0 keeps
+//! its slot for the updater's life (new labels get new indices), so the
+//! slots leaves hold stay right; the default route is results slot 0,
+//! read through its index, so a `/0` change rewrites one slot. Snapshots
 //! can be saved as images (`image`).
 //!
-//! Limits (a [`BuildError::Limit`] naming them): at most 2^31 - 1 nodes,
-//! leaf runs and label indices.
+//! Limits (a [`BuildError::Limit`] naming them): at most 2^31 - 1 entries
+//! and label indices.
 
 mod image;
 #[cfg(target_arch = "x86_64")]
@@ -87,15 +99,29 @@ pub const STRIDE: u32 = 5;
 /// number of levels (IPv4 keys are walked left-aligned in 128 bits, where
 /// no node lies below bit 32).
 pub const ROOT_BITS: [u32; 4] = [8, 13, 18, 23];
-/// u64 words per node: its children and first child node, its runs and
-/// first leaf (a 16-byte slot: in an array aligned to 16 bytes, as the
-/// allocator's and an image's sections are, a node never straddles two
-/// lines).
-const NODE_WORDS: usize = 2;
 /// A root entry's flag: a label index, not a node.
 const LEAF: u32 = 1 << 31;
-/// Most nodes, leaf runs and label indices (31-bit fields).
+/// Most entries and label indices (31-bit fields).
 const MAX_INDEX: usize = (1 << 31) - 1;
+
+/// Whether an entry is a node: its low half is its bitmap, which has bit 0
+/// and at least one other bit set, where a leaf's is 0 or 1.
+#[inline(always)]
+fn is_node(entry: u64) -> bool {
+    entry as u32 > 1
+}
+
+/// The entry of a run of leaves with label index `index`: the results
+/// slot itself (a label in the high half, 1 in the low half) where
+/// `labels` holds one that never changes, so a walk ends without reading
+/// `results`; index 0, whose slot is the default route's and changes with
+/// it, stays an index (0 in both halves).
+fn leaf_entry(labels: &LabelIndex, index: u32) -> u64 {
+    match index {
+        0 => 0,
+        _ => labels.slots()[index as usize].bits(),
+    }
+}
 
 const _: () = {
     let mut i = 0;
@@ -154,9 +180,10 @@ fn left<A: Addr>(addr: A) -> u128 {
     addr.to_u128() << (128 - A::BITS as u32)
 }
 
-/// What a node word (a bitmap in bits 0..32, the index of its first
-/// entry in bits 32..64) names for `child`: the first index plus the set
-/// bits `0..=child`, less one (child's own bit is set where this is asked).
+/// The entry a node (a bitmap in bits 0..32, the index of its first
+/// child entry in bits 32..64) gives `child`: the first index plus the set
+/// bits `0..=child`, less one (bit 0 is always set, so the count is at
+/// least one).
 #[inline(always)]
 fn counted(word: u64, child: u32) -> usize {
     let below = (2u64 << child).wrapping_sub(1);
@@ -168,8 +195,7 @@ fn counted(word: u64, child: u32) -> usize {
 pub struct Poptrie<A: Addr, S: Storage = Owned> {
     root_bits: u32,
     root: S::Array<u32>,
-    nodes: S::Array<u64>,
-    leaves: S::Array<u32>,
+    entries: S::Array<u64>,
     results: S::Array<LabelSlot>,
     /// Whether this CPU runs the AVX-512 batch (decided at build).
     wide: bool,
@@ -183,8 +209,7 @@ impl<A: Addr, S: Storage> Clone for Poptrie<A, S> {
         Poptrie {
             root_bits: self.root_bits,
             root: self.root.clone(),
-            nodes: self.nodes.clone(),
-            leaves: self.leaves.clone(),
+            entries: self.entries.clone(),
             results: self.results.clone(),
             wide: self.wide,
             popcnt: self.popcnt,
@@ -203,19 +228,18 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
         if entry & LEAF != 0 {
             return self.results[(entry & !LEAF) as usize].get();
         }
-        let mut node = entry as usize;
+        let mut word = self.entries[entry as usize];
         let mut rest = left << self.root_bits;
         loop {
             let child = (rest >> (128 - STRIDE)) as u32;
-            let at = node * NODE_WORDS;
-            let children = self.nodes[at];
-            if children >> child & 1 != 0 {
-                node = counted(children, child);
-                rest <<= STRIDE;
-            } else {
-                let runs = self.nodes[at + 1];
-                return self.results[self.leaves[counted(runs, child)] as usize].get();
+            word = self.entries[counted(word, child)];
+            if !is_node(word) {
+                return match word as u32 {
+                    0 => self.results[(word >> 32) as usize].get(),
+                    _ => Some((word >> 32) as Label),
+                };
             }
+            rest <<= STRIDE;
         }
     }
 
@@ -305,8 +329,7 @@ impl<A: Addr, S: Storage> Lookup<A> for Poptrie<A, S> {
 
     fn memory_bytes(&self) -> usize {
         self.root.len() * 4
-            + self.nodes.len() * 8
-            + self.leaves.len() * 4
+            + self.entries.len() * 8
             + self.results.len() * std::mem::size_of::<LabelSlot>()
     }
 }
@@ -319,18 +342,16 @@ pub struct PoptrieUpdater<A: Addr> {
     /// The snapshot's label indices (updates add labels; a rebuild
     /// renumbers them).
     labels: LabelIndex,
-    /// Nodes that patches have left unreachable since the last build.
-    dead_nodes: usize,
-    /// Leaf runs that patches have left unreachable since the last build.
-    dead_leaves: usize,
+    /// Entries that patches have left unreachable since the last build.
+    dead_entries: usize,
     /// Full builds that updates did: changes spanning a quarter of the
     /// root, or compaction.
     rebuilds: u64,
     family: PhantomData<A>,
 }
 
-/// Unreachable nodes or leaf runs that start a compaction (with a quarter
-/// of their array): below this a rebuild would cost more than the space.
+/// Unreachable entries that start a compaction (with a quarter of the
+/// array): below this a rebuild would cost more than the space.
 const COMPACT_MIN: usize = 4096;
 
 /// What a `poptrie` engine looks like.
@@ -340,16 +361,15 @@ pub struct PoptrieStats {
     pub root_bits: u32,
     /// Root entries that hold a label (their chunk is one range).
     pub root_labels: usize,
-    /// Nodes.
+    /// Entries of nodes.
     pub nodes: usize,
-    /// Runs of equal leaves (the `leaves` array).
+    /// Entries of runs of equal leaves.
     pub leaf_runs: usize,
     /// Whether the batch walks eight keys per vector with AVX-512.
     pub avx512: bool,
-    /// Nodes left unreachable by patches (counted in `nodes`).
-    pub dead_nodes: usize,
-    /// Leaf runs left unreachable by patches (counted in `leaf_runs`).
-    pub dead_leaf_runs: usize,
+    /// Entries left unreachable by patches (counted in `nodes` and
+    /// `leaf_runs`).
+    pub dead_entries: usize,
     /// Full builds that updates did (wide changes, compaction).
     pub rebuilds: u64,
 }
@@ -362,11 +382,7 @@ impl EngineStats for PoptrieStats {
             ("nodes".into(), self.nodes.to_string()),
             ("leaf runs".into(), self.leaf_runs.to_string()),
             ("AVX-512 batch".into(), self.avx512.to_string()),
-            ("nodes unreachable".into(), self.dead_nodes.to_string()),
-            (
-                "leaf runs unreachable".into(),
-                self.dead_leaf_runs.to_string(),
-            ),
+            ("entries unreachable".into(), self.dead_entries.to_string()),
             ("rebuilds by updates".into(), self.rebuilds.to_string()),
         ]
     }
@@ -464,21 +480,22 @@ impl<A: Addr> PoptrieUpdater<A> {
         }
     }
 
-    /// A new node slot for the span at `lo` of depth `depth`, pushed on
-    /// `pending` with `at`, the range holding `lo`.
+    /// A new entry for the node of the span at `lo` of depth `depth`
+    /// (filled in later: it is pushed on `pending` with `at`, the range
+    /// holding `lo`).
     fn new_node(
         &self,
-        nodes: &mut Vec<u64>,
+        entries: &mut Vec<u64>,
         pending: &mut Vec<Pending>,
         lo: u128,
         depth: u32,
         at: usize,
     ) -> Result<u32, BuildError> {
-        let node = nodes.len() / NODE_WORDS;
+        let node = entries.len();
         if node >= MAX_INDEX {
-            return Err(self.limit(format!("more than {MAX_INDEX} nodes")));
+            return Err(self.limit(format!("more than {MAX_INDEX} entries")));
         }
-        nodes.extend([0; NODE_WORDS]);
+        entries.push(0);
         pending.push(Pending {
             node,
             lo,
@@ -488,14 +505,14 @@ impl<A: Addr> PoptrieUpdater<A> {
         Ok(node as u32)
     }
 
-    /// Fills in node `node` of the span at `lo` of depth `depth` (`at`:
-    /// the range holding `lo`): allocates its child nodes together,
-    /// pushing them on `pending`, and appends its leaf runs.
+    /// Fills in the entry of node `node`, the span at `lo` of depth
+    /// `depth` (`at`: the range holding `lo`): appends its child entries
+    /// together, a node's (pushed on `pending`) or a run of leaves' where
+    /// the child is the first of the run.
     fn fill_node(
         &self,
         spans: &Spans,
-        nodes: &mut Vec<u64>,
-        leaves: &mut Vec<u32>,
+        entries: &mut Vec<u64>,
         pending: &mut Vec<Pending>,
         Pending {
             node,
@@ -506,9 +523,10 @@ impl<A: Addr> PoptrieUpdater<A> {
     ) -> Result<(), BuildError> {
         // Every key is walked left-aligned in 128 bits.
         let child_bits = 128 - depth - STRIDE;
-        let (mut children, mut runs) = (0u32, 0u32);
-        let first_node = (nodes.len() / NODE_WORDS) as u64;
-        let first_leaf = leaves.len() as u64;
+        let mut starts = 0u32;
+        let first = entries.len() as u64;
+        // The label of the run the previous child ended (none after a
+        // node, whose entry lies between: the run starts again).
         let mut previous = None;
         let mut walk = spans.walk(at);
         for c in 0..1u128 << STRIDE {
@@ -516,38 +534,40 @@ impl<A: Addr> PoptrieUpdater<A> {
             match walk.single(child_lo, child_lo | ((1u128 << child_bits) - 1)) {
                 Some(label) => {
                     if previous != Some(label) {
-                        runs |= 1 << c;
-                        leaves.push(label);
+                        starts |= 1 << c;
+                        entries.push(leaf_entry(&self.labels, label));
                         previous = Some(label);
                     }
                 }
                 None => {
-                    children |= 1 << c;
-                    self.new_node(nodes, pending, child_lo, depth + STRIDE, walk.at)?;
+                    starts |= 1 << c;
+                    self.new_node(entries, pending, child_lo, depth + STRIDE, walk.at)?;
+                    previous = None;
                 }
             }
         }
-        if leaves.len() > MAX_INDEX {
-            return Err(self.limit(format!("more than {MAX_INDEX} leaf runs")));
+        // A node whose children are all one run (a patched node whose span
+        // became one range) gets a second run of the same leaf at child
+        // 1, so that its bitmap is never a leaf's low half (1).
+        if starts == 1 {
+            starts |= 2;
+            entries.push(entries[entries.len() - 1]);
         }
-        let at = node * NODE_WORDS;
-        nodes[at..at + NODE_WORDS].copy_from_slice(&[
-            children as u64 | first_node << 32,
-            runs as u64 | first_leaf << 32,
-        ]);
+        if entries.len() > MAX_INDEX {
+            return Err(self.limit(format!("more than {MAX_INDEX} entries")));
+        }
+        entries[node] = u64::from(starts) | first << 32;
         Ok(())
     }
 
     /// The root entry of chunk `chunk` (its first address's range held
-    /// by `walk`), its subtree appended to `nodes` and `leaves` depth
-    /// first.
+    /// by `walk`), its subtree appended to `entries` depth first.
     fn chunk_entry(
         &self,
         spans: &Spans,
         walk: &mut SpanWalk<'_>,
         chunk: usize,
-        nodes: &mut Vec<u64>,
-        leaves: &mut Vec<u32>,
+        entries: &mut Vec<u64>,
         pending: &mut Vec<Pending>,
     ) -> Result<u32, BuildError> {
         let root_bits = self.config.root_bits;
@@ -556,20 +576,20 @@ impl<A: Addr> PoptrieUpdater<A> {
         let lo = (chunk as u128) << chunk_bits;
         let entry = match walk.single(lo, lo | ((1u128 << chunk_bits) - 1)) {
             Some(label) => LEAF | label,
-            None => self.new_node(nodes, pending, lo, root_bits, walk.at)?,
+            None => self.new_node(entries, pending, lo, root_bits, walk.at)?,
         };
-        // The root node's subtree depth first, a node's child nodes
-        // allocated together when the node is filled in: the child nodes
-        // of a node stay consecutive (the walk counts them), and a node
-        // with one child node, as on the path to a lone /48, lies right
-        // before that child's own children, so a path's nodes share lines
-        // where breadth first put each level of it in another line. On
-        // keys inside announced IPv6 prefixes the batch ran 1.09x faster
-        // than breadth first, on random public keys (which mostly end at
+        // The root node's subtree depth first, a node's child entries
+        // appended together when the node is filled in: they stay
+        // consecutive (the walk counts them), and a node with one child
+        // node, as on the path to a lone /48, lies right before that
+        // child's own children, so a path's entries share lines where
+        // breadth first put each level of it in another line. On keys
+        // inside announced IPv6 prefixes the batch ran 1.09x faster than
+        // breadth first, on random public keys (which mostly end at
         // shallow nodes, whose leaves breadth first kept together) 0.98x
         // (docs/BENCHMARKS.md, "`poptrie` lays its nodes out depth
         // first").
-        self.fill_pending(spans, nodes, leaves, pending)?;
+        self.fill_pending(spans, entries, pending)?;
         Ok(entry)
     }
 
@@ -577,12 +597,11 @@ impl<A: Addr> PoptrieUpdater<A> {
     fn fill_pending(
         &self,
         spans: &Spans,
-        nodes: &mut Vec<u64>,
-        leaves: &mut Vec<u32>,
+        entries: &mut Vec<u64>,
         pending: &mut Vec<Pending>,
     ) -> Result<(), BuildError> {
         while let Some(node) = pending.pop() {
-            self.fill_node(spans, nodes, leaves, pending, node)?;
+            self.fill_node(spans, entries, pending, node)?;
         }
         Ok(())
     }
@@ -596,33 +615,20 @@ impl<A: Addr> PoptrieUpdater<A> {
         self.labels.set_default(rib.default_route());
         let spans = Spans::new(&rib.ranges_without_default(), &mut self.labels)?;
         let mut root = vec![0u32; 1 << root_bits];
-        let mut nodes = Vec::new();
-        let mut leaves = Vec::new();
+        let mut entries = Vec::new();
         let mut pending = Vec::new();
         let mut walk = spans.walk(0);
         for (chunk, entry) in root.iter_mut().enumerate() {
-            *entry = self.chunk_entry(
-                &spans,
-                &mut walk,
-                chunk,
-                &mut nodes,
-                &mut leaves,
-                &mut pending,
-            )?;
+            *entry = self.chunk_entry(&spans, &mut walk, chunk, &mut entries, &mut pending)?;
         }
-        // INVARIANT: the AVX-512 batch reads a 32-bit word at any leaf
-        // index of a node's runs, so the array is never empty.
-        leaves.push(0);
         let mut results = Vec::new();
         self.labels.sync(&mut results);
-        self.dead_nodes = 0;
-        self.dead_leaves = 0;
+        self.dead_entries = 0;
         let wide = wide_available();
         Ok(Poptrie {
             root_bits,
             root,
-            nodes,
-            leaves,
+            entries,
             results,
             wide,
             popcnt: popcnt_available(),
@@ -660,14 +666,13 @@ impl<A: Addr> PoptrieUpdater<A> {
                         &spans,
                         &mut walk,
                         chunk,
-                        &mut snapshot.nodes,
-                        &mut snapshot.leaves,
+                        &mut snapshot.entries,
                         &mut pending,
                     )?;
                 }
             }
-            // The node keeps its slot (its parent counts it among its
-            // children) and gets new children and runs. Where the change
+            // The node keeps its entry (its parent counts it among its
+            // children) and gets new child entries. Where the change
             // left its span one range, it stays a node whose children are
             // all one run: a level more for those keys, the same answer,
             // until the next build.
@@ -678,12 +683,7 @@ impl<A: Addr> PoptrieUpdater<A> {
                     depth,
                     at: 0,
                 });
-                self.fill_pending(
-                    &spans,
-                    &mut snapshot.nodes,
-                    &mut snapshot.leaves,
-                    &mut pending,
-                )?;
+                self.fill_pending(&spans, &mut snapshot.entries, &mut pending)?;
             }
         }
         Ok(())
@@ -697,8 +697,8 @@ impl<A: Addr> PoptrieUpdater<A> {
 enum Patch {
     /// Root chunks `first..end`.
     Chunks { first: usize, end: usize },
-    /// Node `node`, whose span is the addresses agreeing with `lo` in
-    /// their top `depth` bits.
+    /// The node of entry `node`, whose span is the addresses agreeing
+    /// with `lo` in their top `depth` bits.
     Node { node: usize, lo: u128, depth: u32 },
 }
 
@@ -720,11 +720,11 @@ impl Patch {
         // Down while the prefix lies inside one child that is a node.
         while depth + STRIDE <= plen {
             let child = (addr << depth >> (128 - STRIDE)) as u32;
-            let children = snapshot.nodes[node * NODE_WORDS];
-            if children >> child & 1 == 0 {
+            let next = counted(snapshot.entries[node], child);
+            if !is_node(snapshot.entries[next]) {
                 break;
             }
-            node = counted(children, child);
+            node = next;
             depth += STRIDE;
         }
         let lo = addr & !(u128::MAX >> depth);
@@ -747,36 +747,34 @@ impl Patch {
         }
     }
 
-    /// The nodes and leaf runs it leaves unreachable in `snapshot` (a
-    /// patched node keeps its own slot).
-    fn replaced<A: Addr, S: Storage>(self, snapshot: &Poptrie<A, S>) -> (usize, usize) {
+    /// The entries it leaves unreachable in `snapshot` (a patched node
+    /// keeps its own).
+    fn replaced<A: Addr, S: Storage>(self, snapshot: &Poptrie<A, S>) -> usize {
         match self {
             Patch::Chunks { first, end } => snapshot.root[first..end]
                 .iter()
                 .filter(|&&entry| entry & LEAF == 0)
-                .map(|&entry| subtree_size(&snapshot.nodes, entry as usize))
-                .fold((0, 0), |(n, l), (nodes, leaves)| (n + nodes, l + leaves)),
-            Patch::Node { node, .. } => {
-                let (nodes, leaves) = subtree_size(&snapshot.nodes, node);
-                (nodes - 1, leaves)
-            }
+                .map(|&entry| subtree_size(&snapshot.entries, entry as usize))
+                .sum(),
+            Patch::Node { node, .. } => subtree_size(&snapshot.entries, node) - 1,
         }
     }
 }
 
-/// The nodes and leaf runs of the subtree under `node`.
-fn subtree_size(nodes: &[u64], node: usize) -> (usize, usize) {
-    let (mut count, mut leaves) = (0, 0);
+/// The entries of the subtree under the node of entry `node`, its own
+/// included.
+fn subtree_size(entries: &[u64], node: usize) -> usize {
+    let mut count = 0;
     let mut stack = vec![node];
-    while let Some(node) = stack.pop() {
-        let children = nodes[node * NODE_WORDS];
-        let runs = nodes[node * NODE_WORDS + 1];
+    while let Some(entry) = stack.pop() {
         count += 1;
-        leaves += (runs as u32).count_ones() as usize;
-        let first = (children >> 32) as usize;
-        stack.extend(first..first + (children as u32).count_ones() as usize);
+        let word = entries[entry];
+        if is_node(word) {
+            let first = (word >> 32) as usize;
+            stack.extend(first..first + (word as u32).count_ones() as usize);
+        }
     }
-    (count, leaves)
+    count
 }
 
 /// Where the changes in `changed` are patched in `snapshot`, in address
@@ -812,8 +810,7 @@ impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
         let mut updater = PoptrieUpdater {
             config: *config,
             labels: LabelIndex::new("poptrie", MAX_INDEX),
-            dead_nodes: 0,
-            dead_leaves: 0,
+            dead_entries: 0,
             rebuilds: 0,
             family: PhantomData,
         };
@@ -845,55 +842,43 @@ impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
                 Patch::Node { .. } => 0,
             })
             .sum();
-        let (mut replaced_nodes, mut replaced_leaves) = (0, 0);
-        for patch in &patches {
-            let (nodes, leaves) = patch.replaced(snapshot);
-            replaced_nodes += nodes;
-            replaced_leaves += leaves;
-        }
-        // PERF: past a quarter of the root's chunks or of the nodes (a
+        let replaced: usize = patches.iter().map(|patch| patch.replaced(snapshot)).sum();
+        // PERF: past a quarter of the root's chunks or of the entries (a
         // short covering prefix, or `2000::/4`, nearly every IPv6 prefix),
         // one build of the whole table costs less than the patches, which
         // would also leave that much unreachable.
-        let nodes = snapshot.nodes.len() / NODE_WORDS;
         if chunks << 2 >= snapshot.root.len()
-            || (replaced_nodes >= COMPACT_MIN && (self.dead_nodes + replaced_nodes) << 2 >= nodes)
+            || (replaced >= COMPACT_MIN
+                && (self.dead_entries + replaced) << 2 >= snapshot.entries.len())
         {
             return self.rebuild(snapshot, rib);
         }
         self.labels.set_default(rib.default_route());
-        // The sentinel leaf (see `snapshot`) goes back after the new runs.
-        snapshot.leaves.pop();
         let mut ranges = Vec::new();
         for &patch in &patches {
             self.patch(snapshot, rib, patch, &mut ranges)?;
         }
-        snapshot.leaves.push(0);
-        self.dead_nodes += replaced_nodes;
-        self.dead_leaves += replaced_leaves;
+        self.dead_entries += replaced;
         self.labels.sync(&mut snapshot.results);
-        // Unreachable slots past a quarter of their array (and
+        // Unreachable entries past a quarter of the array (and
         // `COMPACT_MIN`): compact by a build, so that a long stream of
         // changes keeps the footprint (and the lines a walk reads) of a
         // fresh build.
-        let nodes = snapshot.nodes.len() / NODE_WORDS;
-        if (self.dead_nodes >= COMPACT_MIN && self.dead_nodes << 2 >= nodes)
-            || (self.dead_leaves >= COMPACT_MIN && self.dead_leaves << 2 >= snapshot.leaves.len())
-        {
+        if self.dead_entries >= COMPACT_MIN && self.dead_entries << 2 >= snapshot.entries.len() {
             return self.rebuild(snapshot, rib);
         }
         Ok(())
     }
 
     fn stats(&self, snapshot: &Poptrie<A>) -> PoptrieStats {
+        let nodes = snapshot.entries.iter().filter(|&&e| is_node(e)).count();
         PoptrieStats {
             root_bits: snapshot.root_bits,
             root_labels: snapshot.root.iter().filter(|&&e| e & LEAF != 0).count(),
-            nodes: snapshot.nodes.len() / NODE_WORDS,
-            leaf_runs: snapshot.leaves.len() - 1,
+            nodes,
+            leaf_runs: snapshot.entries.len() - nodes,
             avx512: snapshot.wide,
-            dead_nodes: self.dead_nodes,
-            dead_leaf_runs: self.dead_leaves,
+            dead_entries: self.dead_entries,
             rebuilds: self.rebuilds,
         }
     }
@@ -1009,9 +994,11 @@ mod tests {
         updater.update(&mut trie, &rib, &[lone]).expect("patches");
         assert_answers(&trie, &rib, "the lone /48 announced again");
         assert_eq!(updater.rebuilds, 0);
-        // The node kept its slot; its old runs are unreachable.
-        assert_eq!(updater.dead_nodes, 0);
-        assert!(updater.dead_leaves > 0, "the old runs are counted");
+        // The node kept its entry; its old child entries are unreachable.
+        assert!(
+            updater.dead_entries > 0,
+            "the old child entries are counted"
+        );
 
         // A dense /32 of /36–/64s and host routes, changed at random.
         let mut rng = SmallRng::seed_from_u64(7);
@@ -1044,10 +1031,10 @@ mod tests {
         assert_answers(&trie, &rib, "after every change");
         assert!(updater.rebuilds > 0, "the stream compacted");
         let (_, fresh) = PoptrieUpdater::build(&config, &rib).expect("builds");
-        let nodes = trie.nodes.len() / NODE_WORDS;
+        let entries = trie.entries.len();
         assert!(
-            nodes - updater.dead_nodes <= fresh.nodes.len() / NODE_WORDS + nodes / 4,
-            "reachable nodes stay near a fresh build's"
+            entries - updater.dead_entries <= fresh.entries.len() + entries / 4,
+            "reachable entries stay near a fresh build's"
         );
 
         // A batch with nested prefixes and one shorter than the root.

@@ -1,16 +1,15 @@
 //! The AVX-512 batch of `poptrie`: groups of 32 keys walk as four vectors
 //! of eight, one level per round for every lane still at a node.
 //!
-//! Per round and vector: one masked gather (the node's first word: its
-//! child bitmap and first child node; the run bitmap is read once, after
-//! the walk, for the node where each lane ended), the level's five bits
-//! taken from the key by a shift by the level's offset (the same for every
-//! lane), and one population count (`vpopcntq`). A lane whose child is a
-//! leaf keeps its node and the mask of the children up to its own; after
-//! the walk every lane's leaf index, label index and results slot are
-//! gathered and the eight answers stored at once.
+//! Per round and vector: the level's five bits taken from the key by a
+//! shift by the level's offset (the same for every lane), one population
+//! count (`vpopcntq`) of the node's bitmap under them, and one masked
+//! gather of the entry it names. A lane whose entry is a leaf keeps it: a
+//! results slot, stored as its answer, or (the default route's leaves,
+//! and lanes the root answered) a label index, whose slot one gather
+//! reads after the walk.
 //!
-//! A vector keeps its node, the top 64 bits of its keys and the mask in
+//! A vector keeps its nodes' entries and the top 64 bits of its keys in
 //! registers; the low 64 bits are read again from the keys only on the
 //! rare levels past bit 59 (prefixes longer than about /60). Six or eight
 //! vectors were no faster than four (docs/BENCHMARKS.md, "Five-bit
@@ -24,13 +23,13 @@
 //! keys in its vector walk").
 //!
 //! Every index gathered comes from the build or an image's checked arrays
-//! (root entries, first children, run counts), which places it inside its
-//! array; the key's own bits select only among a node's 32 children. So no
-//! gather is clamped.
+//! (root entries, first children, bitmap counts), which places it inside
+//! its array; the key's own bits select only among a node's 32 children.
+//! So no gather is clamped.
 
 use std::arch::x86_64::*;
 
-use super::{Poptrie, LEAF, NODE_WORDS, STRIDE};
+use super::{Poptrie, LEAF, STRIDE};
 use crate::addr::Addr;
 use crate::prefix::Label;
 use crate::storage::Storage;
@@ -38,13 +37,9 @@ use crate::storage::Storage;
 /// Keys per vector: 64-bit lanes of a 512-bit register.
 const LANES: usize = 8;
 /// Vectors walking together.
-/// Keys per group.
-/// Vectors walking together.
 const VECTORS: usize = 4;
 /// Keys per group.
 const GROUP: usize = LANES * VECTORS;
-
-const _: () = assert!(NODE_WORDS == 2, "a node's index times 2 is its first word");
 
 /// What the batch stores per key: an answer (`Option<Label>`, a results
 /// slot's bits) or the C library's word (`u64`, converted in the register),
@@ -233,14 +228,14 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
     ) {
         debug_assert!(out.len() >= addrs.len());
         let root = self.root.as_ptr() as *const i32;
-        let nodes = self.nodes.as_ptr() as *const i64;
-        let leaves = self.leaves.as_ptr() as *const i32;
+        let entries = self.entries.as_ptr() as *const i64;
         let results = self.results.as_ptr() as *const i64;
         let zero = _mm512_setzero_si512();
         let one = _mm512_set1_epi64(1);
         let two = _mm512_set1_epi64(2);
         let label_mask = _mm512_set1_epi64((!LEAF) as i64 & u32::MAX as i64);
         let leaf_flag = _mm512_set1_epi64(LEAF as i64);
+        let low_half = _mm512_set1_epi64(u32::MAX as i64);
         // `& 31`: S <= 23.
         let root_bits = self.root_bits & 31;
         let to_root = _mm_cvtsi32_si128(64 - root_bits as i32);
@@ -254,28 +249,39 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
             // of a short group; lanes past them look up address 0.
             let filled = |v: usize| (addrs.len() - LANES * v).min(LANES);
             let mut hi = [zero; VECTORS];
+            // Per lane at a node: the node's entry.
             let mut node = [zero; VECTORS];
             let mut at_node = [0u8; VECTORS];
-            // Per lane, where its walk ended: the mask of the children up
-            // to its own, or the label index of a lane the root answered.
-            let mut ends = [zero; VECTORS];
+            // Per lane whose walk ended: a leaf's entry, its results slot
+            // or (low half 0) the index of one, as a lane the root
+            // answered holds.
+            let mut found = [zero; VECTORS];
             for v in 0..vectors {
                 // SAFETY: the caller's keys 8v..8v + filled(v) of the
                 // group exist; the root index is the top S bits of a key,
-                // inside the 2^S root entries (scale 4, u32 entries).
+                // inside the 2^S root entries (scale 4, u32 entries); a
+                // root entry without the flag is the index of an entry
+                // (the build's, or checked by an image's opening), and
+                // lanes with the flag read nothing.
                 unsafe {
                     let (h, _) = key_halves::<A, K, NETWORK>(keys, v, filled(v));
                     let entry = _mm512_cvtepu32_epi64(_mm512_i64gather_epi32::<4>(
                         _mm512_srl_epi64(h, to_root),
                         root,
                     ));
-                    at_node[v] = !_mm512_test_epi64_mask(entry, leaf_flag);
-                    ends[v] = _mm512_and_si512(entry, label_mask);
-                    node[v] = entry;
+                    let lanes = _mm512_testn_epi64_mask(entry, leaf_flag);
+                    found[v] = _mm512_slli_epi64::<32>(_mm512_and_si512(entry, label_mask));
+                    // Where the root answered every lane (most random
+                    // keys), the gather would read nothing.
+                    node[v] = if lanes == 0 {
+                        zero
+                    } else {
+                        _mm512_mask_i64gather_epi64::<8>(zero, lanes, entry, entries)
+                    };
+                    at_node[v] = lanes;
                     hi[v] = h;
                 }
             }
-            let walked = at_node;
             let mut offset = root_bits;
             while at_node.iter().any(|&lanes| lanes != 0) {
                 for v in 0..VECTORS {
@@ -283,61 +289,48 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                     if lanes == 0 {
                         continue;
                     }
-                    let first = _mm512_slli_epi64::<1>(node[v]);
-                    // SAFETY: a lane at a node holds a node the build made
-                    // or an image's opening checked (a root entry or a
-                    // first child plus a count of its children that are
-                    // nodes); word 2n is inside `nodes`; lanes outside
-                    // `lanes` read nothing. No node has child nodes at the
-                    // last level, so `offset` is at most 128 - STRIDE; the
-                    // keys are readable as above.
-                    let (children, child) = unsafe {
-                        (
-                            _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes),
-                            level_bits::<A, K, NETWORK>(hi[v], keys, v, filled(v), offset),
-                        )
-                    };
+                    // SAFETY: no node has child nodes at the last level,
+                    // so `offset` is at most 128 - STRIDE; the keys are
+                    // readable as above.
+                    let child =
+                        unsafe { level_bits::<A, K, NETWORK>(hi[v], keys, v, filled(v), offset) };
                     let below = _mm512_sub_epi64(_mm512_sllv_epi64(two, child), one);
+                    // SAFETY: this function enables the features `counted`
+                    // needs. A lane at a node holds an entry the build made
+                    // or an image's opening checked, whose child entries
+                    // (its first plus the count of its bitmap) lie inside
+                    // `entries`; bit 0 of a node's bitmap is set, so the
+                    // count is at least one; lanes outside `lanes` read
+                    // nothing.
+                    let word = unsafe {
+                        let next = counted(node[v], below, one);
+                        _mm512_mask_i64gather_epi64::<8>(node[v], lanes, next, entries)
+                    };
+                    // A node's low half is its bitmap, above 1; a leaf's 0 or 1.
                     let deeper =
-                        lanes & _mm512_test_epi64_mask(children, _mm512_sllv_epi64(one, child));
-                    // SAFETY: this function enables the features `counted` needs.
-                    let next = unsafe { counted(children, below, one) };
-                    node[v] = _mm512_mask_mov_epi64(node[v], deeper, next);
-                    // A lane whose child is a leaf keeps its node and the
-                    // mask of the children up to its own.
-                    ends[v] = _mm512_mask_mov_epi64(ends[v], lanes & !deeper, below);
+                        _mm512_mask_cmpgt_epu64_mask(lanes, _mm512_and_si512(word, low_half), one);
+                    node[v] = word;
+                    found[v] = _mm512_mask_mov_epi64(found[v], lanes & !deeper, word);
                     at_node[v] = deeper;
                 }
                 offset += STRIDE;
             }
-            for v in 0..vectors {
-                let lanes = walked[v];
-                let first = _mm512_slli_epi64::<1>(node[v]);
-                // SAFETY: as in the walk for word 2n + 1; the leaf index
-                // (first leaf + runs up to the child - 1) is a run of that
-                // node, inside `leaves`; every label index (from a root
-                // entry or a leaf) is inside `results`, whose slots are
-                // u64; the masked store writes answers 8v..8v + filled(v)
-                // of `stores`, the group's part of the caller's `out`,
-                // which is at least as long as its keys.
+            for (v, &ended) in found.iter().enumerate().take(vectors) {
+                // SAFETY: every label index (from a root entry or a leaf)
+                // is inside `results`, whose slots are u64; the masked
+                // store writes answers 8v..8v + filled(v) of `stores`, the
+                // group's part of the caller's `out`, which is at least as
+                // long as its keys.
                 unsafe {
-                    let end = ends[v];
-                    // Where the root answered every lane (most random
-                    // keys), the leaf's two gathers would read nothing.
-                    let index = if lanes == 0 {
-                        end
+                    // Lanes holding an index (low half 0) read their slot;
+                    // a leaf's slot is the entry itself.
+                    let indexed = _mm512_testn_epi64_mask(ended, low_half);
+                    let slots = if indexed == 0 {
+                        ended
                     } else {
-                        let runs =
-                            _mm512_mask_i64gather_epi64::<8>(zero, lanes, first, nodes.add(1));
-                        let leaf = counted(runs, end, one);
-                        _mm512_cvtepu32_epi64(_mm512_mask_i64gather_epi32::<4>(
-                            _mm512_cvtepi64_epi32(end),
-                            lanes,
-                            leaf,
-                            leaves,
-                        ))
+                        let index = _mm512_srli_epi64::<32>(ended);
+                        _mm512_mask_i64gather_epi64::<8>(ended, indexed, index, results)
                     };
-                    let slots = _mm512_i64gather_epi64::<8>(index, results);
                     // A slot's bits are its answer as an `Option<Label>`
                     // (the layout `LabelSlot::get` checks at compile time);
                     // its word is `LabelSlot::word`: the label (high half)
