@@ -173,11 +173,11 @@ pub const ENGINES: &[EngineInfo] = &[
 ///   search in a chunk, ahead of `dir24-8` in lookups at a fraction of its
 ///   memory (docs/BENCHMARKS.md).
 /// - IPv6, where the CPU has AVX-512 F and VPOPCNTDQ: `poptrie`
-///   (`poptrie:s=18`), whose batch walks eight keys per vector: 1.7x
-///   `dxr6` in whole batches and bursts of 32 on keys inside announced
-///   prefixes and 1.2–1.5x on random public keys, 0.9–1.0x per key and in
-///   bursts of 8 on announced keys; 15 bytes per prefix on the DFZ table,
-///   patched in place.
+///   (`poptrie:s=18`, 32-entry tables under its chunks on IPv6), whose
+///   batch walks eight keys per vector: 1.9x `dxr6` in whole batches and
+///   bursts of 32 on keys inside announced prefixes and 1.4x on random
+///   public keys, 0.9–1.0x per key and in bursts of 8 on announced keys;
+///   17 bytes per prefix on the DFZ table, patched in place.
 /// - IPv6 elsewhere: `dxr6` (`dxr6:k=16,stride=16,density=2`): DXR for
 ///   128-bit keys, whose AVX2 walk and portable batch beat `poptrie`'s
 ///   per-key loop there; about 10 bytes per prefix, built in about 20 ms

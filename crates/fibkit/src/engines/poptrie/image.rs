@@ -8,23 +8,24 @@
 //! entries   u64          the entries of nodes and of runs of leaves
 //! results   LabelSlot    label slots, index 0 = no route
 //! ```
-//! `S` comes from the image's engine spec. Images of the layout with
+//! `S` and `D` come from the image's engine spec. Images of the layout with
 //! separate node and leaf arrays (sections `nodes` and `leaves`) are
 //! refused for their missing `entries` section: save them again.
 //!
-//! What opening checks, and why it is enough: a walk starts at the entry a
-//! root entry names and goes from a node to the child entry its bitmap
-//! counts until that entry is a leaf. So the nodes reachable from the
-//! root must form a tree inside `entries` (each reached once: a walk then
-//! ends), every node's bitmap must have bit 0 set (the count is then at
-//! least one; a bitmap above 1 is what makes an entry a node) and its
-//! child entries must lie inside `entries`, no node
-//! may have child nodes at the last level (a walk never needs key bits
-//! past bit 128, which the AVX-512 walk relies on), a root entry names a
-//! node, and every label index (root entries, and leaves that hold one
-//! rather than their slot) must be inside `results`. The AVX-512 batch gathers without bounds checks, so these
-//! are what keep its reads inside the arrays. Every reachable entry is
-//! visited once.
+//! What opening checks, and why it is enough: a walk starts at an entry of
+//! the table (2^D entries, `D` from the spec) a root entry names and goes
+//! from a node to the child entry its bitmap counts until that entry is a
+//! leaf. So every table must lie inside `entries`; the nodes reachable
+//! from the tables must form a tree inside `entries` (each reached once:
+//! a walk then ends); every node's bitmap must have bit 0 set (the count
+//! is then at least one; a bitmap above 1 is what makes an entry a node)
+//! and its child entries must lie inside `entries`; no node may have
+//! child nodes at the last level (a walk never needs key bits past bit
+//! 128, which the AVX-512 walk relies on); and every label index (root
+//! entries, and leaves that hold one rather than their slot) must be
+//! inside `results`. The AVX-512 batch gathers without bounds checks, so
+//! these are what keep its reads inside the arrays. Every reachable entry
+//! is visited once.
 
 use super::{is_node, Poptrie, PoptrieConfig, LEAF, STRIDE};
 use crate::addr::Addr;
@@ -49,6 +50,7 @@ impl<A: Addr> Poptrie<A, Mapped> {
         let config: PoptrieConfig = image.config()?;
         let snapshot = Poptrie {
             root_bits: config.root_bits,
+            direct_bits: config.direct_bits_for::<A>(),
             root: image.array::<u32>("root")?,
             entries: image.array::<u64>("entries")?,
             results: image.results()?,
@@ -71,6 +73,8 @@ impl<A: Addr> Poptrie<A, Mapped> {
         let labels = self.results.len();
         let entries = &self.entries[..];
         let mut reached = vec![false; entries.len()];
+        // A leaf holds its slot (low half 1) or a label index (low half 0).
+        let leaf_label_ok = |word: u64| word as u32 != 0 || ((word >> 32) as usize) < labels;
         // Nodes to visit, with the key bit their children start at.
         let mut pending = Vec::new();
         let mut reach = |node: usize, depth: u32, pending: &mut Vec<(usize, u32)>| match reached
@@ -89,13 +93,18 @@ impl<A: Addr> Poptrie<A, Mapped> {
                 if (entry & !LEAF) as usize >= labels {
                     return Err("a root entry names a label outside the results".into());
                 }
-            } else if !entries
-                .get(entry as usize)
-                .is_some_and(|&word| is_node(word))
-            {
-                return Err("a root entry names no node".into());
-            } else {
-                reach(entry as usize, self.root_bits, &mut pending)?;
+                continue;
+            }
+            let table = entry as usize;
+            let Some(slots) = entries.get(table..table + (1 << self.direct_bits)) else {
+                return Err("a chunk's table lies outside the entries".into());
+            };
+            for (slot, &word) in (table..).zip(slots) {
+                if is_node(word) {
+                    reach(slot, self.root_bits + self.direct_bits, &mut pending)?;
+                } else if !leaf_label_ok(word) {
+                    return Err("a leaf names a label outside the results".into());
+                }
             }
         }
         while let Some((node, depth)) = pending.pop() {
@@ -110,9 +119,7 @@ impl<A: Addr> Poptrie<A, Mapped> {
             };
             for (child, &word) in (first..end).zip(children) {
                 if !is_node(word) {
-                    // A leaf holds its slot (low half 1) or a label index
-                    // (low half 0).
-                    if word as u32 == 0 && (word >> 32) as usize >= labels {
+                    if !leaf_label_ok(word) {
                         return Err("a leaf names a label outside the results".into());
                     }
                 } else if depth + 2 * STRIDE > 128 {
@@ -128,7 +135,7 @@ impl<A: Addr> Poptrie<A, Mapped> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{PoptrieUpdater, ROOT_BITS};
+    use super::super::{PoptrieUpdater, DIRECT_BITS, MAX_DIRECT_DEPTH, ROOT_BITS};
     use super::*;
     use crate::engine::{Lookup, Updater};
     use crate::prefix::Prefix;
@@ -149,8 +156,20 @@ mod tests {
             ]
             .map(|(p, l)| (p.parse::<Prefix<u128>>().expect("a prefix"), l)),
         );
-        for root_bits in ROOT_BITS {
-            let config = PoptrieConfig { root_bits };
+        let configs = ROOT_BITS.into_iter().flat_map(|root_bits| {
+            DIRECT_BITS
+                .into_iter()
+                .filter(move |&d| root_bits + d <= MAX_DIRECT_DEPTH)
+                .map(move |direct_bits| PoptrieConfig {
+                    root_bits,
+                    direct_bits: Some(direct_bits),
+                })
+                .chain([PoptrieConfig {
+                    root_bits,
+                    direct_bits: None,
+                }])
+        });
+        for config in configs {
             let (_, trie) = PoptrieUpdater::build(&config, &rib).expect("builds");
             let bytes = image_of(&trie, &config.to_string());
             let image = Image::from_bytes(&bytes).expect("opens");
@@ -165,33 +184,44 @@ mod tests {
                 .iter()
                 .position(|&e| e & LEAF != 0)
                 .expect("a leaf");
-            // The root's first node is entry 0 (the chunk of 2001:db8::,
-            // filled in first); its children include a leaf.
-            assert!(is_node(trie.entries[0]), "entry 0 is a node");
-            let node_chunk = trie
-                .root
-                .iter()
-                .position(|&e| e & LEAF == 0)
-                .expect("a node");
-            assert_eq!(trie.root[node_chunk], 0);
             type Forgery = fn(&mut Poptrie<u128>, usize, u32);
-            // A leaf among entry 0's children.
+            // The first node of the first chunk's table.
+            fn first_node(t: &Poptrie<u128>) -> usize {
+                let chunk = t.root.iter().position(|&e| e & LEAF == 0).expect("a table");
+                let table = t.root[chunk] as usize;
+                (table..table + (1 << t.direct_bits))
+                    .find(|&slot| is_node(t.entries[slot]))
+                    .expect("a node")
+            }
+            // A leaf among that node's children.
             fn leaf_child(t: &Poptrie<u128>) -> usize {
-                let first = (t.entries[0] >> 32) as usize;
+                let first = (t.entries[first_node(t)] >> 32) as usize;
                 (first..)
                     .find(|&i| !is_node(t.entries[i]))
                     .expect("a leaf child")
             }
             let forgeries: [(Forgery, &str); 6] = [
-                // Entry 0's first child is itself.
-                (|t, _, _| t.entries[0] &= u32::MAX as u64, "no tree"),
-                // Entry 0's first child starts no entry (the bitmap keeps
-                // a bit above bit 0, so the entry stays a node).
-                (|t, _, _| t.entries[0] &= !1, "starts no entry"),
+                // The node's first child is itself.
                 (
                     |t, _, _| {
-                        let end = t.entries.len() as u64;
-                        t.entries[0] = t.entries[0] & u32::MAX as u64 | end << 32;
+                        let node = first_node(t);
+                        t.entries[node] = t.entries[node] & u32::MAX as u64 | (node as u64) << 32;
+                    },
+                    "no tree",
+                ),
+                // The node's first child starts no entry (the bitmap keeps
+                // a bit above bit 0, so the entry stays a node).
+                (
+                    |t, _, _| {
+                        let node = first_node(t);
+                        t.entries[node] &= !1;
+                    },
+                    "starts no entry",
+                ),
+                (
+                    |t, _, _| {
+                        let (node, end) = (first_node(t), t.entries.len() as u64);
+                        t.entries[node] = t.entries[node] & u32::MAX as u64 | end << 32;
                     },
                     "lie outside the entries",
                 ),
@@ -201,10 +231,10 @@ mod tests {
                 ),
                 (
                     |t, _, _| {
-                        let chunk = t.root.iter().position(|&e| e & LEAF == 0).expect("a node");
-                        t.root[chunk] = leaf_child(t) as u32;
+                        let chunk = t.root.iter().position(|&e| e & LEAF == 0).expect("a table");
+                        t.root[chunk] = t.entries.len() as u32;
                     },
-                    "a root entry names no node",
+                    "a chunk's table lies outside",
                 ),
                 (
                     |t, _, labels| {

@@ -28,10 +28,21 @@
 //! 1.10-1.14x faster at 2^22 keys and 1.22-1.32x with every line cached
 //! (docs/BENCHMARKS.md, "`poptrie` keeps its leaves among its nodes").
 //!
+//! Why a table under each chunk (`d=D`, 5 on IPv6 by default): a chunk
+//! holding more than one range gets 2^D entries for its next D bits, so
+//! its keys read their entry at depth S + D straight away where a node
+//! took two reads (its entry, then its child's). IPv6 tables hold few
+//! such chunks (190 of 2^18 on dfz-v6-nh: 12 KB of tables), and every
+//! call shape ran 1.05-1.11x faster on keys inside announced IPv6
+//! prefixes (0.99-1.02x on random public ones); an IPv4 table has them
+//! nearly everywhere, so D is 0 there by default
+//! ([`PoptrieConfig::direct_bits_for`]).
+//!
 //! ```text
 //! root[key >> (128 - S)]           2^S x u32
 //!   bit 31 set:   [30:0] label index (the chunk is one range)
-//!   bit 31 clear: [30:0] the entry of the chunk's node
+//!   bit 31 clear: [30:0] the first of the chunk's 2^D table entries,
+//!                 indexed by the next D key bits (D = 0: one, its node)
 //! entries[e]                       u64, a node's or a run of leaves'
 //!   node  [31:0] bitmap: bit c set if child c (the next 5 key bits) is a
 //!                node or starts a run of equal leaves (bit 0 and at least
@@ -56,15 +67,17 @@
 //! depth first, so a path of nodes with one child node each lies in
 //! consecutive lines.
 //!
-//! Memory accesses per lookup: the root entry, the chunk's node, one entry
-//! per level below it, and the results slot only where the walk ended at
-//! the root or at a leaf of the default route.
+//! Memory accesses per lookup: the root entry, the chunk's table entry,
+//! one entry per level below it, and the results slot only where the walk
+//! ended at the root or at a leaf of the default route.
 //!
 //! Updates patch the deepest node whose span holds a changed prefix (its
 //! child entries built again, depth first, at the end of the array; the
-//! node keeps its entry, which its parent counts), or the root chunks of
-//! a prefix shorter than the root or in a chunk that was one range (their
-//! entries pointed at new subtrees). What a patch replaces is left
+//! node keeps its entry, which its parent counts), or the table entries
+//! of a prefix shorter than the root and table together or under a table
+//! entry that was a leaf (rewritten in place), or the root chunks of a
+//! prefix shorter than the root or in a chunk that was one range (their
+//! entries pointed at new tables). What a patch replaces is left
 //! unreachable: a packed node has no room to grow in place, but the
 //! subtree under one is a few entries (a build of all of `dfz-v6-nh`
 //! takes about 20 ms, a node microseconds). Changes spanning a quarter of
@@ -134,15 +147,51 @@ const _: () = {
     }
 };
 
-/// The parameters of `poptrie`: `poptrie:s=S`.
+/// The table sizes `d=` takes: a whole number of levels.
+pub const DIRECT_BITS: [u32; 4] = [0, 5, 10, 15];
+/// The most bits the root and a chunk's table resolve together: their
+/// entries then take at most 2^23 x 8 bytes however the table is spread.
+pub const MAX_DIRECT_DEPTH: u32 = 23;
+
+/// The parameters of `poptrie`: `poptrie:s=S,d=D`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoptrieConfig {
     /// `S`: the address bits the root resolves (8, 13, 18 or 23).
     pub root_bits: u32,
+    /// `D`: the address bits after the root that a chunk holding more than
+    /// one range resolves with a table of 2^D entries (0, 5, 10 or 15;
+    /// `S + D` at most 23); 0: the chunk's table is its node. `None`:
+    /// the family's default ([`PoptrieConfig::direct_bits_for`]).
+    pub direct_bits: Option<u32>,
 }
 
-/// The default parameters: a 2^18 root (1 MiB).
-pub const DEFAULT_CONFIG: PoptrieConfig = PoptrieConfig { root_bits: 18 };
+/// The default parameters: a 2^18 root (1 MiB), and the family's table
+/// size.
+pub const DEFAULT_CONFIG: PoptrieConfig = PoptrieConfig {
+    root_bits: 18,
+    direct_bits: None,
+};
+
+/// `D` on IPv6 where the spec names none.
+const DEFAULT_DIRECT_BITS_V6: u32 = 5;
+
+impl PoptrieConfig {
+    /// `D` for addresses of `A`: as the spec gives it, or by default 5 on
+    /// IPv6 (within `S + D <= 23`) and 0 on IPv4. An IPv6 table holds few
+    /// chunks with more than one range (190 of 2^18 on dfz-v6-nh), whose
+    /// tables of 32 entries cost 12 KB and save every key under them one
+    /// dependent read: 1.05-1.11x in every call shape on announced keys
+    /// (docs/BENCHMARKS.md, "`poptrie` keeps its leaves among its nodes"). An IPv4 table has
+    /// such chunks nearly everywhere: 32-entry tables take dfz-v4-nh from
+    /// 6.35 to 14.45 bytes per prefix.
+    pub fn direct_bits_for<A: Addr>(&self) -> u32 {
+        self.direct_bits.unwrap_or(if A::BITS == 128 {
+            DEFAULT_DIRECT_BITS_V6.min(MAX_DIRECT_DEPTH - self.root_bits)
+        } else {
+            0
+        })
+    }
+}
 
 impl Default for PoptrieConfig {
     fn default() -> Self {
@@ -152,7 +201,11 @@ impl Default for PoptrieConfig {
 
 impl fmt::Display for PoptrieConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "poptrie:s={}", self.root_bits)
+        write!(f, "poptrie:s={}", self.root_bits)?;
+        if let Some(direct_bits) = self.direct_bits {
+            write!(f, ",d={direct_bits}")?;
+        }
+        Ok(())
     }
 }
 
@@ -160,7 +213,7 @@ impl EngineConfig for PoptrieConfig {
     const NAMES: &'static [&'static str] = &["poptrie"];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
-        spec.expect_only(&["s"])?;
+        spec.expect_only(&["s", "d"])?;
         let root_bits = spec
             .number("s", ROOT_BITS[0]..=ROOT_BITS[ROOT_BITS.len() - 1])?
             .unwrap_or(DEFAULT_CONFIG.root_bits);
@@ -170,7 +223,32 @@ impl EngineConfig for PoptrieConfig {
                  use s=8, s=13, s=18 or s=23"
             )));
         }
-        Ok(PoptrieConfig { root_bits })
+        let Some(direct_bits) = spec.number("d", 0..=DIRECT_BITS[DIRECT_BITS.len() - 1])? else {
+            return Ok(PoptrieConfig {
+                root_bits,
+                direct_bits: None,
+            });
+        };
+        if !DIRECT_BITS.contains(&direct_bits) {
+            return Err(spec.error(format!(
+                "`d={direct_bits}` is no whole number of {STRIDE}-bit levels: \
+                 use d=0, d=5, d=10 or d=15"
+            )));
+        }
+        if root_bits + direct_bits > MAX_DIRECT_DEPTH {
+            return Err(spec.error(format!(
+                "`s={root_bits},d={direct_bits}` resolves {} bits before the first node, \
+                 more than {MAX_DIRECT_DEPTH}: its tables could take 2^{} bytes; \
+                 use d={} or less",
+                root_bits + direct_bits,
+                root_bits + direct_bits + 3,
+                MAX_DIRECT_DEPTH - root_bits
+            )));
+        }
+        Ok(PoptrieConfig {
+            root_bits,
+            direct_bits: Some(direct_bits),
+        })
     }
 }
 
@@ -194,6 +272,7 @@ fn counted(word: u64, child: u32) -> usize {
 /// storage `S`.
 pub struct Poptrie<A: Addr, S: Storage = Owned> {
     root_bits: u32,
+    direct_bits: u32,
     root: S::Array<u32>,
     entries: S::Array<u64>,
     results: S::Array<LabelSlot>,
@@ -208,6 +287,7 @@ impl<A: Addr, S: Storage> Clone for Poptrie<A, S> {
     fn clone(&self) -> Self {
         Poptrie {
             root_bits: self.root_bits,
+            direct_bits: self.direct_bits,
             root: self.root.clone(),
             entries: self.entries.clone(),
             results: self.results.clone(),
@@ -228,18 +308,20 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
         if entry & LEAF != 0 {
             return self.results[(entry & !LEAF) as usize].get();
         }
-        let mut word = self.entries[entry as usize];
-        let mut rest = left << self.root_bits;
-        loop {
+        // The chunk's table: its entry for the next D bits (`>> 1` first,
+        // so that D = 0 shifts by 127, not 128).
+        let rest = left << self.root_bits;
+        let slot = entry as usize + (rest >> 1 >> (127 - self.direct_bits)) as usize;
+        let mut word = self.entries[slot];
+        let mut rest = rest << self.direct_bits;
+        while is_node(word) {
             let child = (rest >> (128 - STRIDE)) as u32;
             word = self.entries[counted(word, child)];
-            if !is_node(word) {
-                return match word as u32 {
-                    0 => self.results[(word >> 32) as usize].get(),
-                    _ => Some((word >> 32) as Label),
-                };
-            }
             rest <<= STRIDE;
+        }
+        match word as u32 {
+            0 => self.results[(word >> 32) as usize].get(),
+            _ => Some((word >> 32) as Label),
         }
     }
 
@@ -359,6 +441,8 @@ const COMPACT_MIN: usize = 4096;
 pub struct PoptrieStats {
     /// `S`, the root's address bits.
     pub root_bits: u32,
+    /// `D`, the address bits of a chunk's table (0: its node).
+    pub direct_bits: u32,
     /// Root entries that hold a label (their chunk is one range).
     pub root_labels: usize,
     /// Entries of nodes.
@@ -378,6 +462,7 @@ impl EngineStats for PoptrieStats {
     fn rows(&self) -> Vec<(String, String)> {
         vec![
             ("root bits".into(), self.root_bits.to_string()),
+            ("table bits".into(), self.direct_bits.to_string()),
             ("root entries: labels".into(), self.root_labels.to_string()),
             ("nodes".into(), self.nodes.to_string()),
             ("leaf runs".into(), self.leaf_runs.to_string()),
@@ -574,10 +659,11 @@ impl<A: Addr> PoptrieUpdater<A> {
         // Every key is walked left-aligned in 128 bits.
         let chunk_bits = 128 - root_bits;
         let lo = (chunk as u128) << chunk_bits;
-        let entry = match walk.single(lo, lo | ((1u128 << chunk_bits) - 1)) {
-            Some(label) => LEAF | label,
-            None => self.new_node(entries, pending, lo, root_bits, walk.at)?,
-        };
+        if let Some(label) = walk.single(lo, lo | ((1u128 << chunk_bits) - 1)) {
+            return Ok(LEAF | label);
+        }
+        let entry = entries.len() as u32;
+        self.fill_table(walk, lo, entries, pending)?;
         // The root node's subtree depth first, a node's child entries
         // appended together when the node is filled in: they stay
         // consecutive (the walk counts them), and a node with one child
@@ -591,6 +677,34 @@ impl<A: Addr> PoptrieUpdater<A> {
         // first").
         self.fill_pending(spans, entries, pending)?;
         Ok(entry)
+    }
+
+    /// Appends the table of a chunk at `lo` (its first address's range
+    /// held by `walk`) holding more than one range: 2^D entries, a leaf's
+    /// or a node's (pushed on `pending`).
+    fn fill_table(
+        &self,
+        walk: &mut SpanWalk<'_>,
+        lo: u128,
+        entries: &mut Vec<u64>,
+        pending: &mut Vec<Pending>,
+    ) -> Result<(), BuildError> {
+        let direct_bits = self.config.direct_bits_for::<A>();
+        let depth = self.config.root_bits + direct_bits;
+        let slot_bits = 128 - depth;
+        for slot in 0..1u128 << direct_bits {
+            let slot_lo = lo | slot << slot_bits;
+            match walk.single(slot_lo, slot_lo | ((1u128 << slot_bits) - 1)) {
+                Some(label) => entries.push(leaf_entry(&self.labels, label)),
+                None => {
+                    self.new_node(entries, pending, slot_lo, depth, walk.at)?;
+                }
+            }
+        }
+        if entries.len() > MAX_INDEX {
+            return Err(self.limit(format!("more than {MAX_INDEX} entries")));
+        }
+        Ok(())
     }
 
     /// Fills in the nodes on `pending` and the nodes they add, depth first.
@@ -627,6 +741,7 @@ impl<A: Addr> PoptrieUpdater<A> {
         let wide = wide_available();
         Ok(Poptrie {
             root_bits,
+            direct_bits: self.config.direct_bits_for::<A>(),
             root,
             entries,
             results,
@@ -645,7 +760,7 @@ impl<A: Addr> PoptrieUpdater<A> {
         patch: Patch,
         ranges: &mut Vec<Range<A>>,
     ) -> Result<(), BuildError> {
-        let (lo, hi) = patch.span(snapshot.root_bits);
+        let (lo, hi) = patch.span(snapshot.root_bits, snapshot.direct_bits);
         // The span's addresses in the family's own bits (keys are walked
         // left-aligned in 128).
         let to_family = 128 - A::BITS as u32;
@@ -671,6 +786,29 @@ impl<A: Addr> PoptrieUpdater<A> {
                     )?;
                 }
             }
+            // Table entries are rewritten in place: a leaf's, or a new
+            // node's whose subtree is built at the end of the array.
+            Patch::Slots { first, end, lo } => {
+                let slot_bits = 128 - snapshot.root_bits - snapshot.direct_bits;
+                for (i, slot) in (first..end).enumerate() {
+                    let slot_lo = lo + ((i as u128) << slot_bits);
+                    snapshot.entries[slot] =
+                        match walk.single(slot_lo, slot_lo | ((1u128 << slot_bits) - 1)) {
+                            Some(label) => leaf_entry(&self.labels, label),
+                            None => {
+                                pending.push(Pending {
+                                    node: slot,
+                                    lo: slot_lo,
+                                    depth: 128 - slot_bits,
+                                    at: walk.at,
+                                });
+                                // Filled in below.
+                                u64::MAX
+                            }
+                        };
+                }
+                self.fill_pending(&spans, &mut snapshot.entries, &mut pending)?;
+            }
             // The node keeps its entry (its parent counts it among its
             // children) and gets new child entries. Where the change
             // left its span one range, it stays a node whose children are
@@ -691,12 +829,16 @@ impl<A: Addr> PoptrieUpdater<A> {
 }
 
 /// What a change is patched at: root chunks (a prefix shorter than the
-/// root, or one in a chunk that was one range), or the deepest node whose
-/// span holds the prefix (its subtree is built again under it).
+/// root, or one in a chunk that was one range), entries of a chunk's table
+/// (a prefix shorter than the root and the table together, or one under a
+/// table entry that was a leaf), or the deepest node whose span holds the
+/// prefix (its subtree is built again under it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Patch {
     /// Root chunks `first..end`.
     Chunks { first: usize, end: usize },
+    /// Table entries `first..end`, the first one's span starting at `lo`.
+    Slots { first: usize, end: usize, lo: u128 },
     /// The node of entry `node`, whose span is the addresses agreeing
     /// with `lo` in their top `depth` bits.
     Node { node: usize, lo: u128, depth: u32 },
@@ -705,7 +847,7 @@ enum Patch {
 impl Patch {
     /// Where a change to `prefix` is patched in `snapshot`.
     fn of<A: Addr, S: Storage>(snapshot: &Poptrie<A, S>, prefix: Prefix<A>) -> Patch {
-        let root_bits = snapshot.root_bits;
+        let (root_bits, direct_bits) = (snapshot.root_bits, snapshot.direct_bits);
         // Left-aligned in 128 bits, an IPv4 prefix's bits are the top
         // ones, so its length counts from the top as an IPv6 one does.
         let addr = left(prefix.first());
@@ -716,7 +858,27 @@ impl Patch {
             let end = first + (1usize << root_bits.saturating_sub(plen));
             return Patch::Chunks { first, end };
         }
-        let (mut node, mut depth) = (entry as usize, root_bits);
+        // The prefix's first address has no bits past its length, so it
+        // is the start of its first table entry's span.
+        let depth = root_bits + direct_bits;
+        let slot = entry as usize + (addr << root_bits >> 1 >> (127 - direct_bits)) as usize;
+        if plen < depth {
+            let end = slot + (1usize << (depth - plen));
+            return Patch::Slots {
+                first: slot,
+                end,
+                lo: addr,
+            };
+        }
+        if !is_node(snapshot.entries[slot]) {
+            let lo = addr & !(u128::MAX >> depth);
+            return Patch::Slots {
+                first: slot,
+                end: slot + 1,
+                lo,
+            };
+        }
+        let (mut node, mut depth) = (slot, depth);
         // Down while the prefix lies inside one child that is a node.
         while depth + STRIDE <= plen {
             let child = (addr << depth >> (128 - STRIDE)) as u32;
@@ -732,8 +894,15 @@ impl Patch {
     }
 
     /// The first and last address (left-aligned) of what it rebuilds.
-    fn span(self, root_bits: u32) -> (u128, u128) {
+    fn span(self, root_bits: u32, direct_bits: u32) -> (u128, u128) {
         match self {
+            Patch::Slots { first, end, lo } => {
+                let slot_bits = 128 - root_bits - direct_bits;
+                // Past the last table entry of the last chunk the end
+                // wraps to 0 and the last address to all ones.
+                let after = lo.wrapping_add(((end - first) as u128) << slot_bits);
+                (lo, after.wrapping_sub(1))
+            }
             Patch::Chunks { first, end } => {
                 let chunk_bits = 128 - root_bits;
                 // `end << chunk_bits` is 0 past the last chunk, so the
@@ -754,7 +923,15 @@ impl Patch {
             Patch::Chunks { first, end } => snapshot.root[first..end]
                 .iter()
                 .filter(|&&entry| entry & LEAF == 0)
-                .map(|&entry| subtree_size(&snapshot.entries, entry as usize))
+                .flat_map(|&entry| {
+                    let table = entry as usize;
+                    table..table + (1usize << snapshot.direct_bits)
+                })
+                .map(|slot| subtree_size(&snapshot.entries, slot))
+                .sum(),
+            // The entries keep their places; what lies under them goes.
+            Patch::Slots { first, end, .. } => (first..end)
+                .map(|slot| subtree_size(&snapshot.entries, slot) - 1)
                 .sum(),
             Patch::Node { node, .. } => subtree_size(&snapshot.entries, node) - 1,
         }
@@ -784,7 +961,7 @@ fn patches<A: Addr, S: Storage>(snapshot: &Poptrie<A, S>, changed: &[Prefix<A>])
         .iter()
         .map(|&prefix| {
             let patch = Patch::of(snapshot, prefix);
-            (patch.span(snapshot.root_bits), patch)
+            (patch.span(snapshot.root_bits, snapshot.direct_bits), patch)
         })
         .collect();
     // Spans nest or are disjoint; by first address and the wider first, a
@@ -839,7 +1016,7 @@ impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
             .iter()
             .map(|patch| match patch {
                 Patch::Chunks { first, end } => end - first,
-                Patch::Node { .. } => 0,
+                Patch::Slots { .. } | Patch::Node { .. } => 0,
             })
             .sum();
         let replaced: usize = patches.iter().map(|patch| patch.replaced(snapshot)).sum();
@@ -874,6 +1051,7 @@ impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
         let nodes = snapshot.entries.iter().filter(|&&e| is_node(e)).count();
         PoptrieStats {
             root_bits: snapshot.root_bits,
+            direct_bits: snapshot.direct_bits,
             root_labels: snapshot.root.iter().filter(|&&e| e & LEAF != 0).count(),
             nodes,
             leaf_runs: snapshot.entries.len() - nodes,
@@ -906,11 +1084,29 @@ mod tests {
         )
     }
 
+    /// Every root and table size the spec takes.
+    fn configs() -> impl Iterator<Item = PoptrieConfig> {
+        ROOT_BITS.into_iter().flat_map(|root_bits| {
+            DIRECT_BITS
+                .into_iter()
+                .filter(move |&direct_bits| root_bits + direct_bits <= MAX_DIRECT_DEPTH)
+                .map(move |direct_bits| PoptrieConfig {
+                    root_bits,
+                    direct_bits: Some(direct_bits),
+                })
+                .chain([PoptrieConfig {
+                    root_bits,
+                    direct_bits: None,
+                }])
+        })
+    }
+
     /// Every path (portable per key, POPCNT per key, portable batch, the
     /// AVX-512 batch where the CPU has it) against the reference at every
     /// range boundary and its neighbours.
-    fn check<A: Addr>(rib: &Rib<A>, root_bits: u32) {
-        let (_, trie) = PoptrieUpdater::build(&PoptrieConfig { root_bits }, rib).expect("builds");
+    fn check<A: Addr>(rib: &Rib<A>, config: PoptrieConfig) {
+        let (_, trie) = PoptrieUpdater::build(&config, rib).expect("builds");
+        let root_bits = format!("{config}");
         let mut addrs = Vec::new();
         for range in rib.ranges() {
             let first = range.first.to_u128();
@@ -922,15 +1118,11 @@ mod tests {
         addrs.push(A::ZERO);
         addrs.push(A::MAX);
         for &addr in &addrs {
-            assert_eq!(
-                trie.walk(addr),
-                rib.lookup(addr),
-                "s={root_bits} at {addr:?}"
-            );
+            assert_eq!(trie.walk(addr), rib.lookup(addr), "{root_bits} at {addr:?}");
             assert_eq!(
                 trie.lookup(addr),
                 rib.lookup(addr),
-                "s={root_bits} at {addr:?}"
+                "{root_bits} at {addr:?}"
             );
         }
         let expected: Vec<_> = addrs.iter().map(|&a| rib.lookup(a)).collect();
@@ -938,19 +1130,15 @@ mod tests {
             let len = len.min(addrs.len());
             let mut out = vec![Some(u32::MAX); len];
             trie.lookup_batch(&addrs[..len], &mut out);
-            assert_eq!(out, expected[..len], "batch of {len}, s={root_bits}");
+            assert_eq!(out, expected[..len], "batch of {len}, {root_bits}");
             trie.lookup_batch_portable(&addrs[..len], &mut out);
-            assert_eq!(
-                out,
-                expected[..len],
-                "portable batch of {len}, s={root_bits}"
-            );
+            assert_eq!(out, expected[..len], "portable batch of {len}, {root_bits}");
             // The C library's words, written by the batch itself (a miss
             // is all ones).
             let mut words = vec![0; len];
             trie.lookup_batch_words(&addrs[..len], &mut words);
             let expected_words: Vec<u64> = expected[..len].iter().map(|&a| word_of(a)).collect();
-            assert_eq!(words, expected_words, "words of {len}, s={root_bits}");
+            assert_eq!(words, expected_words, "words of {len}, {root_bits}");
         }
     }
 
@@ -975,11 +1163,19 @@ mod tests {
     /// a node leaves it a node of one run; long streams compact.
     #[test]
     fn patches_answer_as_the_reference_and_compact() {
+        for (root_bits, direct_bits) in [(18, 0), (18, 5), (13, 10), (8, 15)] {
+            patches_answer_as_the_reference_and_compact_with(PoptrieConfig {
+                root_bits,
+                direct_bits: Some(direct_bits),
+            });
+        }
+    }
+
+    fn patches_answer_as_the_reference_and_compact_with(config: PoptrieConfig) {
         use rand::rngs::SmallRng;
         use rand::{Rng, SeedableRng};
 
         let mut rib = table::<u128>(&[("2001:db8::/32", 2), ("2001:db8:1::/48", 3)]);
-        let config = PoptrieConfig { root_bits: 18 };
         let (mut updater, mut trie) = PoptrieUpdater::build(&config, &rib).expect("builds");
         let lone: Prefix<u128> = "2001:db8:1::/48".parse().expect("a prefix");
         // Its deepest node (bits 43..48) holds nothing else.
@@ -1004,7 +1200,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(7);
         let base = 0x2001_0db8u128 << 96;
         let random_prefix = |rng: &mut SmallRng| {
-            let plen = [36u8, 40, 44, 48, 48, 52, 56, 64, 128][rng.random_range(0..9)];
+            let plen = [20u8, 36, 40, 44, 48, 48, 52, 56, 64, 128][rng.random_range(0..10)];
             let bits = rng.random::<u128>() & (u128::MAX >> 32);
             Prefix::new_masked(base | bits & !(u128::MAX >> plen), plen)
         };
@@ -1039,6 +1235,8 @@ mod tests {
 
         // A batch with nested prefixes and one shorter than the root.
         let batch: Vec<Prefix<u128>> = [
+            "2001::/16",
+            "2001:c00::/22",
             "2001:db8::/33",
             "2001:db8::/40",
             "2001:db8::/48",
@@ -1078,27 +1276,41 @@ mod tests {
             ("0.0.0.0/32", 6),
             ("128.0.0.0/1", 7),
         ]);
-        for root_bits in ROOT_BITS {
-            check(&v6, root_bits);
-            check(&v4, root_bits);
+        for config in configs() {
+            check(&v6, config);
+            check(&v4, config);
         }
     }
 
     #[test]
     fn trivial_tables() {
-        for root_bits in ROOT_BITS {
-            check(&Rib::<u128>::new(), root_bits);
-            check(&table::<u128>(&[("::/0", 9)]), root_bits);
-            check(&Rib::<u32>::new(), root_bits);
-            check(&table::<u32>(&[("0.0.0.0/0", 9)]), root_bits);
+        for config in configs() {
+            check(&Rib::<u128>::new(), config);
+            check(&table::<u128>(&[("::/0", 9)]), config);
+            check(&Rib::<u32>::new(), config);
+            check(&table::<u32>(&[("0.0.0.0/0", 9)]), config);
         }
     }
 
     #[test]
     fn specs_parse_and_print_canonically() {
-        for (text, root_bits) in [("poptrie", 18), ("poptrie:s=8", 8), ("poptrie:s=23", 23)] {
+        for (text, root_bits, direct_bits, v6, v4) in [
+            ("poptrie", 18, None, 5, 0),
+            ("poptrie:s=8", 8, None, 5, 0),
+            ("poptrie:s=23", 23, None, 0, 0),
+            ("poptrie:s=18,d=0", 18, Some(0), 0, 0),
+            ("poptrie:s=13,d=10", 13, Some(10), 10, 10),
+            ("poptrie:s=18,d=5", 18, Some(5), 5, 5),
+            ("poptrie:d=5", 18, Some(5), 5, 5),
+            ("poptrie:s=8,d=15", 8, Some(15), 15, 15),
+        ] {
             let config = PoptrieConfig::parse(text).expect("parses");
-            assert_eq!(config.root_bits, root_bits);
+            assert_eq!(
+                (config.root_bits, config.direct_bits),
+                (root_bits, direct_bits)
+            );
+            assert_eq!(config.direct_bits_for::<u128>(), v6, "{text} on IPv6");
+            assert_eq!(config.direct_bits_for::<u32>(), v4, "{text} on IPv4");
             assert_eq!(PoptrieConfig::parse(&config.to_string()), Ok(config));
         }
         for bad in [
@@ -1106,6 +1318,10 @@ mod tests {
             "poptrie:s=7",
             "poptrie:s=24",
             "poptrie:k=14",
+            "poptrie:d=3",
+            "poptrie:d=20",
+            "poptrie:s=18,d=10",
+            "poptrie:s=23,d=5",
         ] {
             let error = PoptrieConfig::parse(bad).expect_err(bad).to_string();
             assert!(!error.is_empty(), "{bad}");
@@ -1114,5 +1330,9 @@ mod tests {
             .expect_err("16")
             .to_string();
         assert!(error.contains("s=13"), "{error}");
+        let error = PoptrieConfig::parse("poptrie:s=18,d=10")
+            .expect_err("28 bits")
+            .to_string();
+        assert!(error.contains("d=5 or less"), "{error}");
     }
 }
