@@ -135,7 +135,7 @@ impl<A: Addr> Poptrie<A, Mapped> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{PoptrieUpdater, DIRECT_BITS, MAX_DIRECT_DEPTH, ROOT_BITS};
+    use super::super::PoptrieUpdater;
     use super::*;
     use crate::engine::{Lookup, Updater};
     use crate::prefix::Prefix;
@@ -156,20 +156,7 @@ mod tests {
             ]
             .map(|(p, l)| (p.parse::<Prefix<u128>>().expect("a prefix"), l)),
         );
-        let configs = ROOT_BITS.into_iter().flat_map(|root_bits| {
-            DIRECT_BITS
-                .into_iter()
-                .filter(move |&d| root_bits + d <= MAX_DIRECT_DEPTH)
-                .map(move |direct_bits| PoptrieConfig {
-                    root_bits,
-                    direct_bits: Some(direct_bits),
-                })
-                .chain([PoptrieConfig {
-                    root_bits,
-                    direct_bits: None,
-                }])
-        });
-        for config in configs {
+        for config in super::super::test_configs() {
             let (_, trie) = PoptrieUpdater::build(&config, &rib).expect("builds");
             let bytes = image_of(&trie, &config.to_string());
             let image = Image::from_bytes(&bytes).expect("opens");

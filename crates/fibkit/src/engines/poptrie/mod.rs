@@ -1071,6 +1071,25 @@ impl<A: Addr> PoptrieUpdater<A> {
     }
 }
 
+/// Every root and table size the spec takes, and each root size with the
+/// family's default table size.
+#[cfg(test)]
+fn test_configs() -> impl Iterator<Item = PoptrieConfig> {
+    ROOT_BITS.into_iter().flat_map(|root_bits| {
+        DIRECT_BITS
+            .into_iter()
+            .filter(move |&direct_bits| root_bits + direct_bits <= MAX_DIRECT_DEPTH)
+            .map(move |direct_bits| PoptrieConfig {
+                root_bits,
+                direct_bits: Some(direct_bits),
+            })
+            .chain([PoptrieConfig {
+                root_bits,
+                direct_bits: None,
+            }])
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1082,23 +1101,6 @@ mod tests {
                 .iter()
                 .map(|&(p, l)| (p.parse::<Prefix<A>>().expect("a prefix"), l)),
         )
-    }
-
-    /// Every root and table size the spec takes.
-    fn configs() -> impl Iterator<Item = PoptrieConfig> {
-        ROOT_BITS.into_iter().flat_map(|root_bits| {
-            DIRECT_BITS
-                .into_iter()
-                .filter(move |&direct_bits| root_bits + direct_bits <= MAX_DIRECT_DEPTH)
-                .map(move |direct_bits| PoptrieConfig {
-                    root_bits,
-                    direct_bits: Some(direct_bits),
-                })
-                .chain([PoptrieConfig {
-                    root_bits,
-                    direct_bits: None,
-                }])
-        })
     }
 
     /// Every path (portable per key, POPCNT per key, portable batch, the
@@ -1276,7 +1278,7 @@ mod tests {
             ("0.0.0.0/32", 6),
             ("128.0.0.0/1", 7),
         ]);
-        for config in configs() {
+        for config in test_configs() {
             check(&v6, config);
             check(&v4, config);
         }
@@ -1284,7 +1286,7 @@ mod tests {
 
     #[test]
     fn trivial_tables() {
-        for config in configs() {
+        for config in test_configs() {
             check(&Rib::<u128>::new(), config);
             check(&table::<u128>(&[("::/0", 9)]), config);
             check(&Rib::<u32>::new(), config);
