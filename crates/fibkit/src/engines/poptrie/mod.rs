@@ -181,9 +181,9 @@ impl PoptrieConfig {
     /// chunks with more than one range (190 of 2^18 on dfz-v6-nh), whose
     /// tables of 32 entries cost 12 KB and save every key under them one
     /// dependent read: 1.05-1.11x in every call shape on announced keys
-    /// (docs/BENCHMARKS.md, "`poptrie` keeps its leaves among its nodes"). An IPv4 table has
-    /// such chunks nearly everywhere: 32-entry tables take dfz-v4-nh from
-    /// 6.35 to 14.45 bytes per prefix.
+    /// (docs/BENCHMARKS.md, "`poptrie` keeps its leaves among its nodes").
+    /// An IPv4 table has such chunks nearly everywhere: 32-entry tables
+    /// take dfz-v4-nh from 6.35 to 14.45 bytes per prefix.
     pub fn direct_bits_for<A: Addr>(&self) -> u32 {
         self.direct_bits.unwrap_or(if A::BITS == 128 {
             DEFAULT_DIRECT_BITS_V6.min(MAX_DIRECT_DEPTH - self.root_bits)
@@ -984,8 +984,14 @@ impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
     type Stats = PoptrieStats;
 
     fn build(config: &PoptrieConfig, rib: &Rib<A>) -> Result<(Self, Poptrie<A>), BuildError> {
+        // The table size the family settled on, so that the engine's name
+        // and a saved image's spec say it.
+        let config = PoptrieConfig {
+            direct_bits: Some(config.direct_bits_for::<A>()),
+            ..*config
+        };
         let mut updater = PoptrieUpdater {
-            config: *config,
+            config,
             labels: LabelIndex::new("poptrie", MAX_INDEX),
             dead_entries: 0,
             rebuilds: 0,
