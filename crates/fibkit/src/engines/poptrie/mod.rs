@@ -299,6 +299,15 @@ impl<A: Addr, S: Storage> Clone for Poptrie<A, S> {
 }
 
 impl<A: Addr, S: Storage> Poptrie<A, S> {
+    /// The entry for `left` (a key left-aligned in 128 bits) in the table
+    /// that the root entry `entry` of its chunk names: the table's first
+    /// plus the D key bits after the root's (`>> 1` first, so that D = 0
+    /// shifts by 127, not 128).
+    #[inline(always)]
+    fn table_slot(&self, entry: u32, left: u128) -> usize {
+        entry as usize + (left << self.root_bits >> 1 >> (127 - self.direct_bits)) as usize
+    }
+
     /// The per-key walk (inlined into the callers that pick the popcount
     /// instruction or not).
     #[inline(always)]
@@ -308,12 +317,8 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
         if entry & LEAF != 0 {
             return self.results[(entry & !LEAF) as usize].get();
         }
-        // The chunk's table: its entry for the next D bits (`>> 1` first,
-        // so that D = 0 shifts by 127, not 128).
-        let rest = left << self.root_bits;
-        let slot = entry as usize + (rest >> 1 >> (127 - self.direct_bits)) as usize;
-        let mut word = self.entries[slot];
-        let mut rest = rest << self.direct_bits;
+        let mut word = self.entries[self.table_slot(entry, left)];
+        let mut rest = left << (self.root_bits + self.direct_bits);
         while is_node(word) {
             let child = (rest >> (128 - STRIDE)) as u32;
             word = self.entries[counted(word, child)];
@@ -691,20 +696,41 @@ impl<A: Addr> PoptrieUpdater<A> {
     ) -> Result<(), BuildError> {
         let direct_bits = self.config.direct_bits_for::<A>();
         let depth = self.config.root_bits + direct_bits;
-        let slot_bits = 128 - depth;
         for slot in 0..1u128 << direct_bits {
-            let slot_lo = lo | slot << slot_bits;
-            match walk.single(slot_lo, slot_lo | ((1u128 << slot_bits) - 1)) {
-                Some(label) => entries.push(leaf_entry(&self.labels, label)),
-                None => {
-                    self.new_node(entries, pending, slot_lo, depth, walk.at)?;
-                }
-            }
+            let slot_lo = lo | slot << (128 - depth);
+            let entry = self.slot_entry(walk, slot_lo, depth, entries.len(), pending);
+            entries.push(entry);
         }
         if entries.len() > MAX_INDEX {
             return Err(self.limit(format!("more than {MAX_INDEX} entries")));
         }
         Ok(())
+    }
+
+    /// The entry of table entry `slot`, whose span is the addresses
+    /// agreeing with `slot_lo` in their top `depth` bits (its first
+    /// address's range held by `walk`): a leaf's where one range covers
+    /// it, otherwise a node's, pushed on `pending` (0 until filled in).
+    fn slot_entry(
+        &self,
+        walk: &mut SpanWalk<'_>,
+        slot_lo: u128,
+        depth: u32,
+        slot: usize,
+        pending: &mut Vec<Pending>,
+    ) -> u64 {
+        match walk.single(slot_lo, slot_lo | (u128::MAX >> depth)) {
+            Some(label) => leaf_entry(&self.labels, label),
+            None => {
+                pending.push(Pending {
+                    node: slot,
+                    lo: slot_lo,
+                    depth,
+                    at: walk.at,
+                });
+                0
+            }
+        }
     }
 
     /// Fills in the nodes on `pending` and the nodes they add, depth first.
@@ -789,23 +815,11 @@ impl<A: Addr> PoptrieUpdater<A> {
             // Table entries are rewritten in place: a leaf's, or a new
             // node's whose subtree is built at the end of the array.
             Patch::Slots { first, end, lo } => {
-                let slot_bits = 128 - snapshot.root_bits - snapshot.direct_bits;
+                let depth = snapshot.root_bits + snapshot.direct_bits;
                 for (i, slot) in (first..end).enumerate() {
-                    let slot_lo = lo + ((i as u128) << slot_bits);
+                    let slot_lo = lo + ((i as u128) << (128 - depth));
                     snapshot.entries[slot] =
-                        match walk.single(slot_lo, slot_lo | ((1u128 << slot_bits) - 1)) {
-                            Some(label) => leaf_entry(&self.labels, label),
-                            None => {
-                                pending.push(Pending {
-                                    node: slot,
-                                    lo: slot_lo,
-                                    depth: 128 - slot_bits,
-                                    at: walk.at,
-                                });
-                                // Filled in below.
-                                u64::MAX
-                            }
-                        };
+                        self.slot_entry(&mut walk, slot_lo, depth, slot, &mut pending);
                 }
                 self.fill_pending(&spans, &mut snapshot.entries, &mut pending)?;
             }
@@ -861,7 +875,7 @@ impl Patch {
         // The prefix's first address has no bits past its length, so it
         // is the start of its first table entry's span.
         let depth = root_bits + direct_bits;
-        let slot = entry as usize + (addr << root_bits >> 1 >> (127 - direct_bits)) as usize;
+        let slot = snapshot.table_slot(entry, addr);
         if plen < depth {
             let end = slot + (1usize << (depth - plen));
             return Patch::Slots {

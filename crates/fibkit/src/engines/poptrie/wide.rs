@@ -257,7 +257,8 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
             // of a short group; lanes past them look up address 0.
             let filled = |v: usize| (addrs.len() - LANES * v).min(LANES);
             let mut hi = [zero; VECTORS];
-            // Per lane at a node: the node's entry.
+            // Per lane: the entry it read last (a node's while its walk
+            // goes on; a leaf's once `found` holds it).
             let mut node = [zero; VECTORS];
             let mut at_node = [0u8; VECTORS];
             // Per lane whose walk ended: a leaf's entry, its results slot
