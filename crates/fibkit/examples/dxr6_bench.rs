@@ -14,8 +14,8 @@
 //!   `lookup_batch` over all keys), `burstN` (`lookup_batch` on N keys
 //!   at a time; with AVX-512 F and BW, or for `dxr6` with AVX2, a vector
 //!   walk) and `portable` / `portableN` (the batch path of CPUs without
-//!   them, `Dxr6::lookup_batch_portable` or
-//!   `Btree::lookup_batch_portable`, on all keys or N at a time);
+//!   them, `Dxr6::lookup_batch_portable`, `Btree::lookup_batch_portable`
+//!   or `Poptrie::lookup_batch_portable`, on all keys or N at a time);
 //! - with `--replay N`: a generated stream of N changes
 //!   (`fibkit::trace::generate_changes`, seed 1) applied one change per
 //!   batch through `LocalFib`, with the time of every change, against the
@@ -27,7 +27,7 @@
 //!     [--replay N] SPEC...
 //! ```
 //! Specs may name any IPv6 engine; `typed` applies to `dxr6` specs only,
-//! `portable` to `dxr6` and `btree` specs.
+//! `portable` to `dxr6`, `btree` and `poptrie` specs.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -37,6 +37,7 @@ use fibkit::bench::thread_cpu_ns as cpu_ns;
 use fibkit::bench::{generate_keys, Pattern};
 use fibkit::engines::btree::{Btree, BtreeConfig, BtreeUpdater};
 use fibkit::engines::dxr6::{Dxr6, Dxr6Config, Dxr6Updater};
+use fibkit::engines::poptrie::{Poptrie, PoptrieConfig, PoptrieUpdater};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{build, EngineConfig, EngineStats, Label, LocalFib, Lookup, Rib, SnapshotV6, Updater};
 
@@ -128,6 +129,12 @@ trait PortableBatch {
 }
 
 impl PortableBatch for Dxr6 {
+    fn batch_portable(&self, keys: &[u128], out: &mut [Option<Label>]) {
+        self.lookup_batch_portable(keys, out);
+    }
+}
+
+impl PortableBatch for Poptrie<u128> {
     fn batch_portable(&self, keys: &[u128], out: &mut [Option<Label>]) {
         self.lookup_batch_portable(keys, out);
     }
@@ -229,7 +236,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let portable: Option<Box<dyn PortableBatch>> = match (&typed, BtreeConfig::parse(spec)) {
             (Some(typed), _) => Some(Box::new(typed.clone())),
             (None, Ok(config)) => Some(Box::new(BtreeUpdater::<u128>::build(&config, &rib)?.1)),
-            (None, Err(_)) => None,
+            (None, Err(_)) => match PoptrieConfig::parse(spec) {
+                Ok(config) => Some(Box::new(PoptrieUpdater::<u128>::build(&config, &rib)?.1)),
+                Err(_) => None,
+            },
         };
         engines.push(Engine {
             spec: spec.clone(),

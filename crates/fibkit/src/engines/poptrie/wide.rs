@@ -18,8 +18,12 @@
 //! registers; the low 64 bits are read again from the keys only on the
 //! rare levels past bit 59 (prefixes longer than about /60). Six or eight
 //! vectors were no faster than four (docs/BENCHMARKS.md, "Five-bit
-//! nodes"). Keys are read in place with masked loads, IPv4 keys widened in
-//! the register: copying them into a buffer of 128-bit keys first ran at
+//! nodes"). Keys are read in place, IPv4 keys widened in the register:
+//! plain loads for a full vector, masked ones only for a short vector's,
+//! and the next group's key lines are requested a walk ahead, since on
+//! an AMD Zen 5 a stream of masked loads left the keys to be fetched on
+//! demand (docs/BENCHMARKS.md, "`poptrie` reads its keys with plain
+//! loads"). Copying keys into a buffer of 128-bit keys first ran at
 //! half the speed, since the buffer's narrow stores cannot be forwarded to
 //! the vector loads (docs/BENCHMARKS.md, "`poptrie`'s IPv4 keys read in
 //! place"). Network-order keys (the C library's and numpy's IPv6 bytes)
@@ -103,8 +107,15 @@ unsafe fn key_halves<A: Addr, K, const NETWORK: bool>(
     unsafe {
         let first = addrs.add(LANES * v);
         if A::BITS == 32 {
-            let mut words =
-                _mm512_maskz_loadu_epi32(((1u32 << keys) - 1) as u16, first as *const i32);
+            // Eight keys are read with a plain load, a short vector's with
+            // a masked one: reading every vector with masked loads ran
+            // whole batches at about 0.8x on the AMD Zen 5 machine
+            // (module docs).
+            let mut words = if keys == LANES {
+                _mm512_castsi256_si512(_mm256_loadu_si256(first as *const __m256i))
+            } else {
+                _mm512_maskz_loadu_epi32(((1u32 << keys) - 1) as u16, first as *const i32)
+            };
             if NETWORK {
                 words = swap_bytes_32(words);
             }
@@ -118,8 +129,18 @@ unsafe fn key_halves<A: Addr, K, const NETWORK: bool>(
         let first_half = ((1u32 << count.min(LANES)) - 1) as u8;
         let second_half = ((1u32 << count.saturating_sub(LANES)) - 1) as u8;
         let words = first as *const i64;
-        let a = _mm512_maskz_loadu_epi64(first_half, words);
-        let b = _mm512_maskz_loadu_epi64(second_half, words.add(LANES));
+        // Eight keys: plain loads (see `key_halves`'s IPv4 keys).
+        let (a, b) = if keys == LANES {
+            (
+                _mm512_loadu_si512(words as *const _),
+                _mm512_loadu_si512(words.add(LANES) as *const _),
+            )
+        } else {
+            (
+                _mm512_maskz_loadu_epi64(first_half, words),
+                _mm512_maskz_loadu_epi64(second_half, words.add(LANES)),
+            )
+        };
         let odd = _mm512_permutex2var_epi64(a, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), b);
         let even = _mm512_permutex2var_epi64(a, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), b);
         if NETWORK {
@@ -247,11 +268,23 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
         let to_root = _mm_cvtsi32_si128(64 - root_bits as i32);
         let to_table = _mm_cvtsi32_si128(64 - table_depth as i32);
         let table_mask = _mm512_set1_epi64((1i64 << self.direct_bits) - 1);
-        // Keys are read where they are (masked loads for a short group)
-        // and the answers stored in place (masked stores): a burst of
-        // eight costs no copy and no buffer.
-        for (addrs, out) in addrs.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
+        // Keys are read where they are (masked loads for a short vector)
+        // and the answers stored in place (masked stores for a short
+        // vector): a burst of eight costs no copy and no buffer.
+        let all_keys = addrs;
+        for (group, (addrs, out)) in addrs.chunks(GROUP).zip(out.chunks_mut(GROUP)).enumerate() {
             let vectors = addrs.len().div_ceil(LANES);
+            // The next group's keys are requested now, a walk ahead of
+            // their reads: the hardware prefetcher did not keep up with
+            // this stream (whole batches at about 0.8x without the request
+            // on the AMD Zen 5 machine, module docs).
+            let next = &all_keys[(GROUP * (group + 1)).min(all_keys.len())..];
+            let next = &next[..next.len().min(GROUP)];
+            for line in (0..std::mem::size_of_val(next)).step_by(64) {
+                // SAFETY: a prefetch reads nothing the program sees and
+                // cannot fault; the address is inside the caller's keys.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>((next.as_ptr() as *const i8).add(line)) };
+            }
             let (keys, stores) = (addrs.as_ptr(), out.as_mut_ptr());
             // The keys of vector v: all eight, except in the last vector
             // of a short group; lanes past them look up address 0.
@@ -359,11 +392,17 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
                     } else {
                         slots
                     };
-                    _mm512_mask_storeu_epi64(
-                        stores.add(LANES * v) as *mut i64,
-                        ((1u32 << filled(v)) - 1) as u8,
-                        answers,
-                    );
+                    // Plain stores where the vector is full, as the keys'
+                    // loads.
+                    if filled(v) == LANES {
+                        _mm512_storeu_si512(stores.add(LANES * v) as *mut _, answers);
+                    } else {
+                        _mm512_mask_storeu_epi64(
+                            stores.add(LANES * v) as *mut i64,
+                            ((1u32 << filled(v)) - 1) as u8,
+                            answers,
+                        );
+                    }
                 }
             }
         }
