@@ -24,9 +24,10 @@
 //! Zen 5, against masked loads for every vector, plain loads alone ran
 //! whole batches about 1.3x faster and the request about 1.5x, as if
 //! that CPU fetched a stream of masked loads only on demand
-//! (docs/BENCHMARKS.md, "`poptrie` reads its keys with plain loads"). Copying keys into a buffer of 128-bit keys first ran at
-//! half the speed, since the buffer's narrow stores cannot be forwarded to
-//! the vector loads (docs/BENCHMARKS.md, "`poptrie`'s IPv4 keys read in
+//! (docs/BENCHMARKS.md, "`poptrie` reads its keys with plain loads").
+//! Copying keys into a buffer of 128-bit keys first ran at half the
+//! speed, since the buffer's narrow stores cannot be forwarded to the
+//! vector loads (docs/BENCHMARKS.md, "`poptrie`'s IPv4 keys read in
 //! place"). Network-order keys (the C library's and numpy's IPv6 bytes)
 //! are read the same way and byte-swapped in the register, at the speed
 //! of host-order keys (docs/BENCHMARKS.md, "`poptrie` reads network-order
@@ -272,15 +273,21 @@ impl<A: Addr, S: Storage> Poptrie<A, S> {
         // Keys are read where they are (masked loads for a short vector)
         // and the answers stored in place (masked stores for a short
         // vector): a burst of eight costs no copy and no buffer.
-        let all_keys = addrs;
-        for (group, (addrs, out)) in addrs.chunks(GROUP).zip(out.chunks_mut(GROUP)).enumerate() {
+        // Each group with the group after it (none after the last).
+        let next_groups = addrs
+            .chunks(GROUP)
+            .skip(1)
+            .chain(std::iter::once(&addrs[..0]));
+        let groups = addrs
+            .chunks(GROUP)
+            .zip(out.chunks_mut(GROUP))
+            .zip(next_groups);
+        for ((addrs, out), next) in groups {
             let vectors = addrs.len().div_ceil(LANES);
             // The next group's keys are requested now, a walk ahead of
             // their reads: the hardware prefetcher did not keep up with
             // this stream (whole batches at about 0.8x without the request
             // on the AMD Zen 5 machine, module docs).
-            let next = &all_keys[(GROUP * (group + 1)).min(all_keys.len())..];
-            let next = &next[..next.len().min(GROUP)];
             for line in (0..std::mem::size_of_val(next)).step_by(64) {
                 // SAFETY: a prefetch reads nothing the program sees and
                 // cannot fault; the address is inside the caller's keys.
