@@ -233,13 +233,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             Err(_) => None,
         };
-        let portable: Option<Box<dyn PortableBatch>> = match (&typed, BtreeConfig::parse(spec)) {
-            (Some(typed), _) => Some(Box::new(typed.clone())),
-            (None, Ok(config)) => Some(Box::new(BtreeUpdater::<u128>::build(&config, &rib)?.1)),
-            (None, Err(_)) => match PoptrieConfig::parse(spec) {
-                Ok(config) => Some(Box::new(PoptrieUpdater::<u128>::build(&config, &rib)?.1)),
-                Err(_) => None,
-            },
+        let portable: Option<Box<dyn PortableBatch>> = if let Some(typed) = &typed {
+            Some(Box::new(typed.clone()))
+        } else if let Ok(config) = BtreeConfig::parse(spec) {
+            Some(Box::new(BtreeUpdater::<u128>::build(&config, &rib)?.1))
+        } else if let Ok(config) = PoptrieConfig::parse(spec) {
+            Some(Box::new(PoptrieUpdater::<u128>::build(&config, &rib)?.1))
+        } else {
+            None
         };
         engines.push(Engine {
             spec: spec.clone(),
