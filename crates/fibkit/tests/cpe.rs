@@ -120,6 +120,27 @@ fn too_big_names_the_fewest_levels_that_fit() {
     );
 }
 
+/// Where the builder, not the stride program, finds the trie too big (given
+/// strides, packed nodes), the error says what to change in the spec and
+/// names an engine without the limit.
+#[test]
+fn builder_limit_errors_name_a_remedy() {
+    let rib = rib_of_strs(&[("10.0.0.0/8", 1), ("10.1.2.0/24", 2), ("10.1.2.3/32", 3)]);
+    let err = check("cpe:strides=16+16,max-entries=2000", &rib, 0).unwrap_err();
+    assert!(err.contains("cannot encode this table"), "{err}");
+    assert!(
+        err.contains("raise max-entries, or give more, narrower strides"),
+        "{err}"
+    );
+    assert!(err.ends_with("`lctrie` has no such limit"), "{err}");
+    let err = check("cpe:levels=2,packed,max-entries=2000", &rib, 0).unwrap_err();
+    assert!(err.contains("use more levels or a smaller cap"), "{err}");
+    assert!(err.ends_with("`lctrie` has no such limit"), "{err}");
+    // The layouts the errors point to build.
+    check("cpe:strides=8+8+8+8,max-entries=2000", &rib, 1000).unwrap();
+    check("lctrie", &rib, 1000).unwrap();
+}
+
 /// linx-rib-ipv6 ends at /48: 2 levels of at most 24 bits would need a
 /// 2^24-entry node below every /24 with longer prefixes (over 2^26 entries);
 /// 3, 4 and 6 levels build.

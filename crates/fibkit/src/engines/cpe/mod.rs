@@ -523,10 +523,16 @@ impl Shape {
     }
 }
 
+/// The error of a builder that reached the limit: the strides were given,
+/// or the program could not see the size (packed nodes), so no layout is
+/// planned here; an engine without the limit is named instead.
 fn too_big(config: &CpeConfig, entries: u64) -> BuildError {
     BuildError::Limit {
         engine: config.to_string(),
-        why: too_big_why(config, entries),
+        why: format!(
+            "{}; `lctrie` has no such limit",
+            too_big_why(config, entries)
+        ),
     }
 }
 
@@ -537,10 +543,15 @@ fn too_big_why(config: &CpeConfig, entries: u64) -> String {
     } else {
         config.max_entries().to_string()
     };
-    let advice = if config.max_entries() < MAX_ENTRIES {
-        "raise max-entries, use more levels or a smaller cap"
+    let remedy = if config.strides.is_some() {
+        "give more, narrower strides"
     } else {
-        "26-bit node indices address no more; use more levels or a smaller cap"
+        "use more levels or a smaller cap"
+    };
+    let advice = if config.max_entries() < MAX_ENTRIES {
+        format!("raise max-entries, or {remedy}")
+    } else {
+        format!("26-bit node indices address no more; {remedy}")
     };
     format!("the trie needs {entries} entries, more than its limit of {limit} ({advice})")
 }
