@@ -35,6 +35,7 @@ use std::collections::HashMap;
 use super::access::{line_bytes, Accesses, ArrayLines, Spread};
 use super::{CacheLevel, ModelError, Prediction, WeightedRanges};
 use crate::engines::dxr::{MAX_K, MIN_K};
+use crate::labels::{labels_by_frequency, LabelMap};
 use crate::prefix::Label;
 
 /// Words the engine's window search compares at once (`search_window`).
@@ -188,18 +189,10 @@ fn dxr_accesses(
 /// The engine's label index of every label of `view`: those on most
 /// ranges first (ties by label), from 1; 0 is "no route".
 fn label_indices(view: &WeightedRanges<u32>) -> impl Fn(Option<Label>) -> u32 {
-    let mut counts: HashMap<Label, usize> = HashMap::new();
-    for range in &view.ranges {
-        if let Some(label) = range.label {
-            *counts.entry(label).or_default() += 1;
-        }
-    }
-    let mut labels: Vec<(Label, usize)> = counts.into_iter().collect();
-    labels.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let index: HashMap<Label, u32> = labels
+    let index: LabelMap<u32> = labels_by_frequency(&view.ranges)
         .into_iter()
         .enumerate()
-        .map(|(i, (label, _))| (label, i as u32 + 1))
+        .map(|(i, label)| (label, i as u32 + 1))
         .collect();
     move |label| label.and_then(|l| index.get(&l).copied()).unwrap_or(0)
 }

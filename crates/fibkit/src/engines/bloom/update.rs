@@ -280,7 +280,7 @@ impl<A: Addr + Plain> BloomUpdater<A> {
         self.index_of = index_of;
         self.right_turns = right_turns;
         self.markers.clear();
-        self.labels = LabelIndex::new("bloom", MAX_LABELS);
+        self.labels = LabelIndex::new(&self.config, MAX_LABELS);
         self.keys = 0;
         self.set_bits = 0;
         if config.search == Search::Guided && k <= bmp_bits {
@@ -414,7 +414,7 @@ impl<A: Addr + Plain> Updater<A> for BloomUpdater<A> {
             index_of: Vec::new(),
             right_turns: Vec::new(),
             markers: HashMap::new(),
-            labels: LabelIndex::new("bloom", MAX_LABELS),
+            labels: LabelIndex::new(config, MAX_LABELS),
             counts: CountingFilter::new(0),
             keys: 0,
             set_bits: 0,

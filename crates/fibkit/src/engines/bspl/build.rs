@@ -532,7 +532,7 @@ pub(crate) fn build<A: Addr>(
         .collect();
     check_lengths(&inner, &lengths).map_err(limit)?;
 
-    let mut labels = LabelIndex::new("bspl", MAX_LABELS);
+    let mut labels = LabelIndex::new(&engine, MAX_LABELS);
     let mut first = vec![first_entry(0, NO_TABLES, 0); 1 << first_bits];
     paint(
         &mut first,

@@ -636,7 +636,7 @@ pub(crate) fn build<A: Addr>(
         .copied()
         .filter(|(p, _)| p.plen() > first_bits)
         .collect();
-    let mut labels = LabelIndex::new("bspl:hybrid", MAX_LABELS);
+    let mut labels = LabelIndex::new(&engine, MAX_LABELS);
     let mut first = vec![first_entry(LEAF, NO_TABLES, 0); 1 << first_bits];
     paint(
         &mut first,

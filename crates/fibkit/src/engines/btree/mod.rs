@@ -553,7 +553,7 @@ impl<A: Addr> BtreeUpdater<A> {
     /// The snapshot of `rib`.
     fn snapshot(&self, rib: &Rib<A>, count: Count) -> Result<Btree<A>, BuildError> {
         let root_bits = self.config.root_bits;
-        let mut labels = LabelIndex::new("btree", MAX_INDEX);
+        let mut labels = LabelIndex::new(self.config, MAX_INDEX);
         let ranges = rib.ranges();
         // Keys (top halves) and values, in address order.
         let mut keys: Vec<u64> = Vec::with_capacity(ranges.len() + 1);

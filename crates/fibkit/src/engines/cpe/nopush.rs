@@ -101,7 +101,7 @@ impl<A: Addr> NopushUpdater<A> {
         rib: &Rib<A>,
         strides: Strides,
     ) -> Result<(Self, NopushTrie<A>), BuildError> {
-        let mut labels = LabelIndex::new("cpe", MAX_LABELS);
+        let mut labels = LabelIndex::new(config, MAX_LABELS);
         let prefixes = labelled_prefixes(rib, &mut labels)?;
         let shape = Shape::new(config, &strides);
         let mut builder = NopushBuilder {

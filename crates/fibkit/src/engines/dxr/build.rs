@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::*;
 use crate::engine::Updater;
-use crate::labels::LabelIndex;
+use crate::labels::{labels_by_frequency, LabelIndex};
 use crate::prefix::Prefix;
 use crate::rib::{Range, Rib};
 
@@ -79,7 +79,6 @@ pub struct DxrUpdater {
     compactions: u64,
     /// Updates that rebuilt because they touched too many chunks to patch.
     span_rebuilds: u64,
-    scratch_indices: Vec<u32>,
     scratch_words: Vec<u16>,
     scratch_block: Vec<u32>,
 }
@@ -187,6 +186,14 @@ impl Dxr {
         }
     }
 
+    /// Empties the arrays a build fills, keeping their memory.
+    fn clear(&mut self) {
+        self.direct.clear();
+        self.ext.clear();
+        self.ranges.clear();
+        self.results.clear();
+    }
+
     /// Completes a snapshot whose rebuild failed part way into one that
     /// answers "no route" where it was not rebuilt, so that what the
     /// unchecked reads rely on (2^K chunk entries, 2^D direct entries
@@ -214,7 +221,7 @@ impl DxrUpdater {
             config,
             align_chosen: config.align.is_none(),
             geometry: Geometry::new(config),
-            labels: LabelIndex::new("dxr", MAX_LABELS),
+            labels: LabelIndex::new(config, MAX_LABELS),
             chunk_refs: Vec::new(),
             chunks: DedupMap::default(),
             free: FreeList::default(),
@@ -225,7 +232,6 @@ impl DxrUpdater {
             build_ns: 0,
             compactions: 0,
             span_rebuilds: 0,
-            scratch_indices: Vec::new(),
             scratch_words: Vec::new(),
             scratch_block: Vec::new(),
         }
@@ -241,15 +247,52 @@ impl DxrUpdater {
     /// On an error the snapshot answers "no route" where it was not yet
     /// rebuilt (it is memory-safe, not meaningful).
     fn rebuild(&mut self, snapshot: &mut Dxr, rib: &Rib<u32>) -> Result<(), ChunkError> {
+        self.rebuild_growing_from(snapshot, rib, false)
+    }
+
+    /// [`Self::rebuild`], doubling the layout's `align` (up to
+    /// [`MAX_ALIGN`]) and starting over while the range table outgrows the
+    /// base field.
+    fn rebuild_growing(&mut self, snapshot: &mut Dxr, rib: &Rib<u32>) -> Result<(), ChunkError> {
+        self.rebuild_growing_from(snapshot, rib, true)
+    }
+
+    /// [`Self::rebuild`], and with `grow` [`Self::rebuild_growing`]. The
+    /// range view, the label index and each range's label index are made
+    /// once for every try: with millions of distinct labels, indexing them
+    /// again per try took most of a build that needed four tries
+    /// (`dxr`, 4M host routes with distinct labels: 6.7 s).
+    fn rebuild_growing_from(
+        &mut self,
+        snapshot: &mut Dxr,
+        rib: &Rib<u32>,
+        grow: bool,
+    ) -> Result<(), ChunkError> {
         let started = Instant::now();
+        // Emptied first, so that on an error every array is the failed
+        // build's (`fill_unbuilt` completes them).
+        snapshot.clear();
         let ranges = rib.ranges_without_default();
-        snapshot.direct.clear();
-        snapshot.ext.clear();
-        snapshot.ranges.clear();
-        snapshot.results.clear();
-        let result = self
-            .reset(&ranges)
-            .and_then(|()| self.fill_all(snapshot, &ranges));
+        // The labels on most ranges first, so that more chunks qualify for
+        // the short (8-bit) and long (16-bit) formats; a try indexes no
+        // label of its own, so the index serves every try.
+        let prepared =
+            LabelIndex::with_order(self.config, MAX_LABELS, labels_by_frequency(&ranges))
+                .map_err(ChunkError::Label)
+                .and_then(|labels| {
+                    self.labels = labels;
+                    let mut indices = Vec::with_capacity(ranges.len());
+                    self.index_ranges(&ranges, &mut indices)?;
+                    Ok(indices)
+                });
+        let result = prepared.and_then(|indices| loop {
+            snapshot.clear();
+            self.forget_chunks();
+            match self.fill_all(snapshot, &ranges, &indices) {
+                Err(ChunkError::Base) if grow && self.may_grow() => self.grow_align(snapshot),
+                result => break result,
+            }
+        });
         self.labels.set_default(rib.default_route());
         self.labels.sync(&mut snapshot.results);
         if result.is_err() {
@@ -261,16 +304,17 @@ impl DxrUpdater {
         Ok(())
     }
 
-    /// [`Self::rebuild`], doubling the layout's `align` (up to
-    /// [`MAX_ALIGN`]) and starting over while the range table outgrows the
-    /// base field.
-    fn rebuild_growing(&mut self, snapshot: &mut Dxr, rib: &Rib<u32>) -> Result<(), ChunkError> {
-        loop {
-            match self.rebuild(snapshot, rib) {
-                Err(ChunkError::Base) if self.may_grow() => self.grow_align(snapshot),
-                result => return result,
-            }
+    /// Appends the label index of each of `ranges` to `indices`, indexing
+    /// labels not seen before.
+    fn index_ranges(
+        &mut self,
+        ranges: &[Range<u32>],
+        indices: &mut Vec<u32>,
+    ) -> Result<(), ChunkError> {
+        for range in ranges {
+            indices.push(self.labels.index(range.label).map_err(ChunkError::Label)?);
         }
+        Ok(())
     }
 
     /// Whether the range table may take a coarser step: the spec left
@@ -288,30 +332,36 @@ impl DxrUpdater {
         snapshot.geometry = self.geometry;
     }
 
-    /// Forgets every chunk and block and indexes the labels of `ranges`,
-    /// the labels on most ranges first, so that more chunks qualify for the
-    /// short (8-bit) and long (16-bit) formats.
-    fn reset(&mut self, ranges: &[Range<u32>]) -> Result<(), ChunkError> {
-        self.labels = LabelIndex::with_order("dxr", MAX_LABELS, labels_by_frequency(ranges))
-            .map_err(ChunkError::Label)?;
+    /// Forgets every chunk and block (the label index stays).
+    fn forget_chunks(&mut self) {
         self.chunk_refs.clear();
         self.chunks.clear();
         self.free = FreeList::default();
         self.block_refs.clear();
         self.blocks.clear();
         self.free_blocks.clear();
-        Ok(())
     }
 
     /// Fills an emptied snapshot's chunk entries (and blocks) from the
-    /// range view of the whole address space.
-    fn fill_all(&mut self, snapshot: &mut Dxr, ranges: &[Range<u32>]) -> Result<(), ChunkError> {
+    /// range view of the whole address space and its ranges' label
+    /// indices.
+    fn fill_all(
+        &mut self,
+        snapshot: &mut Dxr,
+        ranges: &[Range<u32>],
+        indices: &[u32],
+    ) -> Result<(), ChunkError> {
         let last_chunk = ((1u64 << self.config.k_bits) - 1) as u32;
         if !self.config.is_extended() {
             snapshot.ext.reserve_exact(1 << self.config.k_bits);
-            return self.fill_chunks(snapshot, ranges, 0, last_chunk, |_, snapshot, _, entry| {
-                snapshot.ext.push(entry)
-            });
+            return self.fill_chunks(
+                snapshot,
+                ranges,
+                indices,
+                0,
+                last_chunk,
+                |_, snapshot, _, entry| snapshot.ext.push(entry),
+            );
         }
         // Block by block, so no 2^K array of entries is built first.
         let block_len = 1usize << self.geometry.x_bits;
@@ -320,6 +370,7 @@ impl DxrUpdater {
         self.fill_chunks(
             snapshot,
             ranges,
+            indices,
             0,
             last_chunk,
             |updater, snapshot, _, entry| {
@@ -335,17 +386,20 @@ impl DxrUpdater {
 
     /// Computes the entry of every chunk `first_chunk..=last_chunk` from
     /// `ranges`, which must exactly cover those chunks' addresses, and
-    /// hands each `(chunk, entry)` to `sink` in chunk order; the entry holds
-    /// one reference to its stored chunk.
+    /// their label `indices` (one per range), and hands each
+    /// `(chunk, entry)` to `sink` in chunk order; the entry holds one
+    /// reference to its stored chunk.
     fn fill_chunks(
         &mut self,
         snapshot: &mut Dxr,
         ranges: &[Range<u32>],
+        indices: &[u32],
         first_chunk: u32,
         last_chunk: u32,
         mut sink: impl FnMut(&mut Self, &mut Dxr, u32, u32),
     ) -> Result<(), ChunkError> {
         let g = self.geometry;
+        debug_assert_eq!(ranges.len(), indices.len());
         debug_assert_eq!(
             ranges.first().map(|r| r.first),
             Some(first_chunk << g.chunk_shift)
@@ -367,11 +421,7 @@ impl DxrUpdater {
             }
             let entry = if ranges[next].last >= last {
                 if inside.0 != next {
-                    let index = self
-                        .labels
-                        .index(ranges[next].label)
-                        .map_err(ChunkError::Label)?;
-                    inside = (next, label_entry(index));
+                    inside = (next, label_entry(indices[next]));
                 }
                 inside.1
             } else {
@@ -381,7 +431,7 @@ impl DxrUpdater {
                         .iter()
                         .take_while(|r| r.first <= last)
                         .count();
-                self.store_chunk(snapshot, &ranges[next..end], first)?
+                self.store_chunk(snapshot, &ranges[next..end], &indices[next..end], first)?
             };
             sink(self, snapshot, chunk, entry);
         }
@@ -396,18 +446,15 @@ impl DxrUpdater {
         &mut self,
         snapshot: &mut Dxr,
         pieces: &[Range<u32>],
+        indices: &[u32],
         first: u32,
     ) -> Result<u32, ChunkError> {
         debug_assert!(pieces.len() >= 2 && pieces[0].first <= first);
-        // Scratch buffers live in the updater so a build allocates them once.
-        let mut indices = std::mem::take(&mut self.scratch_indices);
+        // The scratch buffer lives in the updater so a build allocates it once.
         let mut words = std::mem::take(&mut self.scratch_words);
-        indices.clear();
         words.clear();
-        let result = self
-            .assemble_chunk(pieces, first, &mut indices, &mut words)
-            .and_then(|(format, size)| self.intern_chunk(snapshot, format, size, &words));
-        self.scratch_indices = indices;
+        let (format, size) = self.assemble_chunk(pieces, indices, first, &mut words);
+        let result = self.intern_chunk(snapshot, format, size, &words);
         self.scratch_words = words;
         result
     }
@@ -415,15 +462,12 @@ impl DxrUpdater {
     /// Writes the range-table words of a chunk into `words`; returns its
     /// format and size field.
     fn assemble_chunk(
-        &mut self,
+        &self,
         pieces: &[Range<u32>],
+        indices: &[u32],
         first: u32,
-        indices: &mut Vec<u32>,
         words: &mut Vec<u16>,
-    ) -> Result<(u32, u32), ChunkError> {
-        for piece in pieces {
-            indices.push(self.labels.index(piece.label).map_err(ChunkError::Label)?);
-        }
+    ) -> (u32, u32) {
         let short_shift = self.geometry.short_shift;
         let n = pieces.len();
         let offset = |piece: &Range<u32>| piece.first.max(first) - first;
@@ -453,7 +497,7 @@ impl DxrUpdater {
                 }
             }
         }
-        Ok((format, if escaped { SIZE_ESCAPE } else { n as u32 }))
+        (format, if escaped { SIZE_ESCAPE } else { n as u32 })
     }
 
     /// Stores a chunk once: an identical stored chunk gains a reference,
@@ -624,20 +668,27 @@ impl DxrUpdater {
     ) -> Result<(), ChunkError> {
         let g = self.geometry;
         let mut ranges = Vec::new();
+        let mut indices = Vec::new();
         let mut group: Vec<(u32, u32)> = Vec::new(); // (chunk, entry) of one block
         let mut result = Ok(());
         for &(lo, hi) in windows {
             ranges.clear();
+            indices.clear();
             rib.ranges_in_without_default(
                 lo << g.chunk_shift,
                 (hi << g.chunk_shift) | g.offset_mask,
                 true,
                 &mut ranges,
             );
+            if let Err(error) = self.index_ranges(&ranges, &mut indices) {
+                result = Err(error);
+                break;
+            }
             result = if !self.config.is_extended() {
                 self.fill_chunks(
                     snapshot,
                     &ranges,
+                    &indices,
                     lo,
                     hi,
                     |updater, snapshot, chunk, entry| {
@@ -649,6 +700,7 @@ impl DxrUpdater {
                 self.fill_chunks(
                     snapshot,
                     &ranges,
+                    &indices,
                     lo,
                     hi,
                     |updater, snapshot, chunk, entry| {
@@ -746,19 +798,6 @@ impl DxrUpdater {
     }
 }
 
-/// The labels of `ranges`, those on most ranges first (ties by label).
-fn labels_by_frequency(ranges: &[Range<u32>]) -> Vec<Label> {
-    let mut counts: HashMap<Label, usize> = HashMap::new();
-    for range in ranges {
-        if let Some(label) = range.label {
-            *counts.entry(label).or_default() += 1;
-        }
-    }
-    let mut labels: Vec<(Label, usize)> = counts.into_iter().collect();
-    labels.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    labels.into_iter().map(|(label, _)| label).collect()
-}
-
 /// The error for a range table that outgrew the base field of `built`
 /// (the layout `asked` with the `align` the build reached), naming the
 /// layouts whose range table fits `rib` (when given; updates leave that to
@@ -834,9 +873,20 @@ fn fits(ranges: &[Range<u32>], k: u32, align: u32) -> bool {
     let mut sizer = DxrUpdater::new(config);
     let mut scratch = Dxr::empty(config);
     let last_chunk = ((1u64 << k) - 1) as u32;
-    sizer.reset(ranges).is_ok()
+    let mut indices = Vec::with_capacity(ranges.len());
+    let labels = LabelIndex::with_order(config, MAX_LABELS, labels_by_frequency(ranges));
+    let Ok(labels) = labels else { return false };
+    sizer.labels = labels;
+    sizer.index_ranges(ranges, &mut indices).is_ok()
         && sizer
-            .fill_chunks(&mut scratch, ranges, 0, last_chunk, |_, _, _, _| {})
+            .fill_chunks(
+                &mut scratch,
+                ranges,
+                &indices,
+                0,
+                last_chunk,
+                |_, _, _, _| {},
+            )
             .is_ok()
 }
 

@@ -19,7 +19,7 @@ use std::time::Instant;
 use super::search::{Bound, LINE_WORDS};
 use super::*;
 use crate::engine::Updater;
-use crate::labels::LabelIndex;
+use crate::labels::{labels_by_frequency, LabelIndex};
 use crate::prefix::Prefix;
 use crate::rib::{Range, Rib};
 
@@ -112,18 +112,6 @@ fn span_mask(depth: u32) -> u128 {
     u128::MAX.checked_shr(depth).unwrap_or(0)
 }
 
-/// Labels by how many ranges carry them, most first (ties by value), so
-/// that the common ones get indices that fit u16 leaf labels.
-fn labels_by_frequency(ranges: &[Range<u128>]) -> Vec<Label> {
-    let mut counts: std::collections::HashMap<Label, usize> = Default::default();
-    for label in ranges.iter().filter_map(|r| r.label) {
-        *counts.entry(label).or_default() += 1;
-    }
-    let mut labels: Vec<(Label, usize)> = counts.into_iter().collect();
-    labels.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    labels.into_iter().map(|(label, _)| label).collect()
-}
-
 impl Updater<u128> for Dxr6Updater {
     type Config = Dxr6Config;
     type Snapshot = Dxr6;
@@ -134,7 +122,7 @@ impl Updater<u128> for Dxr6Updater {
             config: *config,
             align_chosen: config.align.is_none(),
             out_of_lines: false,
-            labels: LabelIndex::new("dxr6", MAX_LABELS),
+            labels: LabelIndex::new(config, MAX_LABELS),
             free_tables: vec![Vec::new(); MAX_STRIDE as usize],
             free_entries: 0,
             space: LeafSpace::default(),
@@ -436,7 +424,8 @@ impl Dxr6Updater {
         let started = Instant::now();
         let ranges = rib.ranges_without_default();
         if labels == Labels::ByFrequency {
-            self.labels = LabelIndex::with_order("dxr6", MAX_LABELS, labels_by_frequency(&ranges))?;
+            self.labels =
+                LabelIndex::with_order(self.config, MAX_LABELS, labels_by_frequency(&ranges))?;
         }
         self.free_tables.iter_mut().for_each(Vec::clear);
         self.free_entries = 0;

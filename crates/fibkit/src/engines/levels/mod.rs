@@ -427,7 +427,7 @@ where
         config.check::<A>()?;
         let mut updater = LevelsUpdater {
             config: config.clone(),
-            labels: LabelIndex::new("levels", MAX_PAYLOAD),
+            labels: LabelIndex::new(config, MAX_PAYLOAD),
             densities,
             built_entries: 0,
             built_nodes: 0,

@@ -751,7 +751,7 @@ impl<A: Addr> PoptrieUpdater<A> {
         let root_bits = self.config.root_bits;
         // The default route is results slot 0 (label index 0 where only
         // it matches), so that a `/0` change rewrites one slot.
-        self.labels = LabelIndex::new("poptrie", MAX_INDEX);
+        self.labels = LabelIndex::new(self.config, MAX_INDEX);
         self.labels.set_default(rib.default_route());
         let spans = Spans::new(&rib.ranges_without_default(), &mut self.labels)?;
         let mut root = vec![0u32; 1 << root_bits];
@@ -1006,7 +1006,7 @@ impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
         };
         let mut updater = PoptrieUpdater {
             config,
-            labels: LabelIndex::new("poptrie", MAX_INDEX),
+            labels: LabelIndex::new(config, MAX_INDEX),
             dead_entries: 0,
             rebuilds: 0,
             family: PhantomData,
