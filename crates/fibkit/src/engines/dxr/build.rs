@@ -260,8 +260,10 @@ impl DxrUpdater {
     /// [`Self::rebuild`], and with `grow` [`Self::rebuild_growing`]. The
     /// range view, the label index and each range's label index are made
     /// once for every try: with millions of distinct labels, indexing them
-    /// again per try took most of a build that needed four tries
-    /// (`dxr`, 4M host routes with distinct labels: 6.7 s).
+    /// again per try took most of a build (4M prefixes with a label each,
+    /// four tries: 19-23 s, against 6 s with one index for them all and
+    /// the cheaper hash; docs/BENCHMARKS.md, "Builds
+    /// with a label per prefix").
     fn rebuild_growing_from(
         &mut self,
         snapshot: &mut Dxr,
