@@ -24,9 +24,10 @@ pub(crate) type LabelMap<V> = HashMap<Label, V, LabelHashing>;
 /// Builds [`LabelHasher`]s under one random key per map.
 ///
 /// Why not std's SipHash: a build indexes a label per range, and with
-/// millions of distinct labels SipHash was a tenth of a `dxr` build
-/// (`perf`, 2M host routes with distinct labels); a label is one u32, which
-/// a 64-bit mix spreads over every bit of the hash with two multiplies.
+/// millions of distinct labels SipHash took about an eighth of a `dxr`
+/// build's profile (`perf`, 2M host routes with a label each); a label is
+/// one u32, which a 64-bit mix spreads over every bit of the hash with two
+/// multiplies.
 /// The key, drawn from std's `RandomState` per map, keeps a table file from
 /// choosing labels that collide.
 #[derive(Clone, Debug)]
