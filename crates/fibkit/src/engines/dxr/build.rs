@@ -275,19 +275,8 @@ impl DxrUpdater {
         // build's (`fill_unbuilt` completes them).
         snapshot.clear();
         let ranges = rib.ranges_without_default();
-        // The labels on most ranges first, so that more chunks qualify for
-        // the short (8-bit) and long (16-bit) formats; a try indexes no
-        // label of its own, so the index serves every try.
-        let prepared =
-            LabelIndex::with_order(self.config, MAX_LABELS, labels_by_frequency(&ranges))
-                .map_err(ChunkError::Label)
-                .and_then(|labels| {
-                    self.labels = labels;
-                    let mut indices = Vec::with_capacity(ranges.len());
-                    self.index_ranges(&ranges, &mut indices)?;
-                    Ok(indices)
-                });
-        let result = prepared.and_then(|indices| loop {
+        // A try indexes no label of its own, so the index serves every try.
+        let result = self.index_table_labels(&ranges).and_then(|indices| loop {
             snapshot.clear();
             self.forget_chunks();
             match self.fill_all(snapshot, &ranges, &indices) {
@@ -304,6 +293,17 @@ impl DxrUpdater {
         self.prefixes = rib.len();
         self.build_ns = started.elapsed().as_nanos() as u64;
         Ok(())
+    }
+
+    /// Indexes the labels of `ranges` afresh, those on most ranges first, so
+    /// that more chunks qualify for the short (8-bit) and long (16-bit)
+    /// formats; returns each range's label index.
+    fn index_table_labels(&mut self, ranges: &[Range<u32>]) -> Result<Vec<u32>, ChunkError> {
+        self.labels = LabelIndex::with_order(self.config, MAX_LABELS, labels_by_frequency(ranges))
+            .map_err(ChunkError::Label)?;
+        let mut indices = Vec::with_capacity(ranges.len());
+        self.index_ranges(ranges, &mut indices)?;
+        Ok(indices)
     }
 
     /// Appends the label index of each of `ranges` to `indices`, indexing
@@ -875,21 +875,19 @@ fn fits(ranges: &[Range<u32>], k: u32, align: u32) -> bool {
     let mut sizer = DxrUpdater::new(config);
     let mut scratch = Dxr::empty(config);
     let last_chunk = ((1u64 << k) - 1) as u32;
-    let mut indices = Vec::with_capacity(ranges.len());
-    let labels = LabelIndex::with_order(config, MAX_LABELS, labels_by_frequency(ranges));
-    let Ok(labels) = labels else { return false };
-    sizer.labels = labels;
-    sizer.index_ranges(ranges, &mut indices).is_ok()
-        && sizer
-            .fill_chunks(
-                &mut scratch,
-                ranges,
-                &indices,
-                0,
-                last_chunk,
-                |_, _, _, _| {},
-            )
-            .is_ok()
+    let Ok(indices) = sizer.index_table_labels(ranges) else {
+        return false;
+    };
+    sizer
+        .fill_chunks(
+            &mut scratch,
+            ranges,
+            &indices,
+            0,
+            last_chunk,
+            |_, _, _, _| {},
+        )
+        .is_ok()
 }
 
 /// Words a stored chunk occupies in `ranges` (header included).
