@@ -111,13 +111,40 @@ fn too_big_names_the_fewest_levels_that_fit() {
         assert!(err.contains("cannot encode this table"), "{fewer}: {err}");
     }
     // A host route needs 32 levels of 2 entries at the least: no trie fits
-    // 16 entries, and the error says so and names other engines.
+    // 16 entries, and the error names the smallest trie's size, a spec that
+    // builds it, and other engines.
     let rib = rib_of_strs(&[("10.0.0.0/8", 1), ("10.1.2.3/32", 2)]);
-    let err = check("cpe:max-entries=16", &rib, 0).unwrap_err();
-    assert!(
-        err.ends_with("no trie of at most 32 levels fits; try `dxr` or `lctrie`"),
-        "{err}"
-    );
+    for variant in ["", ",fixed"] {
+        let spec = format!("cpe:max-entries=16{variant}");
+        let err = check(&spec, &rib, 0).unwrap_err();
+        assert!(
+            err.contains("no trie of at most 32 levels fits in 2^4 entries; the smallest needs "),
+            "{err}"
+        );
+        assert!(err.ends_with(", or try `dxr` or `lctrie`"), "{err}");
+        let named = err
+            .split("(`")
+            .nth(1)
+            .and_then(|rest| rest.split('`').next())
+            .unwrap_or_else(|| panic!("{spec}: no layout named: {err}"));
+        let needed: u32 = named
+            .split("max-entries=")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{spec}: {named} names no entry count"));
+        assert!(needed > 16, "{err}");
+        assert!(
+            err.contains(&format!("the smallest needs {needed} ")),
+            "{err}"
+        );
+        check(named, &rib, 20_000).unwrap_or_else(|e| panic!("{named}: {e}"));
+        let tighter = named.replace(
+            &format!("max-entries={needed}"),
+            &format!("max-entries={}", needed - 1),
+        );
+        assert!(check(&tighter, &rib, 0).is_err(), "{tighter} builds");
+    }
 }
 
 /// Where the builder, not the stride program, finds the trie too big (given

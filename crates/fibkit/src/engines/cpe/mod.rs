@@ -289,29 +289,51 @@ impl CpeConfig {
     fn too_big_with_advice<A: Addr>(&self, prefixes: &[(A, u8)], entries: u64) -> BuildError {
         let model = self.memory_model();
         let limit = self.max_entries() as u64;
-        let fits = |bytes: u64| bytes / model.entry_bytes <= limit;
-        let fewest = if self.fixed {
-            (self.levels::<A>() + 1..=MAX_LEVELS).find(|&levels| {
-                fixed_plan(prefixes, levels, self.cap(), model).is_ok_and(|plan| fits(plan.bytes))
-            })
+        // Entries of the least-memory trie at each level count (index 0
+        // unused), so the advice can name the one that fits, or else the
+        // smallest there is.
+        let by_levels: Vec<Option<u64>> = if self.fixed {
+            (0..=MAX_LEVELS)
+                .map(|levels| {
+                    (levels > self.levels::<A>())
+                        .then(|| fixed_plan(prefixes, levels, self.cap(), model).ok())
+                        .flatten()
+                        .map(|plan| plan.bytes / model.entry_bytes)
+                })
+                .collect()
         } else {
             least_memory_by_levels(prefixes, MAX_LEVELS, self.cap(), model)
                 .iter()
-                .position(|&bytes| bytes.is_some_and(fits))
-                .map(|levels| levels as u8)
-                .filter(|&levels| levels > 0)
+                .map(|bytes| bytes.map(|bytes| bytes / model.entry_bytes))
+                .collect()
         };
-        let advice = match fewest {
-            Some(levels) => {
+        let fewest =
+            (1..by_levels.len()).find(|&levels| by_levels[levels].is_some_and(|n| n <= limit));
+        let smallest = (1..by_levels.len())
+            .filter_map(|levels| by_levels[levels].map(|n| (n, levels)))
+            .min();
+        let other = if A::BITS == 128 { "dxr6" } else { "dxr" };
+        let advice = match (fewest, smallest) {
+            (Some(levels), _) => {
                 let mut layout = self.clone();
-                layout.levels = Some(levels);
+                layout.levels = Some(levels as u8);
                 layout.level_cost = None;
                 format!("`{layout}` is the fewest levels whose trie fits")
             }
-            None => format!(
-                "no trie of at most {MAX_LEVELS} levels fits; try `{}` or `lctrie`",
-                if A::BITS == 128 { "dxr6" } else { "dxr" }
-            ),
+            (None, Some((needed, levels))) if needed <= MAX_ENTRIES as u64 => {
+                let mut layout = self.clone();
+                layout.levels = Some(levels as u8);
+                layout.level_cost = None;
+                layout.max_entries = Some(needed as u32);
+                format!(
+                    "no trie of at most {MAX_LEVELS} levels fits in {} entries; the \
+                     smallest needs {needed} (`{layout}` builds it), or try `{other}` or `lctrie`",
+                    limit_text(self)
+                )
+            }
+            (None, _) => {
+                format!("no trie of at most {MAX_LEVELS} levels fits; try `{other}` or `lctrie`")
+            }
         };
         BuildError::Limit {
             engine: self.to_string(),
@@ -537,12 +559,17 @@ fn too_big(config: &CpeConfig, entries: u64) -> BuildError {
 }
 
 /// Why a trie of `entries` entries cannot be built under `config`.
-fn too_big_why(config: &CpeConfig, entries: u64) -> String {
-    let limit = if config.max_entries().is_power_of_two() {
+/// The entry limit as the errors write it: a power of two as `2^k`.
+fn limit_text(config: &CpeConfig) -> String {
+    if config.max_entries().is_power_of_two() {
         format!("2^{}", config.max_entries().trailing_zeros())
     } else {
         config.max_entries().to_string()
-    };
+    }
+}
+
+fn too_big_why(config: &CpeConfig, entries: u64) -> String {
+    let limit = limit_text(config);
     let remedy = if config.strides.is_some() {
         "give more, narrower strides"
     } else {
