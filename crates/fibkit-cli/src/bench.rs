@@ -110,6 +110,8 @@ struct BenchReport {
     modes: Vec<Mode>,
     baseline: Option<String>,
     seed: u64,
+    /// The cap on the engines' vector instructions (`FIBKIT_MAX_SIMD`).
+    max_simd: String,
     engines: Vec<EngineReport>,
     measurements: Vec<Measurement>,
 }
@@ -306,6 +308,7 @@ fn bench_family<A: EngineFamily>(args: &BenchArgs, rib: &Rib<A>) -> Result<bool>
             modes,
             baseline: args.baseline.clone(),
             seed: args.seed,
+            max_simd: fibkit::cpu::max_simd().to_string(),
             engines: reports,
             measurements,
         };

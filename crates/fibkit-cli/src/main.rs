@@ -42,6 +42,11 @@ fn engines_help() -> String {
             info.name, families, info.about
         ));
     }
+    text.push_str(&format!(
+        "\nEnvironment:\n  {}=avx512|avx2|portable  caps the vector instructions of the \
+         dxr6, poptrie and btree lookups (default: the widest the CPU has)\n",
+        fibkit::cpu::MAX_SIMD_ENV
+    ));
     text
 }
 
@@ -362,6 +367,12 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 fn main() {
     let cli = Cli::parse();
+    // The engines would take a bad cap as `portable` and run on; a
+    // command refuses it before doing any work.
+    if let Err(error) = fibkit::cpu::max_simd_from_env() {
+        eprintln!("fibkit: error: {error}");
+        std::process::exit(2);
+    }
     let result: Result<bool> = match cli.command {
         Command::Stats {
             table,

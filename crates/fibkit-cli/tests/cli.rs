@@ -291,6 +291,7 @@ fn bench_writes_json_with_every_run() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["family"], "IPv6");
+    assert_eq!(report["max_simd"], fibkit::cpu::max_simd().to_string());
     let measurements = report["measurements"].as_array().unwrap();
     // Per thread count (2): the ceiling once per pattern (3), radix in
     // plain and batch for rnd and announced, plain only for seq (5).
@@ -1604,4 +1605,114 @@ fn model_calibrate_measures_levels_and_predict_reads_them() {
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `FIBKIT_MAX_SIMD` caps the vector walks of `dxr6`, `poptrie` and
+/// `btree`: each narrower path verifies on the full real tables (every
+/// range boundary, both neighbours, random addresses), the engines'
+/// statistics name the path taken, and a bad value is refused.
+#[test]
+fn narrower_vector_paths_verify_on_the_full_tables() {
+    let run = |cap: &str, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fibkit"))
+            .env("FIBKIT_MAX_SIMD", cap)
+            .args(args)
+            .output()
+            .expect("running fibkit")
+    };
+    #[cfg(target_arch = "x86_64")]
+    let has_avx2 = std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("popcnt");
+    #[cfg(not(target_arch = "x86_64"))]
+    let has_avx2 = false;
+    for cap in ["avx2", "portable"] {
+        let tables = [
+            ("dfz-v6-nh.txt.gz", &["dxr6", "poptrie", "btree"][..]),
+            ("dfz-v6-asn.txt.gz", &["dxr6", "poptrie", "btree"]),
+            (
+                "linx-rib-ipv6.20141225.txt.gz",
+                &["dxr6", "poptrie", "btree"],
+            ),
+            ("dfz-v4-nh.txt.gz", &["poptrie", "btree"]),
+        ];
+        for (name, engines) in tables {
+            let table = data(name);
+            let mut args = vec!["verify", &table, "--random", "100000"];
+            for engine in engines {
+                args.extend(["--engine", engine]);
+            }
+            let out = run(cap, &args);
+            let stdout = text(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{cap} {name}: {stdout}{}",
+                text(&out.stderr)
+            );
+            assert!(
+                stdout.ends_with(" passed, 0 failed\n"),
+                "{cap} {name}: {stdout}"
+            );
+            assert_eq!(
+                stdout.matches(" 0 failed").count(),
+                engines.len() + 1,
+                "{stdout}"
+            );
+        }
+        let table = data("dfz-v6-nh.txt.gz");
+        let out = run(
+            cap,
+            &[
+                "stats", &table, "--engine", "dxr6", "--engine", "poptrie", "--engine", "btree",
+            ],
+        );
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{cap}: {stdout}{}", text(&out.stderr));
+        let row = |name: &str| {
+            let line = stdout
+                .lines()
+                .find(|line| line.trim_start().starts_with(name))
+                .unwrap_or_else(|| panic!("{cap}: no row {name}: {stdout}"));
+            line.trim_start()[name.len()..].trim().to_string()
+        };
+        let avx2 = cap == "avx2" && has_avx2;
+        assert_eq!(
+            row("batch walk"),
+            if avx2 { "AVX2" } else { "portable" },
+            "{cap}"
+        );
+        assert_eq!(
+            row("node count"),
+            if avx2 { "AVX2" } else { "plain" },
+            "{cap}"
+        );
+        assert_eq!(row("AVX-512 batch"), "false", "{cap}");
+        if cap == "portable" {
+            assert_eq!(row("POPCNT"), "false");
+        }
+        // Without the AVX-512 walk the IPv6 default is `dxr6`.
+        let dual = dual_stack_table(&format!("simd-{cap}"));
+        let out = run(
+            cap,
+            &[
+                "verify",
+                dual.to_str().unwrap(),
+                "--engine",
+                "dxr",
+                "--random",
+                "1000",
+            ],
+        );
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{cap}: {stdout}{}", text(&out.stderr));
+        assert!(
+            stdout.contains("\ndxr6:") && stdout.ends_with(" 0 failed\n"),
+            "{cap}: {stdout}"
+        );
+    }
+    let out = run("sse4", &["stats", &data("dfz-v6-nh.txt.gz")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "fibkit: error: FIBKIT_MAX_SIMD=\"sse4\" names no level; give `avx512` (or `auto`), `avx2` or `portable`\n"
+    );
 }

@@ -57,6 +57,7 @@ pub mod addr;
 pub mod any;
 #[cfg(feature = "bench")]
 pub mod bench;
+pub mod cpu;
 pub mod engine;
 pub mod engines;
 mod error;

@@ -500,14 +500,15 @@ enum Count {
 }
 
 impl Count {
-    /// The fastest count this CPU runs.
+    /// The fastest count this CPU runs within [`crate::cpu::max_simd`].
     fn best() -> Count {
         #[cfg(target_arch = "x86_64")]
         {
-            if wide::available() {
+            use crate::cpu::{allows, Simd};
+            if allows(Simd::Avx512) && wide::available() {
                 return Count::Avx512;
             }
-            if avx2::available() {
+            if allows(Simd::Avx2) && avx2::available() {
                 return Count::Avx2;
             }
         }

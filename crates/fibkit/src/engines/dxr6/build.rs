@@ -229,6 +229,7 @@ impl Updater<u128> for Dxr6Updater {
             labels: self.labels.len(),
             build_ns: self.build_ns,
             compactions: self.compactions,
+            batch_walk: Dxr6::<crate::storage::Owned>::batch_walk(),
             ..Dxr6Stats::default()
         };
         for &entry in &snapshot.entries[..1 << snapshot.root_bits] {

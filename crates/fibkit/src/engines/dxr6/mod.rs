@@ -594,20 +594,38 @@ impl<S: Storage> Lookup<u128> for Dxr6<S> {
 }
 
 impl<S: Storage> Dxr6<S> {
+    /// Which walk [`Self::batch`] runs now: `AVX-512`, `AVX2` or
+    /// `portable`.
+    pub(crate) fn batch_walk() -> &'static str {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::cpu::{allows, Simd};
+            if allows(Simd::Avx512) && wide::available() {
+                return "AVX-512";
+            }
+            if allows(Simd::Avx2) && avx2::available() {
+                return "AVX2";
+            }
+        }
+        "portable"
+    }
+
     /// The batch lookup into answers of type `T`: the AVX-512 walk where
     /// the CPU has it, else the AVX2 walk where it has that, otherwise the
-    /// portable one.
+    /// portable one, within [`crate::cpu::max_simd`].
     #[inline]
     fn batch<T: BatchAnswer>(&self, addrs: &[u128], out: &mut [T]) {
+        #[cfg(target_arch = "x86_64")]
+        use crate::cpu::{allows, Simd};
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
         #[cfg(target_arch = "x86_64")]
-        if wide::available() {
+        if allows(Simd::Avx512) && wide::available() {
             // SAFETY: `available` checked the CPU's AVX-512 F and BW.
             unsafe { self.lookup_batch_wide(addrs, out) };
             return;
         }
         #[cfg(target_arch = "x86_64")]
-        if avx2::available() {
+        if allows(Simd::Avx2) && avx2::available() {
             // SAFETY: `available` checked the CPU's AVX2.
             unsafe { self.lookup_batch_avx2(addrs, out) };
             return;
@@ -804,6 +822,9 @@ pub struct Dxr6Stats {
     pub build_ns: u64,
     /// Full rebuilds updates made to compact the arrays.
     pub compactions: u64,
+    /// The batch walk lookups run now: `AVX-512`, `AVX2` or `portable`
+    /// (the CPU's widest within [`crate::cpu::max_simd`]).
+    pub batch_walk: &'static str,
 }
 
 impl EngineStats for Dxr6Stats {
@@ -845,6 +866,7 @@ impl EngineStats for Dxr6Stats {
                 format!("{:.1}", self.build_ns as f64 / 1e6),
             ),
             ("compactions".into(), self.compactions.to_string()),
+            ("batch walk".into(), self.batch_walk.into()),
         ]
     }
 }

@@ -456,6 +456,9 @@ pub struct PoptrieStats {
     pub leaf_runs: usize,
     /// Whether the batch walks eight keys per vector with AVX-512.
     pub avx512: bool,
+    /// Whether the other lookups count bits with POPCNT (else in plain
+    /// code), as the CPU and [`crate::cpu::max_simd`] allow.
+    pub popcnt: bool,
     /// Entries left unreachable by patches (counted in `nodes` and
     /// `leaf_runs`).
     pub dead_entries: usize,
@@ -472,18 +475,20 @@ impl EngineStats for PoptrieStats {
             ("nodes".into(), self.nodes.to_string()),
             ("leaf runs".into(), self.leaf_runs.to_string()),
             ("AVX-512 batch".into(), self.avx512.to_string()),
+            ("POPCNT".into(), self.popcnt.to_string()),
             ("entries unreachable".into(), self.dead_entries.to_string()),
             ("rebuilds by updates".into(), self.rebuilds.to_string()),
         ]
     }
 }
 
-/// Whether this CPU runs the AVX-512 batch (eight keys per vector), which
-/// also makes `poptrie` the default IPv6 engine (`crate::default_spec`).
+/// Whether this CPU runs the AVX-512 batch (eight keys per vector) and
+/// [`crate::cpu::max_simd`] allows it, which also makes `poptrie` the
+/// default IPv6 engine (`crate::default_spec`).
 pub(crate) fn wide_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        wide::available()
+        crate::cpu::allows(crate::cpu::Simd::Avx512) && wide::available()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -491,11 +496,11 @@ pub(crate) fn wide_available() -> bool {
     }
 }
 
-/// Whether this CPU has POPCNT.
+/// Whether this CPU has POPCNT and [`crate::cpu::max_simd`] allows it.
 fn popcnt_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("popcnt")
+        crate::cpu::allows(crate::cpu::Simd::Avx2) && std::arch::is_x86_feature_detected!("popcnt")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -1076,6 +1081,7 @@ impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
             nodes,
             leaf_runs: snapshot.entries.len() - nodes,
             avx512: snapshot.wide,
+            popcnt: snapshot.popcnt,
             dead_entries: self.dead_entries,
             rebuilds: self.rebuilds,
         }
