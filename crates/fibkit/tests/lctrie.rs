@@ -10,7 +10,9 @@ use common::*;
 use fibkit::engines::lctrie::{adversarial_table_v4, LcTrieUpdater, LookupAlgo, SlotLayout};
 use fibkit::load::{load_updates, AnyChange, LoadOptions};
 use fibkit::trace::{adversarial_streams_v4, host_routes_v4};
-use fibkit::{build, verify, Addr, Change, EngineFamily, Fib, LocalFib, Lookup, Prefix, Rib};
+use fibkit::{
+    build, verify, Addr, Change, EngineFamily, Fib, LocalFib, Lookup, Prefix, Rib, Updater,
+};
 use proptest::prelude::*;
 
 const SPECS: [&str; 2] = ["lctrie", "lctrie:lookup=classic"];
@@ -266,17 +268,40 @@ fn linx_replay_matches_reference() {
     fib.with_rib(|rib| assert_verified(&*fib.snapshot(), rib, 10_000));
 }
 
-/// The full DFZ tables build to a well-formed trie holding every prefix.
+/// The full DFZ tables build to a well-formed trie holding every prefix,
+/// with no slab slot outside a live block (the blocks that inflations left
+/// behind are compacted away; the two extra slots are the root pseudo
+/// block's), and stay well formed through updates after that.
 #[test]
 fn dfz_structure() {
     let v4 = &shared_table("dfz-v4-nh.txt.gz").v4;
-    let trie4 = trie("lctrie", v4);
+    let mut trie4 = trie("lctrie", v4);
     trie4.updater().check_invariants(trie4.snapshot()).unwrap();
     assert_eq!(trie4.updater().len(), v4.len());
+    let stats = trie4.updater().stats(trie4.snapshot());
+    assert_eq!(stats.slab_slots, stats.shape.slab_in_use + 2, "{stats:?}");
     let v6 = &shared_table("dfz-v6-nh.txt.gz").v6;
     let trie6 = trie("lctrie", v6);
     trie6.updater().check_invariants(trie6.snapshot()).unwrap();
     assert_eq!(trie6.updater().len(), v6.len());
+    let stats = trie6.updater().stats(trie6.snapshot());
+    assert_eq!(stats.slab_slots, stats.shape.slab_in_use + 2, "{stats:?}");
+    // Withdrawing and announcing again reuses and frees blocks of the
+    // compacted slab.
+    let some: Vec<_> = v4.iter().step_by(7).take(20_000).collect();
+    let withdraw: Vec<_> = some
+        .iter()
+        .map(|&(prefix, _)| Change::Withdraw(prefix))
+        .collect();
+    let announce: Vec<_> = some
+        .iter()
+        .map(|&(prefix, label)| Change::Announce(prefix, label))
+        .collect();
+    apply(&mut trie4, &withdraw);
+    trie4.updater().check_invariants(trie4.snapshot()).unwrap();
+    apply(&mut trie4, &announce);
+    trie4.updater().check_invariants(trie4.snapshot()).unwrap();
+    assert_sound(&trie4, 10_000);
 }
 
 /// The adversarial table: both algorithms right, and the deep addresses make

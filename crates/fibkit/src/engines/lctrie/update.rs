@@ -81,6 +81,7 @@ impl<A: SlotLayout> Updater<A> for LcTrieUpdater<A> {
         for (prefix, label) in rib.iter() {
             editor.insert(prefix, label)?;
         }
+        updater.compact(&mut trie);
         Ok((updater, trie))
     }
 
@@ -119,6 +120,63 @@ impl<A: SlotLayout> Updater<A> for LcTrieUpdater<A> {
 }
 
 impl<A: SlotLayout> LcTrieUpdater<A> {
+    /// Moves every live child block and entry block of `trie` into new
+    /// arrays, blocks in depth-first order, and empties the free lists.
+    ///
+    /// Built insert by insert, the trie leaves behind every block its
+    /// nodes had before they inflated (fib_trie hands them back to the
+    /// kernel's allocator; here they wait on the free lists): on dfz-v4-nh
+    /// 46% of the slab. Compacting gives the footprint of the trie itself
+    /// and puts each node's block next to its first descendants'.
+    fn compact(&mut self, trie: &mut LcTrie<A>) {
+        let old_slab = std::mem::take(&mut trie.slab);
+        let old_entries = std::mem::take(&mut trie.entries);
+        let old_counts = std::mem::take(&mut self.node_counts);
+        let mut slab = Vec::with_capacity(old_slab.len() / 2);
+        let mut counts = Vec::with_capacity(old_slab.len() / 2);
+        let mut entries = Vec::with_capacity(old_entries.len());
+        // The root pseudo block: its header and the top node's key vector.
+        slab.extend_from_slice(&old_slab[..ROOT + 1]);
+        counts.extend_from_slice(&old_counts[..ROOT + 1]);
+        // Slots (new indices) whose key vector still names old blocks, and
+        // the new block holding each.
+        let mut pending = vec![(ROOT, ROOT)];
+        while let Some((at, parent)) = pending.pop() {
+            let mut kv = A::unpack(&slab[at]);
+            match kv.kind {
+                TNODE => {
+                    let old = kv.ptr as usize;
+                    let size = 1usize << kv.bits;
+                    let block = slab.len() + HEADER;
+                    let header = Kv {
+                        ptr: parent as u32,
+                        ..A::unpack(&old_slab[old - HEADER])
+                    };
+                    slab.push(A::pack(header));
+                    slab.extend_from_slice(&old_slab[old..old + size]);
+                    counts.extend_from_slice(&old_counts[old - HEADER..old + size]);
+                    kv.ptr = block as u32;
+                    pending.extend((block..block + size).rev().map(|child| (child, block)));
+                }
+                LEAF_LIST => {
+                    let old = kv.ptr as usize;
+                    let count = old_entries[old].slen as usize;
+                    let size = (count + 1).next_power_of_two();
+                    kv.ptr = entries.len() as u32;
+                    entries.extend_from_slice(&old_entries[old..old + 1 + count]);
+                    entries.resize(kv.ptr as usize + size, Entry::new(0, 0));
+                }
+                _ => continue,
+            }
+            slab[at] = A::pack(kv);
+        }
+        trie.slab = slab;
+        trie.entries = entries;
+        self.node_counts = counts;
+        self.free_blocks.iter_mut().for_each(Vec::clear);
+        self.free_entries.iter_mut().for_each(Vec::clear);
+    }
+
     fn editor<'a>(&'a mut self, trie: &'a mut LcTrie<A>) -> Editor<'a, A> {
         debug_assert_eq!(self.node_counts.len(), trie.slab.len());
         Editor {
