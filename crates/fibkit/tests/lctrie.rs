@@ -349,8 +349,9 @@ fn spec_errors() {
 /// Consecutive IPv6 host routes make every node inflate again and again,
 /// and the blocks left behind are reused only by nodes of their stride
 /// (91% of the slab on a million of them before compaction): the build
-/// and updates compact the slab whenever its dead slots outnumber the
-/// live ones by more than the slack, so it stays within twice the trie.
+/// and updates compact the slab whenever its dead slots pass three times
+/// the live ones plus a slack, so it stays within four times the trie,
+/// also between the inflations of one insert.
 #[test]
 fn sparse_slabs_are_compacted_between_changes() {
     let base: u128 = 0x2001_0db8 << 96;
@@ -360,7 +361,7 @@ fn sparse_slabs_are_compacted_between_changes() {
     let bounded = |trie: &Trie<u128>| {
         let stats = trie.updater().stats(trie.snapshot());
         let live = stats.shape.slab_in_use + 2;
-        assert!(stats.slab_slots <= 2 * live + (1 << 16), "{stats:?}");
+        assert!(stats.slab_slots <= 4 * live + (1 << 16), "{stats:?}");
         stats.slab_slots
     };
     // The build.
