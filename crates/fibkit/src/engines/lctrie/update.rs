@@ -177,7 +177,16 @@ impl<A: SlotLayout> LcTrieUpdater<A> {
                     slab.extend_from_slice(&old_slab[old..old + size]);
                     counts.extend_from_slice(&old_counts[old - HEADER..old + size]);
                     kv.ptr = block as u32;
-                    pending.extend((block..block + size).rev().map(|child| (child, block)));
+                    // Only the children that name blocks wait (a stack of
+                    // every slot would take half the new slab again).
+                    pending.extend(
+                        (block..block + size)
+                            .rev()
+                            .filter(|&child| {
+                                matches!(A::unpack(&slab[child]).kind, TNODE | LEAF_LIST)
+                            })
+                            .map(|child| (child, block)),
+                    );
                     for (at, done) in tracked.iter_mut().zip(&mut moved) {
                         if !*done && *at == old {
                             *at = block;
@@ -198,6 +207,10 @@ impl<A: SlotLayout> LcTrieUpdater<A> {
             slab[at] = A::pack(kv);
         }
         debug_assert_eq!(slab.len(), self.live_slots);
+        debug_assert!(
+            moved.iter().all(|&done| done),
+            "a tracked block is not in the trie"
+        );
         self.live_slots = slab.len();
         trie.slab = slab;
         trie.entries = entries;
