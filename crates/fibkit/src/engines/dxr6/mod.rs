@@ -593,21 +593,47 @@ impl<S: Storage> Lookup<u128> for Dxr6<S> {
     }
 }
 
-impl<S: Storage> Dxr6<S> {
-    /// Which walk [`Self::batch`] runs now: `AVX-512`, `AVX2` or
-    /// `portable`.
-    pub(crate) fn batch_walk() -> &'static str {
+/// The batch walks, widest first; the one a batch runs is the widest the
+/// CPU has within [`crate::cpu::max_simd`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BatchWalk {
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    Portable,
+}
+
+impl BatchWalk {
+    /// The walk to run now: `available` caches the CPU's answer, so a call
+    /// costs a few loads and tests.
+    #[inline]
+    fn now() -> BatchWalk {
         #[cfg(target_arch = "x86_64")]
         {
             use crate::cpu::{allows, Simd};
             if allows(Simd::Avx512) && wide::available() {
-                return "AVX-512";
+                return BatchWalk::Avx512;
             }
             if allows(Simd::Avx2) && avx2::available() {
-                return "AVX2";
+                return BatchWalk::Avx2;
             }
         }
-        "portable"
+        BatchWalk::Portable
+    }
+}
+
+impl<S: Storage> Dxr6<S> {
+    /// Which walk [`Self::batch`] runs now: `AVX-512`, `AVX2` or
+    /// `portable`.
+    pub(crate) fn batch_walk() -> &'static str {
+        match BatchWalk::now() {
+            #[cfg(target_arch = "x86_64")]
+            BatchWalk::Avx512 => "AVX-512",
+            #[cfg(target_arch = "x86_64")]
+            BatchWalk::Avx2 => "AVX2",
+            BatchWalk::Portable => "portable",
+        }
     }
 
     /// The batch lookup into answers of type `T`: the AVX-512 walk where
@@ -615,22 +641,16 @@ impl<S: Storage> Dxr6<S> {
     /// portable one, within [`crate::cpu::max_simd`].
     #[inline]
     fn batch<T: BatchAnswer>(&self, addrs: &[u128], out: &mut [T]) {
-        #[cfg(target_arch = "x86_64")]
-        use crate::cpu::{allows, Simd};
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
-        #[cfg(target_arch = "x86_64")]
-        if allows(Simd::Avx512) && wide::available() {
-            // SAFETY: `available` checked the CPU's AVX-512 F and BW.
-            unsafe { self.lookup_batch_wide(addrs, out) };
-            return;
+        match BatchWalk::now() {
+            // SAFETY: `BatchWalk::now` checked the CPU's AVX-512 F and BW.
+            #[cfg(target_arch = "x86_64")]
+            BatchWalk::Avx512 => unsafe { self.lookup_batch_wide(addrs, out) },
+            // SAFETY: `BatchWalk::now` checked the CPU's AVX2.
+            #[cfg(target_arch = "x86_64")]
+            BatchWalk::Avx2 => unsafe { self.lookup_batch_avx2(addrs, out) },
+            BatchWalk::Portable => self.batch_portable(addrs, out),
         }
-        #[cfg(target_arch = "x86_64")]
-        if allows(Simd::Avx2) && avx2::available() {
-            // SAFETY: `available` checked the CPU's AVX2.
-            unsafe { self.lookup_batch_avx2(addrs, out) };
-            return;
-        }
-        self.batch_portable(addrs, out);
     }
 
     /// [`Self::lookup_batch_portable`] into answers of type `T`.
