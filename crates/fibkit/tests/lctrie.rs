@@ -78,6 +78,93 @@ proptest! {
     fn random_updates_v6(batches in random_batches_v6(128)) {
         run_batches(&batches);
     }
+
+    #[test]
+    fn random_tables_build_settled_v4(
+        entries in random_table_v4(),
+        batches in random_batches_v4(32),
+    ) {
+        build_then_update(&rib_from_triples(&entries), &batches);
+    }
+
+    #[test]
+    fn random_tables_build_settled_v6(
+        entries in random_table_v6(),
+        batches in random_batches_v6(128),
+    ) {
+        build_then_update(&rib_from_triples(&entries), &batches);
+    }
+}
+
+/// Builds `rib` from scratch with both look-up algorithms: sound and with
+/// no node the resize rules would change; then the same after `batches`
+/// (which need not leave it settled).
+fn build_then_update<A: EngineFamily + SlotLayout>(rib: &Rib<A>, batches: &[Vec<Change<A>>]) {
+    for spec in SPECS {
+        let mut trie = trie(spec, rib);
+        assert_sound(&trie, 300);
+        trie.updater().check_settled(trie.snapshot()).unwrap();
+        for changes in batches {
+            apply(&mut trie, changes);
+            assert_sound(&trie, 300);
+        }
+    }
+}
+
+/// Dense tables, where nodes grow wide, built from scratch and built by
+/// announcing every prefix onto an empty trie: both sound, the first
+/// settled, and every prefix withdrawn from it leaves an empty trie.
+#[test]
+fn dense_tables_build_from_scratch() {
+    let mut tables: Vec<Rib<u32>> = Vec::new();
+    // Two /24s in three of 10.0.0.0/8, most nested in a /16 or a /20.
+    let mut rib = Rib::new();
+    for i in 0..(1u32 << 16) {
+        if i % 3 != 1 {
+            rib.insert(Prefix::new(0x0a00_0000 | (i << 8), 24).unwrap(), i % 5);
+        }
+        if i % 256 == 0 {
+            rib.insert(Prefix::new(0x0a00_0000 | (i << 8), 16).unwrap(), 7);
+        }
+        if i % 16 == 8 {
+            rib.insert(Prefix::new_masked(0x0a00_0000 | (i << 8), 20), 9);
+        }
+    }
+    rib.insert(Prefix::new(0, 0).unwrap(), 11);
+    tables.push(rib);
+    // Consecutive host routes, every fourth missing, plus /31s over them.
+    let mut rib = Rib::new();
+    for i in 0..100_000u32 {
+        if i % 4 != 3 {
+            rib.insert(Prefix::new(0xc000_0000 + i, 32).unwrap(), i % 3);
+        }
+        if i % 2 == 0 {
+            rib.insert(Prefix::new(0xc000_0000 + i, 31).unwrap(), 5);
+        }
+    }
+    tables.push(rib);
+    for rib in &tables {
+        let built = trie("lctrie", rib);
+        assert_sound(&built, 20_000);
+        built.updater().check_settled(built.snapshot()).unwrap();
+        let mut inserted = trie("lctrie", &Rib::new());
+        let announce: Vec<_> = rib
+            .iter()
+            .map(|(prefix, label)| Change::Announce(prefix, label))
+            .collect();
+        apply(&mut inserted, &announce);
+        assert_sound(&inserted, 20_000);
+        assert_eq!(built.snapshot().prefixes(), inserted.snapshot().prefixes());
+        let mut emptied = built;
+        let withdraw: Vec<_> = rib
+            .iter()
+            .map(|(prefix, _)| Change::Withdraw(prefix))
+            .collect();
+        apply(&mut emptied, &withdraw);
+        assert_sound(&emptied, 1_000);
+        assert!(emptied.updater().is_empty());
+        assert_eq!(emptied.snapshot().shape().tnodes, 0);
+    }
 }
 
 /// Grow a dense table until the top node inflates, then empty it again:
@@ -268,21 +355,23 @@ fn linx_replay_matches_reference() {
     fib.with_rib(|rib| assert_verified(&*fib.snapshot(), rib, 10_000));
 }
 
-/// The full DFZ tables build to a well-formed trie holding every prefix,
-/// with no slab slot outside a live block (the blocks that inflations left
-/// behind are compacted away; the two extra slots are the root pseudo
-/// block's), and stay well formed through updates after that.
+/// The full DFZ tables build to a well-formed, settled trie holding every
+/// prefix, with no slab slot outside a live block (the two extra slots are
+/// the root pseudo block's), and stay well formed through updates after
+/// that.
 #[test]
 fn dfz_structure() {
     let v4 = &shared_table("dfz-v4-nh.txt.gz").v4;
     let mut trie4 = trie("lctrie", v4);
     trie4.updater().check_invariants(trie4.snapshot()).unwrap();
+    trie4.updater().check_settled(trie4.snapshot()).unwrap();
     assert_eq!(trie4.updater().len(), v4.len());
     let stats = trie4.updater().stats(trie4.snapshot());
     assert_eq!(stats.slab_slots, stats.shape.slab_in_use + 2, "{stats:?}");
     let v6 = &shared_table("dfz-v6-nh.txt.gz").v6;
     let trie6 = trie("lctrie", v6);
     trie6.updater().check_invariants(trie6.snapshot()).unwrap();
+    trie6.updater().check_settled(trie6.snapshot()).unwrap();
     assert_eq!(trie6.updater().len(), v6.len());
     let stats = trie6.updater().stats(trie6.snapshot());
     assert_eq!(stats.slab_slots, stats.shape.slab_in_use + 2, "{stats:?}");
@@ -348,10 +437,11 @@ fn spec_errors() {
 
 /// Consecutive IPv6 host routes make every node inflate again and again,
 /// and the blocks left behind are reused only by nodes of their stride
-/// (91% of the slab on a million of them before compaction): the build
-/// and updates compact the slab whenever its dead slots pass three times
-/// the live ones plus a slack, so it stays within four times the trie,
-/// also between the inflations of one insert.
+/// (91% of the slab on a million of them before compaction): updates
+/// compact the slab whenever its dead slots pass three times the live
+/// ones plus a slack, so it stays within four times the trie, also
+/// between the inflations of one insert. A build from scratch leaves no
+/// dead slot.
 #[test]
 fn sparse_slabs_are_compacted_between_changes() {
     let base: u128 = 0x2001_0db8 << 96;

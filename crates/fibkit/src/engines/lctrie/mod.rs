@@ -74,8 +74,9 @@
 //! node to the root, inflating nodes whose non-empty (full children counted
 //! twice) share reaches 50% (30% at the top) and halving those whose
 //! non-empty share drops under 25% (15% at the top), at most ten resizes per
-//! node, collapsing nodes with fewer than two children. The table is built
-//! by inserting every prefix.
+//! node, collapsing nodes with fewer than two children. A build from
+//! scratch makes each node, top down from the sorted prefixes, as wide as
+//! those rules would grow it, so it leaves a trie updates would not resize.
 //!
 //! # Limits
 //! Strides up to [`MAX_BITS`]; at most 2^32 - 2 slab slots (about 50 GB
