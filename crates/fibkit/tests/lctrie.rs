@@ -112,8 +112,10 @@ fn build_then_update<A: EngineFamily + SlotLayout>(rib: &Rib<A>, batches: &[Vec<
 }
 
 /// Dense tables, where nodes grow wide, built from scratch and built by
-/// announcing every prefix onto an empty trie: both sound, the first
-/// settled, and every prefix withdrawn from it leaves an empty trie.
+/// announcing every prefix onto an empty trie in small batches: both
+/// sound, the first settled; withdrawing every prefix in small batches
+/// leaves an empty trie. Large batches that grow or shrink the table
+/// rebuild it.
 #[test]
 fn dense_tables_build_from_scratch() {
     let mut tables: Vec<Rib<u32>> = Vec::new();
@@ -147,23 +149,39 @@ fn dense_tables_build_from_scratch() {
         let built = trie("lctrie", rib);
         assert_sound(&built, 20_000);
         built.updater().check_settled(built.snapshot()).unwrap();
-        let mut inserted = trie("lctrie", &Rib::new());
+        // Batches of fewer than 1024 changes are always patched.
         let announce: Vec<_> = rib
             .iter()
             .map(|(prefix, label)| Change::Announce(prefix, label))
             .collect();
-        apply(&mut inserted, &announce);
+        let mut inserted = trie("lctrie", &Rib::new());
+        for chunk in announce.chunks(1000) {
+            apply(&mut inserted, chunk);
+        }
         assert_sound(&inserted, 20_000);
         assert_eq!(built.snapshot().prefixes(), inserted.snapshot().prefixes());
-        let mut emptied = built;
         let withdraw: Vec<_> = rib
             .iter()
             .map(|(prefix, _)| Change::Withdraw(prefix))
             .collect();
-        apply(&mut emptied, &withdraw);
-        assert_sound(&emptied, 1_000);
-        assert!(emptied.updater().is_empty());
-        assert_eq!(emptied.snapshot().shape().tnodes, 0);
+        for chunk in withdraw.chunks(1000) {
+            apply(&mut inserted, chunk);
+        }
+        assert_sound(&inserted, 1_000);
+        assert!(inserted.updater().is_empty());
+        assert_eq!(inserted.snapshot().shape().tnodes, 0);
+        // One batch that fills the table, and one that empties three
+        // quarters of it, are built from scratch: settled, whatever the
+        // inserts would have left.
+        let mut filled = trie("lctrie", &Rib::new());
+        apply(&mut filled, &announce);
+        assert_sound(&filled, 20_000);
+        filled.updater().check_settled(filled.snapshot()).unwrap();
+        let most = withdraw.len() * 3 / 4;
+        apply(&mut filled, &withdraw[..most]);
+        assert_sound(&filled, 20_000);
+        filled.updater().check_settled(filled.snapshot()).unwrap();
+        assert_eq!(filled.updater().len(), rib.len() - most);
     }
 }
 
@@ -465,9 +483,10 @@ fn sparse_slabs_are_compacted_between_changes() {
         built.updater().stats(built.snapshot()).shape.slab_in_use + 2
     );
     assert_sound(&built, 10_000);
-    // Updates: announced in batches onto an empty table, then withdrawn.
+    // Updates: announced onto an empty table in batches small enough to
+    // be patched, not rebuilt, then withdrawn.
     let mut trie = trie("lctrie", &Rib::new());
-    for (round, chunk) in hosts.chunks(25_000).enumerate() {
+    for (round, chunk) in hosts.chunks(1_000).enumerate() {
         let changes: Vec<_> = chunk
             .iter()
             .map(|&p| Change::Announce(p, round as u32))
@@ -476,7 +495,7 @@ fn sparse_slabs_are_compacted_between_changes() {
         bounded(&trie);
     }
     assert_sound(&trie, 10_000);
-    for chunk in hosts.chunks(25_000).rev() {
+    for chunk in hosts.chunks(1_000).rev() {
         let changes: Vec<_> = chunk.iter().map(|&p| Change::Withdraw(p)).collect();
         apply(&mut trie, &changes);
         bounded(&trie);
