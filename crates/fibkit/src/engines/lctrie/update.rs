@@ -54,15 +54,17 @@ const DEAD_SLOTS_SLACK: usize = 1 << 16;
 /// A batch of changes is applied by a build from scratch when the table
 /// grows or shrinks by at least `REBUILD_MIN_CHANGES` prefixes and more
 /// than one in `REBUILD_SHARE` of the larger of its sizes before and
-/// after. A build costs about what a tenth of an insert does per prefix
-/// (dfz-v4-nh onto a table holding only a default route: 0.3 s as one
-/// build, 1.5–2.2 s inserted in one batch), but a relabel in a sorted
-/// batch costs about as little as a build per prefix, so only the net
-/// change in size, which counts inserts and removals, decides. Smaller
-/// changes always patch, so that small tables are not rebuilt change by
-/// change.
+/// after. Only that net change, which counts inserts and removals,
+/// decides: a relabel in a sorted batch costs about what a build spends
+/// per prefix. Inserts cost from several times that (announcing half of
+/// dfz-v4-nh back into the other half: 0.37–0.57 s patched, 0.30–0.33 s
+/// rebuilt) to more than ten times (the whole table onto a default
+/// route, where nodes inflate again and again: 1.75–1.87 s against
+/// 0.27–0.34 s); patching a quarter back costs 0.20–0.28 s, so the two
+/// meet near a third. Smaller changes always patch, so that small
+/// tables are not rebuilt change by change.
 const REBUILD_MIN_CHANGES: usize = 1024;
-const REBUILD_SHARE: usize = 4;
+const REBUILD_SHARE: usize = 3;
 /// The largest entry block: the header and one entry per IPv6 prefix length.
 const MAX_LIST_SLOTS: usize = 1 + (u128::BITS as usize + 1);
 const _: () = assert!(1 << (ENTRY_CLASSES - 1) >= MAX_LIST_SLOTS);
@@ -123,8 +125,8 @@ impl<A: SlotLayout> Updater<A> for LcTrieUpdater<A> {
 
     /// Inserts, relabels or removes each changed prefix; a batch that
     /// grows or shrinks the table by at least [`REBUILD_MIN_CHANGES`]
-    /// prefixes and more than a [`REBUILD_SHARE`]th is built from scratch
-    /// instead.
+    /// prefixes and by more than a third ([`REBUILD_SHARE`]) is built from
+    /// scratch instead.
     fn update(
         &mut self,
         snapshot: &mut LcTrie<A>,
