@@ -384,6 +384,12 @@ impl<A: SlotLayout> LcTrieUpdater<A> {
         Ok(())
     }
 
+    /// Non-empty and full children of the node at `block`.
+    fn children(&self, block: usize) -> (usize, usize) {
+        let counts = &self.node_counts;
+        (counts[block] as usize, counts[block + 1] as usize)
+    }
+
     /// Checks that no node of `trie` has a stride the resize rules would
     /// change (none would inflate or halve): what a build from scratch
     /// leaves. For tests.
@@ -395,10 +401,7 @@ impl<A: SlotLayout> LcTrieUpdater<A> {
                 continue;
             }
             let block = kv.ptr as usize;
-            let (children, full) = (
-                self.node_counts[block] as usize,
-                self.node_counts[block + 1] as usize,
-            );
+            let (children, full) = self.children(block);
             let top = parent == ROOT;
             if inflates(&kv, children, full, top) || halves(&kv, children, top) {
                 return Err(format!(
@@ -437,14 +440,10 @@ impl<A: Addr> Leaves<A> {
             entries: Vec::with_capacity(rib.len()),
             splits: Vec::new(),
         };
-        // The table lists an address's prefixes by ascending length, the
-        // leaf wants them by ascending suffix length.
         for (prefix, label) in rib.iter() {
             let key = prefix.addr();
             if leaves.keys.last() != Some(&key) {
                 if let Some(&last) = leaves.keys.last() {
-                    let start = *leaves.starts.last().unwrap_or(&0) as usize;
-                    leaves.entries[start..].reverse();
                     leaves
                         .splits
                         .push((A::BITS as u32 - 1 - (last ^ key).leading_zeros()) as u8);
@@ -456,9 +455,12 @@ impl<A: Addr> Leaves<A> {
                 .entries
                 .push(Entry::new(label, A::BITS - prefix.plen()));
         }
-        let start = *leaves.starts.last().unwrap_or(&0) as usize;
-        leaves.entries[start..].reverse();
         leaves.starts.push(leaves.entries.len() as u32);
+        // The table lists an address's prefixes by ascending length, the
+        // leaf wants them by ascending suffix length.
+        for run in leaves.starts.windows(2) {
+            leaves.entries[run[0] as usize..run[1] as usize].reverse();
+        }
         leaves
     }
 
@@ -560,8 +562,7 @@ impl<A: SlotLayout> Editor<'_, A> {
 
     /// Non-empty and full children of the node at `block`.
     fn children(&self, block: usize) -> (usize, usize) {
-        let counts = &self.updater.node_counts;
-        (counts[block] as usize, counts[block + 1] as usize)
+        self.updater.children(block)
     }
 
     /// Adds (`add`) or takes away the counts of `child` at `index` of the
