@@ -679,3 +679,57 @@ fn rib_of_strs(entries: &[(&str, u32)]) -> Rib<u32> {
             .map(|(t, l)| (t.parse::<Prefix<u32>>().unwrap(), *l)),
     )
 }
+
+/// Batches of thousands of changes, short prefixes among them, each of
+/// which rewrites a whole subtree: the leaf-pushed layouts stop patching
+/// past a share of their entries and build the table anew. Every batch is
+/// applied, through both handles, and answers as the reference table.
+#[test]
+fn large_batches_of_short_prefixes_answer_as_the_reference() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 32) as u32
+    };
+    let mut pairs: Vec<(fibkit::Prefix<u32>, u32)> = Vec::new();
+    for _ in 0..4000 {
+        let plen = [16, 20, 24, 24, 24, 28][next() as usize % 6];
+        pairs.push((fibkit::Prefix::new_masked(next(), plen), next() % 50));
+    }
+    let rib = Rib::from_pairs(pairs.iter().copied());
+    // Grow: short prefixes over the table, and host routes; then relabel
+    // and withdraw most of what is there.
+    let grow: Vec<Change<u32>> = (0..3000)
+        .map(|i| {
+            let plen = if i % 3 == 0 { 2 + next() % 10 } else { 32 };
+            Change::Announce(fibkit::Prefix::new_masked(next(), plen as u8), next() % 50)
+        })
+        .collect();
+    let mut grown = rib.clone();
+    for change in &grow {
+        grown.apply(*change);
+    }
+    let shrink: Vec<Change<u32>> = grown
+        .iter()
+        .filter(|_| next() % 4 != 0)
+        .map(|(prefix, label)| {
+            if prefix.plen() < 12 {
+                Change::Announce(prefix, label + 1)
+            } else {
+                Change::Withdraw(prefix)
+            }
+        })
+        .collect();
+    for spec in [
+        "cpe",
+        "cpe:levels=2",
+        "cpe:levels=3,fixed",
+        "cpe:levels=3,nopush",
+    ] {
+        let failed =
+            assert_batches_atomic::<u32>(spec, &rib, &[grow.clone(), shrink.clone()], 2000);
+        assert_eq!(failed, 0, "{spec}: every batch fits");
+    }
+}

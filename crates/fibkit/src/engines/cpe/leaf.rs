@@ -238,6 +238,14 @@ impl<A: Addr, S: Storage> LeafTrie<A, S> {
     }
 }
 
+/// A batch is built from scratch once its patch has written entries and
+/// read ranges for more than one in `PATCH_SHARE` of the trie's entries:
+/// a patch spent about three times a build's time per entry it writes (an
+/// undo record and the range search per block; profiled on batches of
+/// short prefixes), so the two meet near a third, and a batch that stops
+/// there costs at most about 1.75 builds.
+const PATCH_SHARE: usize = 4;
+
 /// The build state of a leaf-pushed trie: the layout updates keep, the
 /// label index, free nodes and the bookkeeping behind the statistics.
 #[derive(Clone, Debug)]
@@ -321,23 +329,41 @@ impl<A: Addr> LeafUpdater<A> {
     /// (reusing their nodes). All or nothing: on an error (a limit) the
     /// trie and this updater are put back as they were before the batch
     /// (labels indexed meanwhile stay in the index, unused).
+    ///
+    /// With `budgeted`, a batch whose work would pass a share of the
+    /// trie's entries ([`PATCH_SHARE`]) stops, puts the trie back as for an
+    /// error and answers `Ok(false)`, for the caller to build the table
+    /// from scratch. Short prefixes rewrite whole subtrees each, so large
+    /// batches with short prefixes among them, patched one prefix at a
+    /// time, cost up to 21 times a build on IPv4 and 40 times on IPv6
+    /// (docs/BENCHMARKS.md, "Large batches built from scratch").
     pub(super) fn update(
         &mut self,
         trie: &mut LeafTrie<A>,
         rib: &Rib<A>,
         changed: &[Prefix<A>],
-    ) -> Result<(), BuildError> {
+        budgeted: bool,
+    ) -> Result<bool, BuildError> {
         if self.packed {
             return Err(BuildError::UpdateUnsupported {
                 engine: self.shape.config.to_string(),
             });
         }
         let (entries, nodes, height) = (trie.entries.len(), self.nodes, self.height);
+        let budget = if budgeted {
+            entries / PATCH_SHARE
+        } else {
+            usize::MAX
+        };
+        let (mut result, mut work) = (Ok(true), 0);
         // The default route is results slot 0, in no entry.
-        let result = super::super::without_default(changed)
-            .iter()
-            .try_for_each(|&prefix| self.rebuild_for(trie, rib, prefix));
-        if result.is_err() {
+        for &prefix in super::super::without_default(changed) {
+            result = self.rebuild_for(trie, rib, prefix, &mut work, budget);
+            if !matches!(result, Ok(true)) {
+                break;
+            }
+        }
+        if !matches!(result, Ok(true)) {
             for (slot, old) in self.undo.drain(..).rev() {
                 trie.entries[slot as usize] = old;
             }
@@ -350,7 +376,7 @@ impl<A: Addr> LeafUpdater<A> {
         self.free.commit();
         self.labels.set_default(rib.default_route());
         self.labels.sync(&mut trie.results);
-        Ok(())
+        Ok(true)
     }
 
     /// Writes `entry` to `slot`, remembering the old entry for a rollback.
@@ -376,13 +402,17 @@ impl<A: Addr> LeafUpdater<A> {
     }
 
     /// Finds the entries `prefix` expands into (or the leaf entry whose
-    /// block holds it) and rebuilds them and everything below.
+    /// block holds it) and rebuilds them and everything below. `work`
+    /// counts the batch's entries written and ranges read so far;
+    /// `Ok(false)` (without writing) once it would pass `budget`.
     fn rebuild_for(
         &mut self,
         trie: &mut LeafTrie<A>,
         rib: &Rib<A>,
         prefix: Prefix<A>,
-    ) -> Result<(), BuildError> {
+        work: &mut usize,
+        budget: usize,
+    ) -> Result<bool, BuildError> {
         let plen = prefix.plen() as u32;
         let addr = prefix.addr();
         let mut ptr = trie.root;
@@ -409,9 +439,18 @@ impl<A: Addr> LeafUpdater<A> {
             ptr = entry;
             level += 1;
         };
+        // The entries the prefix expands into are a lower bound of what it
+        // writes; the subtrees below them count once written.
+        if *work + count as usize > budget {
+            return Ok(false);
+        }
         let mut ranges = std::mem::take(&mut self.ranges);
         ranges.clear();
         rib.ranges_in_without_default(lo, hi, true, &mut ranges);
+        // Nested prefixes read and rewrite the same blocks again: a batch
+        // of short prefixes can cost more in its range views than in the
+        // entries it leaves changed.
+        let written = self.undo.len();
         let node = Node {
             depth,
             stride: child_stride(ptr),
@@ -419,8 +458,9 @@ impl<A: Addr> LeafUpdater<A> {
             level,
         };
         let result = self.fill(trie, node, first, count, lo, &ranges);
+        *work += ranges.len() + (self.undo.len() - written);
         self.ranges = ranges;
-        result
+        result.map(|()| *work <= budget)
     }
 
     /// Rewrites entries `first..first + count` of `node`, whose blocks start
@@ -439,6 +479,10 @@ impl<A: Addr> LeafUpdater<A> {
         let end = node.depth + node.stride;
         let block = 1u128 << (A::BITS as u32 - end);
         let mut r = 0;
+        // The label index of range `labelled.0`: a range covers many
+        // blocks, and hashing its label once per block made the index
+        // most of a patch's time.
+        let mut labelled = (usize::MAX, 0);
         for i in 0..count {
             let block_lo = lo.to_u128() + i as u128 * block;
             let block_hi = A::from_u128(block_lo + (block - 1));
@@ -451,7 +495,10 @@ impl<A: Addr> LeafUpdater<A> {
                 if is_child(old) {
                     self.free_subtree(trie, old);
                 }
-                let label = self.labels.index(ranges[r].label)?;
+                if labelled.0 != r {
+                    labelled = (r, self.labels.index(ranges[r].label)?);
+                }
+                let label = labelled.1;
                 self.write(trie, slot, label);
                 continue;
             }

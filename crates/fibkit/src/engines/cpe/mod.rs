@@ -64,7 +64,9 @@
 //! The leaf-pushed trie rewrites the entries the prefix expands into, and
 //! the subtrees below them, from the reference table's range view (their
 //! labels are copied into every subtree, so one short prefix can touch much
-//! of the trie); with packed nodes it is rebuilt whole.
+//! of the trie); a batch whose patch passes a quarter of the trie's entries
+//! is undone and built anew instead (see `leaf`); with packed nodes it is
+//! rebuilt whole.
 
 pub mod expand;
 mod image;
@@ -830,8 +832,22 @@ impl<A: Addr> Updater<A> for CpeUpdater<A> {
         rib: &Rib<A>,
         changed: &[Prefix<A>],
     ) -> Result<(), BuildError> {
-        match (self, snapshot) {
-            (CpeUpdater::Leaf(updater), CpeTrie::Leaf(trie)) => updater.update(trie, rib, changed),
+        match (&mut *self, &mut *snapshot) {
+            (CpeUpdater::Leaf(updater), CpeTrie::Leaf(trie)) => {
+                if updater.update(trie, rib, changed, true)? {
+                    return Ok(());
+                }
+                // Patching would cost more than a build: build anew, or, if
+                // the table does not fit a fresh layout, patch after all
+                // (the patch was rolled back, so the trie is intact).
+                match Self::build(&updater.shape.config, rib) {
+                    Ok(built) => {
+                        (*self, *snapshot) = built;
+                        Ok(())
+                    }
+                    Err(_) => updater.update(trie, rib, changed, false).map(drop),
+                }
+            }
             (CpeUpdater::Nopush(updater), CpeTrie::Nopush(trie)) => {
                 updater.update(trie, rib, changed)
             }
