@@ -238,13 +238,19 @@ impl<A: Addr, S: Storage> LeafTrie<A, S> {
     }
 }
 
-/// A batch is built from scratch once its patch has written entries and
-/// read ranges for more than one in `PATCH_SHARE` of the trie's entries:
-/// a patch spent about three times a build's time per entry it writes (an
-/// undo record and the range search per block; profiled on batches of
-/// short prefixes), so the two meet near a third, and a batch that stops
-/// there costs at most about 1.75 builds.
-const PATCH_SHARE: usize = 4;
+/// What a build costs, in a patch's units of work (an entry written or a
+/// range read, about 30 ns each as a batch of short prefixes patched
+/// dfz-v4-nh): `PREFIX_WORK` per prefix, for the stride program and the
+/// labels (dfz-v4-nh, 1.7 million entries and 0.9 million prefixes,
+/// builds in 1.0–1.1 s), and one per `ENTRY_SHARE` entries, since a
+/// patch spends about three times a build's time per entry it writes (an
+/// undo record, a range search per block; profiled on tables of few
+/// prefixes and many entries). A batch is built from scratch once its
+/// patch has done a build's work, so no batch costs more than about two
+/// builds, and one a patch finishes sooner is patched.
+const PREFIX_WORK: usize = 32;
+/// See [`PREFIX_WORK`].
+const ENTRY_SHARE: usize = 4;
 
 /// The build state of a leaf-pushed trie: the layout updates keep, the
 /// label index, free nodes and the bookkeeping behind the statistics.
@@ -330,10 +336,10 @@ impl<A: Addr> LeafUpdater<A> {
     /// trie and this updater are put back as they were before the batch
     /// (labels indexed meanwhile stay in the index, unused).
     ///
-    /// With `budgeted`, a batch whose work would pass a share of the
-    /// trie's entries ([`PATCH_SHARE`]) stops, puts the trie back as for an
-    /// error and answers `Ok(false)`, for the caller to build the table
-    /// from scratch. Short prefixes rewrite whole subtrees each, so large
+    /// With `budgeted`, a batch whose work would pass what a build costs
+    /// ([`PREFIX_WORK`], [`ENTRY_SHARE`]) stops, puts the trie back as for an error and
+    /// answers `Ok(false)`, for the caller to build the table from
+    /// scratch. Short prefixes rewrite whole subtrees each, so large
     /// batches with short prefixes among them, patched one prefix at a
     /// time, cost up to 21 times a build on IPv4 and 40 times on IPv6
     /// (docs/BENCHMARKS.md, "Large batches built from scratch").
@@ -351,7 +357,7 @@ impl<A: Addr> LeafUpdater<A> {
         }
         let (entries, nodes, height) = (trie.entries.len(), self.nodes, self.height);
         let budget = if budgeted {
-            entries / PATCH_SHARE
+            entries / ENTRY_SHARE + PREFIX_WORK * rib.len()
         } else {
             usize::MAX
         };

@@ -64,8 +64,8 @@
 //! The leaf-pushed trie rewrites the entries the prefix expands into, and
 //! the subtrees below them, from the reference table's range view (their
 //! labels are copied into every subtree, so one short prefix can touch much
-//! of the trie); a batch whose patch passes a quarter of the trie's entries
-//! is undone and built anew instead (see `leaf`); with packed nodes it is
+//! of the trie); a batch whose patch passes what a build would cost is
+//! undone and built anew instead (see `leaf`); with packed nodes it is
 //! rebuilt whole.
 
 pub mod expand;
