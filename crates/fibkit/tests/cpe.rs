@@ -682,8 +682,9 @@ fn rib_of_strs(entries: &[(&str, u32)]) -> Rib<u32> {
 
 /// Batches of thousands of changes, short prefixes among them, each of
 /// which rewrites a whole subtree: the leaf-pushed layouts stop patching
-/// past a share of their entries and build the table anew. Every batch is
-/// applied, through both handles, and answers as the reference table.
+/// once the patch has cost what a build would, and build the table anew.
+/// Every batch is applied, through both handles, and answers as the
+/// reference table.
 #[test]
 fn large_batches_of_short_prefixes_answer_as_the_reference() {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;

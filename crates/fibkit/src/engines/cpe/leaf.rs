@@ -337,9 +337,9 @@ impl<A: Addr> LeafUpdater<A> {
     /// (labels indexed meanwhile stay in the index, unused).
     ///
     /// With `budgeted`, a batch whose work would pass what a build costs
-    /// ([`PREFIX_WORK`], [`ENTRY_SHARE`]) stops, puts the trie back as for an error and
-    /// answers `Ok(false)`, for the caller to build the table from
-    /// scratch. Short prefixes rewrite whole subtrees each, so large
+    /// ([`PREFIX_WORK`], [`ENTRY_SHARE`]) stops, puts the trie back as for
+    /// an error and answers `Ok(false)`, for the caller to build the table
+    /// from scratch. Short prefixes rewrite whole subtrees each, so large
     /// batches with short prefixes among them, patched one prefix at a
     /// time, cost up to 21 times a build on IPv4 and 40 times on IPv6
     /// (docs/BENCHMARKS.md, "Large batches built from scratch").
