@@ -590,3 +590,77 @@ proptest! {
         replay_batches(&rib_from_triples(&entries), &batches, &["bspl", "bspl:hybrid"]);
     }
 }
+
+/// Batches that announce short and host prefixes over much of the table,
+/// then relabel and withdraw most of it: each re-plans most blocks, so the
+/// update gives the patch up for a build once its planned work passes a
+/// build's. Every batch is applied, through both handles, and answers as
+/// the reference table.
+#[test]
+fn large_batches_answer_as_the_reference() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 32
+    };
+    fn batches<A: fibkit::Addr>(
+        rib: &Rib<A>,
+        next: &mut impl FnMut() -> u64,
+    ) -> Vec<Vec<Change<A>>> {
+        let bits = A::BITS as u32;
+        let mut grow: Vec<Change<A>> = Vec::new();
+        for i in 0..3000 {
+            let addr = A::from_u128(((next() as u128) << 64 | next() as u128) >> (128 - bits));
+            let plen = if i % 3 == 0 {
+                (bits / 2 + next() as u32 % (bits / 2)) as u8
+            } else {
+                bits as u8
+            };
+            grow.push(Change::Announce(
+                Prefix::new_masked(addr, plen),
+                (next() % 50) as Label,
+            ));
+        }
+        let mut grown = rib.clone();
+        for change in &grow {
+            grown.apply(*change);
+        }
+        let mut shrink: Vec<Change<A>> = Vec::new();
+        for (prefix, label) in grown.iter() {
+            match next() % 12 {
+                0..=2 => {}
+                3..=5 => shrink.push(Change::Announce(prefix, label + 1)),
+                _ => shrink.push(Change::Withdraw(prefix)),
+            }
+        }
+        vec![grow, shrink]
+    }
+    let mut pairs: Vec<(Prefix<u32>, Label)> = Vec::new();
+    for _ in 0..4000 {
+        let plen = [16, 20, 24, 24, 24, 28][next() as usize % 6];
+        pairs.push((
+            Prefix::new_masked(next() as u32, plen),
+            (next() % 50) as Label,
+        ));
+    }
+    let rib = Rib::from_pairs(pairs);
+    let stream = batches(&rib, &mut next);
+    for spec in ["bspl", "bspl:levels=3", "bspl:hybrid"] {
+        let failed = assert_batches_atomic::<u32>(spec, &rib, &stream, 2000);
+        assert_eq!(failed, 0, "{spec}: every batch fits");
+    }
+    let mut pairs: Vec<(Prefix<u128>, Label)> = Vec::new();
+    for _ in 0..4000 {
+        let plen = [32, 40, 48, 48, 56, 64][next() as usize % 6];
+        let addr = 0x2000u128 << 112 | (next() as u128) << 80 | (next() as u128) << 48;
+        pairs.push((Prefix::new_masked(addr, plen), (next() % 50) as Label));
+    }
+    let rib = Rib::from_pairs(pairs);
+    let stream = batches(&rib, &mut next);
+    for spec in ["bspl", "bspl:hybrid"] {
+        let failed = assert_batches_atomic::<u128>(spec, &rib, &stream, 2000);
+        assert_eq!(failed, 0, "{spec}: every batch fits");
+    }
+}

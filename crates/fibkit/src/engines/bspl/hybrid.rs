@@ -952,7 +952,7 @@ impl<A: Addr> BsplUpdater<A> {
                         .binary_search(&(j, string))
                         .expect("a block's keys are recorded");
                     record.remove(at);
-                    self.entries -= 1;
+                    self.table_entries[j as usize] -= 1;
                 }
                 continue;
             }
@@ -981,7 +981,7 @@ impl<A: Addr> BsplUpdater<A> {
                     })?;
                 let at = record.binary_search(&(j, string)).unwrap_err();
                 record.insert(at, (j, string));
-                self.entries += 1;
+                self.table_entries[j as usize] += 1;
             }
         }
         // The freed nodes go back to the free lists and leave the block's.
@@ -1137,7 +1137,12 @@ impl<A: Addr> BsplUpdater<A> {
             hybrid_block(&mut builder, first_bits, &lengths, bmp, &inner, &engine)?
         };
         let old = self.blocks.remove(&block).unwrap_or_default();
-        self.entries = self.entries - old.len() + built.entries.len();
+        for &(table, _) in &old {
+            self.table_entries[table as usize] -= 1;
+        }
+        for e in &built.entries {
+            self.table_entries[e.level as usize] += 1;
+        }
         replace_entries(
             snapshot,
             &old,

@@ -977,8 +977,8 @@ pub struct BsplUpdater<A> {
     labels: LabelIndex,
     /// The keys (table, address bits) each hashed block placed, sorted.
     blocks: HashMap<u32, Vec<(u8, A)>>,
-    /// Entries in all tables.
-    entries: usize,
+    /// Entries of each table.
+    table_entries: [usize; 16],
     /// Statistics of the last full build (and seed work since).
     build_stats: Box<BsplStats>,
     /// Hybrid: the trie nodes (as pointers) each block allocated.
@@ -1010,7 +1010,19 @@ impl<A: Addr> Updater<A> for BsplUpdater<A> {
         rib: &Rib<A>,
         changed: &[Prefix<A>],
     ) -> Result<(), BuildError> {
-        self.apply(snapshot, rib, changed)
+        if self.apply(snapshot, rib, changed, true)? {
+            return Ok(());
+        }
+        // Patching would cost more than a build: build anew, or, if the
+        // table does not fit a fresh layout, patch after all (nothing was
+        // written to the tables, so they are intact).
+        match build::build(&self.config, rib) {
+            Ok(built) => {
+                (*self, *snapshot) = built;
+                Ok(())
+            }
+            Err(_) => self.apply(snapshot, rib, changed, false).map(drop),
+        }
     }
 
     fn stats(&self, snapshot: &Bspl<A>) -> BsplStats {

@@ -25,7 +25,7 @@
 //!
 //! A change that would widen the block's tables (a prefix of a table the
 //! block does not use), or whose inside holds too many prefixes to be
-//! worth it, re-plans the block instead (`rebuild_block`). A withdrawal
+//! worth it, re-plans the block instead (`plan_anew`). A withdrawal
 //! leaves the tables as wide as they were, which stays correct (markers
 //! are placed for the block's tree, whatever its tables hold) at the price
 //! of a probe, until the block is re-planned or empty.
@@ -88,25 +88,25 @@ impl Search<'_> {
 }
 
 impl<A: Addr> BsplUpdater<A> {
-    /// Patches block `block` of `snapshot` for `changed` (its prefixes
-    /// longer than the first level) from `rib`, keeping its plan. `Ok(false)`
-    /// before anything is written: the block must be re-planned.
-    pub(crate) fn patch_block(
-        &mut self,
-        snapshot: &mut Bspl<A>,
+    /// The keys a patch of block `block` of `snapshot` for `changed` (its
+    /// prefixes longer than the first level) recomputes from `rib`, keeping
+    /// the block's plan, sorted and distinct; `None`: the block must be
+    /// re-planned. Writes nothing.
+    pub(crate) fn patch_keys(
+        &self,
+        snapshot: &Bspl<A>,
         rib: &Rib<A>,
         block: u32,
         changed: &[Prefix<A>],
-    ) -> Result<bool, BuildError> {
+    ) -> Option<Vec<(u8, A)>> {
         let first = snapshot.first[block as usize];
         let (lo, hi) = entry_tables(first);
         if lo > hi {
-            return Ok(false);
+            return None;
         }
         let lengths = snapshot.lengths();
-        let tree = *snapshot.tree;
         let search = Search {
-            tree: &tree,
+            tree: &snapshot.tree,
             lo,
             hi,
             root: entry_root(first),
@@ -117,13 +117,13 @@ impl<A: Addr> BsplUpdater<A> {
             let present = rib.get(prefix).is_some();
             if !(lo..=hi).contains(&table) {
                 if present {
-                    return Ok(false);
+                    return None;
                 }
                 // Absent before too: the block's tables held its table.
                 continue;
             }
             if !expands_within_budget(prefix.plen(), lengths[table]) {
-                return Ok(false);
+                return None;
             }
             push_keys(prefix, table, &lengths, search, &mut keys);
             let mut inside = rib.prefixes_within(prefix).filter(|&(p, _)| p != prefix);
@@ -132,19 +132,43 @@ impl<A: Addr> BsplUpdater<A> {
                 // its own change: within the block's tables.
                 let table = level_of(&lengths, q.plen());
                 if !(lo..=hi).contains(&table) || !expands_within_budget(q.plen(), lengths[table]) {
-                    return Ok(false);
+                    return None;
                 }
                 push_keys(q, table, &lengths, search, &mut keys);
             }
             if inside.next().is_some() || keys.len() > MAX_KEYS {
-                return Ok(false);
+                return None;
             }
         }
         keys.sort_unstable();
         keys.dedup();
+        Some(keys)
+    }
+
+    /// Patches block `block` of `snapshot`: recomputes `keys` (from
+    /// [`Self::patch_keys`]) from `rib` and writes them; `patched` is the
+    /// number of changed prefixes the patch stands for.
+    pub(crate) fn write_patch(
+        &mut self,
+        snapshot: &mut Bspl<A>,
+        rib: &Rib<A>,
+        block: u32,
+        keys: &[(u8, A)],
+        patched: usize,
+    ) -> Result<(), BuildError> {
+        let first = snapshot.first[block as usize];
+        let (lo, hi) = entry_tables(first);
+        let lengths = snapshot.lengths();
+        let tree = *snapshot.tree;
+        let search = Search {
+            tree: &tree,
+            lo,
+            hi,
+            root: entry_root(first),
+        };
         let first_bits = snapshot.first_bits;
         let mut values = Vec::with_capacity(keys.len());
-        for &(table, key) in &keys {
+        for &(table, key) in keys {
             values.push(self.value_of(rib, first_bits, &lengths, search, table as usize, key)?);
         }
         let engine = self.config.to_string();
@@ -161,7 +185,7 @@ impl<A: Addr> BsplUpdater<A> {
                             })?;
                         let at = record.binary_search(&(table, key)).unwrap_err();
                         record.insert(at, (table, key));
-                        self.entries += 1;
+                        self.table_entries[table as usize] += 1;
                     }
                 }
                 None => {
@@ -170,7 +194,7 @@ impl<A: Addr> BsplUpdater<A> {
                             .binary_search(&(table, key))
                             .expect("a block's keys are recorded");
                         record.remove(at);
-                        self.entries -= 1;
+                        self.table_entries[table as usize] -= 1;
                     }
                 }
             }
@@ -179,8 +203,8 @@ impl<A: Addr> BsplUpdater<A> {
             self.blocks.remove(&block);
             snapshot.first[block as usize] = first_entry(entry_value(first), NO_TABLES, 0);
         }
-        self.build_stats.prefixes_patched += changed.len() as u64;
-        Ok(true)
+        self.build_stats.prefixes_patched += patched as u64;
+        Ok(())
     }
 
     /// The value of key `key` in table `table` of a block searched as
