@@ -1037,24 +1037,30 @@ pub(crate) fn replace_entries<A: Addr>(
     Ok(())
 }
 
-/// A batch's work, in units of about what a build spends on one table
-/// entry (its expansion, grouping and seed search): an insert costs three
-/// (a probe into a table of many megabytes, seldom in cache, and its slot's
-/// seed), a removal one, a patched key two (its value from two searches of
-/// the reference table, then a probe), an entry of an enlarged table one
-/// (its table placed anew). Measured on IPv4 batches that re-plan 10^4
-/// blocks of a table of 2·10^7 to 8·10^7 entries: an insert 0.4–0.8 µs, a
-/// build 0.25–0.3 µs per entry.
-const INSERT_WORK: usize = 3;
+/// A batch's work, in units of half what a build spends on one table
+/// entry (its expansion, grouping and seed search): an insert or a patched
+/// key (its value from two searches of the reference table, then a probe)
+/// costs two, a removal one, an entry of a table the batch enlarges two
+/// (the table placed anew). Fitted to IPv4 and IPv6 batches that re-plan
+/// or patch 10^3 to 10^4 blocks of tables of 10^4 to 8·10^7 entries, where
+/// the patch ran at 0.4–1.7 builds.
+const INSERT_WORK: usize = 2;
 /// See [`INSERT_WORK`].
 const REMOVE_WORK: usize = 1;
 /// See [`INSERT_WORK`].
 const KEY_WORK: usize = 2;
 /// See [`INSERT_WORK`].
-const GROW_WORK: usize = 1;
+const GROW_WORK: usize = 2;
+/// A build's work per entry of the table it builds.
+const BUILD_ENTRY_WORK: usize = 2;
 /// A build's work per prefix beside its entries (the length program,
-/// grouping and expanding): about 0.7 µs a prefix on dfz-v4-nh.
-const PREFIX_WORK: usize = 3;
+/// grouping and expanding): about three entries' worth on dfz-v4-nh.
+const BUILD_PREFIX_WORK: usize = 6;
+/// How many builds' work a batch may plan before the table is built anew
+/// instead: the patch's estimate is rough (an insert into a table in cache
+/// costs a third of one into a table of a gigabyte), and a batch given up
+/// has cost its planning on top of the build.
+const BUILDS_PER_BATCH: usize = 2;
 
 /// What a batch does to one block.
 pub(crate) enum BlockChange<A> {
@@ -1071,6 +1077,28 @@ pub(crate) struct BlockPlan<A> {
     root: usize,
 }
 
+/// A batch of plain `bspl` planned against the tables, nothing written:
+/// the first-level windows to repaint, each changed block's patch or new
+/// plan, the tables to enlarge once for it, and its work against a
+/// build's.
+pub(crate) struct PlannedBatch<A> {
+    windows: Vec<(usize, usize)>,
+    /// `(block, changed prefixes in it, change)`.
+    blocks: Vec<(u32, usize, BlockChange<A>)>,
+    /// `(table, entries to make room for)`.
+    enlarge: Vec<(usize, usize)>,
+    work: usize,
+    build_work: usize,
+}
+
+impl<A> PlannedBatch<A> {
+    /// Whether writing the batch would cost more than [`BUILDS_PER_BATCH`]
+    /// builds of the table after it (see [`INSERT_WORK`]).
+    pub(crate) fn costs_more_than_builds(&self) -> bool {
+        self.work > BUILDS_PER_BATCH * self.build_work
+    }
+}
+
 /// A batch's planned work against a build's (see [`INSERT_WORK`]).
 struct BatchCost {
     work: usize,
@@ -1082,18 +1110,15 @@ struct BatchCost {
     added: [usize; 16],
     /// Entries of all tables after the batch, patched keys aside.
     after: usize,
-    /// Prefixes of the table after the batch.
-    prefixes: usize,
 }
 
 impl BatchCost {
-    fn new(entries: [usize; 16], prefixes: usize) -> Self {
+    fn new(entries: [usize; 16]) -> Self {
         BatchCost {
             work: 0,
             entries,
             added: [0; 16],
             after: entries.iter().sum(),
-            prefixes,
         }
     }
 
@@ -1122,15 +1147,13 @@ impl BatchCost {
         }
     }
 
-    /// Whether the batch costs more than a build of the table after it.
-    fn over(&self) -> bool {
-        self.work > self.after + PREFIX_WORK * self.prefixes
-    }
-
     /// The tables of `levels` the batch fills past the build's fill with a
     /// share of their entries, with the entries to make room for; adds the
-    /// work of enlarging them. Smaller additions enlarge a table when a
-    /// window overflows, as single updates do.
+    /// work of enlarging them. A table enlarged insert by insert doubles
+    /// once per overflow, each time placing all its entries anew, which
+    /// made a batch that grows a table twentyfold cost four builds; smaller
+    /// additions enlarge a table when a window overflows, as single updates
+    /// do.
     fn tables_to_enlarge(&mut self, levels: &[Level]) -> Vec<(usize, usize)> {
         let mut enlarge = Vec::new();
         for (j, level) in levels.iter().enumerate() {
@@ -1151,23 +1174,16 @@ impl<A: Addr> BsplUpdater<A> {
         self.table_entries.iter().sum()
     }
 
-    /// Brings `snapshot` in line with `rib` after `changed` changed: first
-    /// level BMPs for short prefixes, patches or re-plans of the blocks of
-    /// long ones. With `budgeted`, every block is planned before anything
-    /// is written to the tables, and `Ok(false)` says the batch would cost
-    /// more than a build (see [`INSERT_WORK`]): the first level may be
-    /// repainted, the tables are as they were.
-    pub(crate) fn apply(
-        &mut self,
-        snapshot: &mut Bspl<A>,
+    /// Plans bringing `snapshot` (plain `bspl`) in line with `rib` after
+    /// `changed` changed: first-level BMPs for short prefixes, a patch or a
+    /// new plan for each block of long ones. Writes nothing, so the batch
+    /// can be given up for a build ([`PlannedBatch::costs_more_than_builds`]).
+    pub(crate) fn plan_batch(
+        &self,
+        snapshot: &Bspl<A>,
         rib: &Rib<A>,
         changed: &[Prefix<A>],
-        budgeted: bool,
-    ) -> Result<bool, BuildError> {
-        if snapshot.hybrid {
-            self.apply_hybrid(snapshot, rib, changed)?;
-            return Ok(true);
-        }
+    ) -> Result<PlannedBatch<A>, BuildError> {
         let first_bits = snapshot.first_bits;
         let mut windows = Vec::new();
         // The longer prefixes by block.
@@ -1185,9 +1201,43 @@ impl<A: Addr> BsplUpdater<A> {
         }
         long.sort_unstable();
         long.dedup();
-        // Painting reads only the reference table, so a batch given up
-        // after it can be painted again.
-        for window in merge_windows(windows) {
+        let mut cost = BatchCost::new(self.table_entries);
+        let mut blocks = Vec::new();
+        let mut prefixes: Vec<Prefix<A>> = Vec::new();
+        for group in long.chunk_by(|a, b| a.0 == b.0) {
+            let block = group[0].0;
+            prefixes.clear();
+            prefixes.extend(group.iter().map(|&(_, prefix)| prefix));
+            let change = match self.patch_keys(snapshot, rib, block, &prefixes) {
+                Some(keys) => BlockChange::Patch(keys),
+                None => BlockChange::Replan(self.plan_anew(snapshot, rib, block)?),
+            };
+            let old = self.blocks.get(&block).map_or(&[][..], Vec::as_slice);
+            cost.add(&change, old);
+            blocks.push((block, group.len(), change));
+        }
+        let count = snapshot.level_count as usize;
+        let enlarge = cost.tables_to_enlarge(&snapshot.levels[..count]);
+        Ok(PlannedBatch {
+            windows: merge_windows(windows),
+            blocks,
+            enlarge,
+            work: cost.work,
+            build_work: BUILD_ENTRY_WORK * cost.after + BUILD_PREFIX_WORK * rib.len(),
+        })
+    }
+
+    /// Writes `batch` (planned by [`Self::plan_batch`] for `rib`) to
+    /// `snapshot`: repaints the first level, enlarges the tables the batch
+    /// fills, then patches or re-plans each block.
+    pub(crate) fn write_batch(
+        &mut self,
+        snapshot: &mut Bspl<A>,
+        rib: &Rib<A>,
+        batch: PlannedBatch<A>,
+    ) -> Result<(), BuildError> {
+        let first_bits = snapshot.first_bits;
+        for window in batch.windows {
             let (lo, hi) = block_addrs::<A>(window, first_bits);
             paint(
                 &mut snapshot.first,
@@ -1198,50 +1248,26 @@ impl<A: Addr> BsplUpdater<A> {
                 0,
             )?;
         }
-        let mut cost = BatchCost::new(self.table_entries, rib.len());
-        let mut planned = Vec::new();
-        let mut prefixes: Vec<Prefix<A>> = Vec::new();
-        for group in long.chunk_by(|a, b| a.0 == b.0) {
-            let block = group[0].0;
-            prefixes.clear();
-            prefixes.extend(group.iter().map(|&(_, prefix)| prefix));
-            let change = match self.patch_keys(snapshot, rib, block, &prefixes) {
-                Some(keys) => BlockChange::Patch(keys),
-                None => BlockChange::Replan(self.plan_anew(snapshot, rib, block)?),
-            };
-            if budgeted {
-                let old = self.blocks.get(&block).map_or(&[][..], Vec::as_slice);
-                cost.add(&change, old);
-                if cost.over() {
-                    return Ok(false);
+        let engine = self.config.to_string();
+        for (j, entries) in batch.enlarge {
+            reserve_table(snapshot, j, entries, &mut self.build_stats).map_err(|why| {
+                BuildError::Limit {
+                    engine: engine.clone(),
+                    why,
                 }
-                planned.push((block, group.len(), change));
-            } else {
-                self.write_change(snapshot, rib, block, group.len(), change)?;
-            }
+            })?;
         }
-        if budgeted {
-            let count = snapshot.level_count as usize;
-            let enlarge = cost.tables_to_enlarge(&snapshot.levels[..count]);
-            if cost.over() {
-                return Ok(false);
-            }
-            let engine = self.config.to_string();
-            for (j, entries) in enlarge {
-                reserve_table(snapshot, j, entries, &mut self.build_stats).map_err(|why| {
-                    BuildError::Limit {
-                        engine: engine.clone(),
-                        why,
-                    }
-                })?;
-            }
-            for (block, patched, change) in planned {
-                self.write_change(snapshot, rib, block, patched, change)?;
+        for (block, patched, change) in batch.blocks {
+            match change {
+                BlockChange::Patch(keys) => {
+                    self.write_patch(snapshot, rib, block, &keys, patched)?
+                }
+                BlockChange::Replan(plan) => self.write_plan(snapshot, block, plan)?,
             }
         }
         self.labels.set_default(rib.default_route());
         self.labels.sync(&mut snapshot.results);
-        Ok(true)
+        Ok(())
     }
 
     /// Asks for a full build when the blocks to re-plan, `blocks`, hold more
@@ -1257,22 +1283,6 @@ impl<A: Addr> BsplUpdater<A> {
             });
         }
         Ok(())
-    }
-
-    /// Writes `change` to block `block` of `snapshot`; `patched` is the
-    /// number of changed prefixes it stands for.
-    fn write_change(
-        &mut self,
-        snapshot: &mut Bspl<A>,
-        rib: &Rib<A>,
-        block: u32,
-        patched: usize,
-        change: BlockChange<A>,
-    ) -> Result<(), BuildError> {
-        match change {
-            BlockChange::Patch(keys) => self.write_patch(snapshot, rib, block, &keys, patched),
-            BlockChange::Replan(plan) => self.write_plan(snapshot, block, plan),
-        }
     }
 
     /// Plans block `block` anew from `rib` with the tables' lengths and
@@ -1462,54 +1472,84 @@ mod tests {
         }))
     }
 
-    /// A batch that re-plans nearly every block stops at its plan when
-    /// budgeted, with the tables as they were; patched without the budget
-    /// (the fallback when a build fails) it answers as the reference, and
-    /// a small batch is patched within the budget.
+    /// Answers of `snapshot` against `rib` at every prefix's edges.
+    fn check(snapshot: &Bspl<u32>, rib: &Rib<u32>) {
+        for (prefix, _) in rib.iter() {
+            for addr in [prefix.first(), prefix.last(), prefix.last().wrapping_add(1)] {
+                assert_eq!(snapshot.lookup(addr), rib.lookup(addr), "{addr:#x}");
+            }
+        }
+    }
+
+    /// A batch that withdraws nearly the whole table would remove entry by
+    /// entry what a build never places: it is planned as too costly, with
+    /// the tables as they were; written anyway (the fallback when a build
+    /// fails) it answers as the reference, and a small batch is within the
+    /// budget.
     #[test]
-    fn batches_costlier_than_a_build_are_given_up_before_writing() {
+    fn batches_costlier_than_builds_are_given_up_before_writing() {
         let config = BsplConfig::parse("bspl:levels=3").unwrap();
         let rib = random_table(3000, 7);
         let (mut updater, mut snapshot) = build(&config, &rib).unwrap();
-        let mut big = rib.clone();
+        let mut shrunk = rib.clone();
         let mut changed: Vec<Prefix<u32>> = Vec::new();
         for (i, (prefix, _)) in rib.iter().enumerate() {
-            // Withdraw half, announce a longer neighbour for the others.
-            if i % 2 == 0 {
-                big.remove(prefix);
+            if i % 20 != 0 {
+                shrunk.remove(prefix);
                 changed.push(prefix);
-            } else {
-                let longer = Prefix::new_masked(prefix.addr() | 1, 32);
-                big.insert(longer, 99);
-                changed.push(longer);
             }
+        }
+        let tables = |s: &Bspl<u32>| (s.b32.clone(), s.s32.clone(), s.first.clone());
+        let before = tables(&snapshot);
+        let batch = updater.plan_batch(&snapshot, &shrunk, &changed).unwrap();
+        assert!(
+            batch.costs_more_than_builds(),
+            "{} against {}",
+            batch.work,
+            batch.build_work
+        );
+        assert!(before == tables(&snapshot), "planning writes nothing");
+        updater.write_batch(&mut snapshot, &shrunk, batch).unwrap();
+        check(&snapshot, &shrunk);
+        let counted: usize = updater.blocks.values().map(Vec::len).sum();
+        assert_eq!(
+            updater.entries(),
+            counted,
+            "the tables' entry counts follow the blocks"
+        );
+
+        let mut small = shrunk.clone();
+        let host = Prefix::new_masked(0x0b01_0203, 32);
+        small.insert(host, 5);
+        let batch = updater.plan_batch(&snapshot, &small, &[host]).unwrap();
+        assert!(!batch.costs_more_than_builds());
+        updater.write_batch(&mut snapshot, &small, batch).unwrap();
+        check(&snapshot, &small);
+    }
+
+    /// A batch that multiplies a table's entries enlarges it once, for the
+    /// entries it brings, not once per overflow.
+    #[test]
+    fn a_batch_enlarges_each_table_once() {
+        let config = BsplConfig::parse("bspl:lengths=16+24+32").unwrap();
+        let rib = random_table(500, 11);
+        let (mut updater, mut snapshot) = build(&config, &rib).unwrap();
+        let mut grown = rib.clone();
+        let mut changed = Vec::new();
+        for i in 0..20_000u32 {
+            let host = Prefix::new_masked(0x0c00_0000 | i.wrapping_mul(0x9e37_79b9) >> 8, 32);
+            grown.insert(host, i % 40);
+            changed.push(host);
         }
         changed.sort_unstable();
         changed.dedup();
-        let tables = |s: &Bspl<u32>| (s.b32.clone(), s.s32.clone(), s.levels.clone());
-        let before = tables(&snapshot);
-        assert!(!updater.apply(&mut snapshot, &big, &changed, true).unwrap());
-        assert!(
-            before == tables(&snapshot),
-            "a batch given up writes no table"
-        );
-        assert!(updater.apply(&mut snapshot, &big, &changed, false).unwrap());
-        let check = |snapshot: &Bspl<u32>, rib: &Rib<u32>| {
-            for (prefix, _) in rib.iter() {
-                for addr in [prefix.first(), prefix.last(), prefix.last().wrapping_add(1)] {
-                    assert_eq!(snapshot.lookup(addr), rib.lookup(addr), "{addr:#x}");
-                }
-            }
-        };
-        check(&snapshot, &big);
-        let total: usize = updater.table_entries.iter().sum();
+        let batch = updater.plan_batch(&snapshot, &grown, &changed).unwrap();
+        assert!(!batch.enlarge.is_empty(), "the /32 table grows fortyfold");
+        let enlarged = batch.enlarge.len() as u64;
+        updater.write_batch(&mut snapshot, &grown, batch).unwrap();
+        assert_eq!(updater.build_stats.update_growths, enlarged);
+        check(&snapshot, &grown);
         let counted: usize = updater.blocks.values().map(Vec::len).sum();
-        assert_eq!(total, counted, "the tables' entry counts follow the blocks");
-
-        let mut small = big.clone();
-        let host = Prefix::new_masked(0x0b01_0203, 32);
-        small.insert(host, 5);
-        assert!(updater.apply(&mut snapshot, &small, &[host], true).unwrap());
-        check(&snapshot, &small);
+        assert_eq!(updater.entries(), counted);
     }
 }

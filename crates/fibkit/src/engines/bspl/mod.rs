@@ -1010,19 +1010,19 @@ impl<A: Addr> Updater<A> for BsplUpdater<A> {
         rib: &Rib<A>,
         changed: &[Prefix<A>],
     ) -> Result<(), BuildError> {
-        if self.apply(snapshot, rib, changed, true)? {
-            return Ok(());
+        if snapshot.hybrid {
+            return self.apply_hybrid(snapshot, rib, changed);
         }
-        // Patching would cost more than a build: build anew, or, if the
-        // table does not fit a fresh layout, patch after all (nothing was
-        // written to the tables, so they are intact).
-        match build::build(&self.config, rib) {
-            Ok(built) => {
+        let batch = self.plan_batch(snapshot, rib, changed)?;
+        if batch.costs_more_than_builds() {
+            // Build anew, unless the table fits no fresh layout: then the
+            // batch is written after all (nothing was written yet).
+            if let Ok(built) = build::build(&self.config, rib) {
                 (*self, *snapshot) = built;
-                Ok(())
+                return Ok(());
             }
-            Err(_) => self.apply(snapshot, rib, changed, false).map(drop),
         }
+        self.write_batch(snapshot, rib, batch)
     }
 
     fn stats(&self, snapshot: &Bspl<A>) -> BsplStats {
