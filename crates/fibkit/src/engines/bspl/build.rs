@@ -1043,7 +1043,7 @@ pub(crate) fn replace_entries<A: Addr>(
 /// costs two, a removal one, an entry of a table the batch enlarges two
 /// (the table placed anew). Fitted to IPv4 and IPv6 batches that re-plan
 /// or patch 10^3 to 10^4 blocks of tables of 10^4 to 8·10^7 entries, where
-/// the patch ran at 0.4–1.7 builds.
+/// the patch ran at 0.3–2.1 builds.
 const INSERT_WORK: usize = 2;
 /// See [`INSERT_WORK`].
 const REMOVE_WORK: usize = 1;
@@ -1057,9 +1057,9 @@ const BUILD_ENTRY_WORK: usize = 2;
 /// grouping and expanding): about three entries' worth on dfz-v4-nh.
 const BUILD_PREFIX_WORK: usize = 6;
 /// How many builds' work a batch may plan before the table is built anew
-/// instead: the patch's estimate is rough (an insert into a table in cache
-/// costs a third of one into a table of a gigabyte), and a batch given up
-/// has cost its planning on top of the build.
+/// instead: the estimate is rough (what an insert or a build costs per
+/// entry varies with the tables' size against the caches), and a batch
+/// given up has cost its planning on top of the build.
 const BUILDS_PER_BATCH: usize = 2;
 
 /// What a batch does to one block.
