@@ -172,8 +172,8 @@ struct Costs {
     copy_ns: Option<f64>,
     /// The last patch's time per changed prefix, in ns.
     patch_ns_per_prefix: f64,
-    /// Catch up always (`true`) or never, whatever the costs: for tests,
-    /// which must take each way on purpose.
+    /// Catch up always (`true`) or never, whatever the costs (see
+    /// [`Fib::set_catch_up`]).
     forced: Option<bool>,
     /// Batches that found every spare held by a reader and copied the
     /// current snapshot into new memory.
@@ -269,6 +269,20 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
     /// Runs `f` on the reference table (the writer waits meanwhile).
     pub fn with_rib<R>(&self, f: impl FnOnce(&Rib<A>) -> R) -> R {
         f(&self.lock().rib)
+    }
+
+    /// How later batches bring a spare snapshot up to date: by patching an
+    /// older spare with the changes since it as well (`Some(true)`), by
+    /// copying the current snapshot and patching the copy (`Some(false)`),
+    /// or by whichever the last batches measured cheaper (`None`, the
+    /// default). Catching up patches two batches' prefixes as one batch,
+    /// against the newest reference table; an engine whose layout depends on
+    /// the order of its patches (a leaf-pushed `cpe` trie grows nodes it
+    /// keeps) can then accept near a limit a batch that patching batch by
+    /// batch, as [`LocalFib`] does, refuses, or the reverse. With
+    /// `Some(false)` a `Fib` fails exactly the batches a `LocalFib` fails.
+    pub fn set_catch_up(&self, catch_up: Option<bool>) {
+        self.lock().costs.forced = catch_up;
     }
 
     /// Applies `changes` (in order) to the reference table, brings the
