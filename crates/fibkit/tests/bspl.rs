@@ -598,13 +598,7 @@ proptest! {
 /// the reference table.
 #[test]
 fn large_batches_answer_as_the_reference() {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        state >> 32
-    };
+    let mut next = lcg(0x9e37_79b9_7f4a_7c15);
     fn batches<A: fibkit::Addr>(
         rib: &Rib<A>,
         next: &mut impl FnMut() -> u64,

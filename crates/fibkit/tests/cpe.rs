@@ -687,13 +687,8 @@ fn rib_of_strs(entries: &[(&str, u32)]) -> Rib<u32> {
 /// reference table.
 #[test]
 fn large_batches_of_short_prefixes_answer_as_the_reference() {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 32) as u32
-    };
+    let mut lcg = lcg(0x9e37_79b9_7f4a_7c15);
+    let mut next = move || lcg() as u32;
     let mut pairs: Vec<(fibkit::Prefix<u32>, u32)> = Vec::new();
     for _ in 0..4000 {
         let plen = [16, 20, 24, 24, 24, 28][next() as usize % 6];

@@ -229,6 +229,18 @@ pub fn rib_from_triples<A: Addr>(entries: &[(A, u8, u32)]) -> Rib<A> {
     )
 }
 
+/// A seeded linear congruential generator: the upper 32 bits of each
+/// state, for tests that need a fixed stream without a distribution.
+pub fn lcg(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 32
+    }
+}
+
 /// Checks `spec` on the full shared table `name`, both families it supports.
 pub fn check_shared_table(spec: &str, name: &'static str, ipv4: bool, ipv6: bool) {
     let table = shared_table(name);

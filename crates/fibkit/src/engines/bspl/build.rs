@@ -1201,6 +1201,7 @@ impl<A: Addr> BsplUpdater<A> {
         }
         long.sort_unstable();
         long.dedup();
+        let lengths = snapshot.lengths();
         let mut cost = BatchCost::new(self.table_entries);
         let mut blocks = Vec::new();
         let mut prefixes: Vec<Prefix<A>> = Vec::new();
@@ -1208,9 +1209,9 @@ impl<A: Addr> BsplUpdater<A> {
             let block = group[0].0;
             prefixes.clear();
             prefixes.extend(group.iter().map(|&(_, prefix)| prefix));
-            let change = match self.patch_keys(snapshot, rib, block, &prefixes) {
+            let change = match self.patch_keys(snapshot, &lengths, rib, block, &prefixes) {
                 Some(keys) => BlockChange::Patch(keys),
-                None => BlockChange::Replan(self.plan_anew(snapshot, rib, block)?),
+                None => BlockChange::Replan(self.plan_anew(snapshot, &lengths, rib, block)?),
             };
             let old = self.blocks.get(&block).map_or(&[][..], Vec::as_slice);
             cost.add(&change, old);
@@ -1257,10 +1258,11 @@ impl<A: Addr> BsplUpdater<A> {
                 }
             })?;
         }
+        let lengths = snapshot.lengths();
         for (block, patched, change) in batch.blocks {
             match change {
                 BlockChange::Patch(keys) => {
-                    self.write_patch(snapshot, rib, block, &keys, patched)?
+                    self.write_patch(snapshot, &lengths, rib, block, &keys, patched)?
                 }
                 BlockChange::Replan(plan) => self.write_plan(snapshot, block, plan)?,
             }
@@ -1285,16 +1287,16 @@ impl<A: Addr> BsplUpdater<A> {
         Ok(())
     }
 
-    /// Plans block `block` anew from `rib` with the tables' lengths and
-    /// search tree. Writes nothing.
+    /// Plans block `block` anew from `rib` with the tables' lengths
+    /// `lengths` and search tree. Writes nothing.
     fn plan_anew(
         &self,
         snapshot: &Bspl<A>,
+        lengths: &[u8],
         rib: &Rib<A>,
         block: u32,
     ) -> Result<BlockPlan<A>, BuildError> {
         let first_bits = snapshot.first_bits;
-        let lengths = snapshot.lengths();
         let engine = self.config.to_string();
         let limit = |why: String| BuildError::Limit {
             engine: engine.clone(),
@@ -1305,13 +1307,13 @@ impl<A: Addr> BsplUpdater<A> {
             .iter_in(lo, hi)
             .filter(|(p, _)| p.plen() > first_bits)
             .collect();
-        check_lengths(&inner, &lengths).map_err(limit)?;
-        let expanded = expand(&inner, &lengths).map_err(|e| limit(e.to_string()))?;
+        check_lengths(&inner, lengths).map_err(limit)?;
+        let expanded = expand(&inner, lengths).map_err(|e| limit(e.to_string()))?;
         let mut entries = Vec::new();
         let (tables, root) = plan_block(
             &inner,
             &expanded,
-            &lengths,
+            lengths,
             &snapshot.tree,
             (lo, hi),
             &mut entries,

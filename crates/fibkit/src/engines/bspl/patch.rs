@@ -91,10 +91,11 @@ impl<A: Addr> BsplUpdater<A> {
     /// The keys a patch of block `block` of `snapshot` for `changed` (its
     /// prefixes longer than the first level) recomputes from `rib`, keeping
     /// the block's plan, sorted and distinct; `None`: the block must be
-    /// re-planned. Writes nothing.
+    /// re-planned. `lengths` are the tables' lengths. Writes nothing.
     pub(crate) fn patch_keys(
         &self,
         snapshot: &Bspl<A>,
+        lengths: &[u8],
         rib: &Rib<A>,
         block: u32,
         changed: &[Prefix<A>],
@@ -104,7 +105,6 @@ impl<A: Addr> BsplUpdater<A> {
         if lo > hi {
             return None;
         }
-        let lengths = snapshot.lengths();
         let search = Search {
             tree: &snapshot.tree,
             lo,
@@ -113,7 +113,7 @@ impl<A: Addr> BsplUpdater<A> {
         };
         let mut keys: Vec<(u8, A)> = Vec::new();
         for &prefix in changed {
-            let table = level_of(&lengths, prefix.plen());
+            let table = level_of(lengths, prefix.plen());
             let present = rib.get(prefix).is_some();
             if !(lo..=hi).contains(&table) {
                 if present {
@@ -125,16 +125,16 @@ impl<A: Addr> BsplUpdater<A> {
             if !expands_within_budget(prefix.plen(), lengths[table]) {
                 return None;
             }
-            push_keys(prefix, table, &lengths, search, &mut keys);
+            push_keys(prefix, table, lengths, search, &mut keys);
             let mut inside = rib.prefixes_within(prefix).filter(|&(p, _)| p != prefix);
             for (q, _) in inside.by_ref().take(MAX_INSIDE) {
                 // Present before, or changed in this batch and checked as
                 // its own change: within the block's tables.
-                let table = level_of(&lengths, q.plen());
+                let table = level_of(lengths, q.plen());
                 if !(lo..=hi).contains(&table) || !expands_within_budget(q.plen(), lengths[table]) {
                     return None;
                 }
-                push_keys(q, table, &lengths, search, &mut keys);
+                push_keys(q, table, lengths, search, &mut keys);
             }
             if inside.next().is_some() || keys.len() > MAX_KEYS {
                 return None;
@@ -151,6 +151,7 @@ impl<A: Addr> BsplUpdater<A> {
     pub(crate) fn write_patch(
         &mut self,
         snapshot: &mut Bspl<A>,
+        lengths: &[u8],
         rib: &Rib<A>,
         block: u32,
         keys: &[(u8, A)],
@@ -158,7 +159,6 @@ impl<A: Addr> BsplUpdater<A> {
     ) -> Result<(), BuildError> {
         let first = snapshot.first[block as usize];
         let (lo, hi) = entry_tables(first);
-        let lengths = snapshot.lengths();
         let tree = *snapshot.tree;
         let search = Search {
             tree: &tree,
@@ -169,7 +169,7 @@ impl<A: Addr> BsplUpdater<A> {
         let first_bits = snapshot.first_bits;
         let mut values = Vec::with_capacity(keys.len());
         for &(table, key) in keys {
-            values.push(self.value_of(rib, first_bits, &lengths, search, table as usize, key)?);
+            values.push(self.value_of(rib, first_bits, lengths, search, table as usize, key)?);
         }
         let engine = self.config.to_string();
         let record = self.blocks.entry(block).or_default();
