@@ -352,6 +352,94 @@ pub fn generate_changes<A: Addr>(rib: &Rib<A>, count: usize, seed: u64) -> Vec<c
 }
 
 #[cfg(feature = "bench")]
+/// `count` seeded random prefixes (fewer when two coincide), of lengths
+/// 1 to the full length drawn evenly, with labels 0..64: a base table for
+/// update benchmarks that needs no file.
+pub fn random_table<A: Addr>(count: usize, seed: u64) -> Rib<A> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    Rib::from_pairs((0..count).map(|_| {
+        let plen = rng.random_range(1..=A::BITS);
+        let prefix = Prefix::new_masked(A::from_u128(rng.random()), plen);
+        (prefix, rng.random_range(0..64u32))
+    }))
+}
+
+#[cfg(feature = "bench")]
+/// Seeded batches of many changes each against `rib`, for measuring what
+/// a large batch costs an engine against a build of the table after it.
+/// Batch `i` of `batches` is, in turn (`i % 3`):
+/// 0. announcements, 500 in the first such batch growing evenly to 40,500
+///    in the last: a fifth of them host routes, the rest of random length
+///    (1 to the full length); three in four inside one random /8 (IPv4)
+///    or /32 (IPv6) chosen per batch, so that they nest and share blocks;
+/// 1. withdrawals of a share of the prefixes held then, 30% in the first
+///    such batch growing evenly to 100% in the last;
+/// 2. relabels of 40% and withdrawals of 20% of the prefixes held then.
+///
+/// Labels are 0..64. Each batch is generated against the table as the
+/// batches before it left it, so every withdrawal is of a held prefix.
+pub fn generate_large_batches<A: Addr>(
+    rib: &Rib<A>,
+    batches: usize,
+    seed: u64,
+) -> Vec<Vec<crate::Change<A>>> {
+    use crate::Change;
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut table = rib.clone();
+    let kinds = |kind: usize| (0..batches).filter(|i| i % 3 == kind).count();
+    let (announce_batches, withdraw_batches) = (kinds(0), kinds(1));
+    let step = |k: usize, of: usize| k as f64 / of.saturating_sub(1).max(1) as f64;
+    let cluster_bits = if A::BITS == 32 { 8 } else { 32 };
+    let mut stream = Vec::with_capacity(batches);
+    for i in 0..batches {
+        let k = i / 3;
+        let mut batch = Vec::new();
+        match i % 3 {
+            0 => {
+                let count = 500 + (40_000.0 * step(k, announce_batches)).round() as usize;
+                let hot = Prefix::new_masked(A::from_u128(rng.random()), cluster_bits);
+                for _ in 0..count {
+                    let addr = if rng.random_range(0..4u32) < 3 {
+                        address_in(hot, &mut rng)
+                    } else {
+                        A::from_u128(rng.random())
+                    };
+                    let plen = if rng.random_range(0..5u32) == 0 {
+                        A::BITS
+                    } else {
+                        rng.random_range(1..=A::BITS)
+                    };
+                    let label = rng.random_range(0..64u32);
+                    batch.push(Change::Announce(Prefix::new_masked(addr, plen), label));
+                }
+            }
+            1 => {
+                let share = 0.3 + 0.7 * step(k, withdraw_batches);
+                for (prefix, _) in table.iter() {
+                    if rng.random::<f64>() < share {
+                        batch.push(Change::Withdraw(prefix));
+                    }
+                }
+            }
+            _ => {
+                for (prefix, label) in table.iter() {
+                    match rng.random_range(0..5u32) {
+                        0 | 1 => batch.push(Change::Announce(prefix, (label + 1) % 64)),
+                        2 => batch.push(Change::Withdraw(prefix)),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        for &change in &batch {
+            table.apply(change);
+        }
+        stream.push(batch);
+    }
+    stream
+}
+
+#[cfg(feature = "bench")]
 /// Precomputed tables for one trace kind.
 enum Sampler<A> {
     RandIp {
