@@ -240,6 +240,13 @@ pub trait EngineConfig: Clone + fmt::Debug + fmt::Display + Send + Sync + 'stati
     }
 }
 
+/// Changes a batch may hold beyond the prefixes left in the table and
+/// still be patched ([`Updater::builds_anew`]): such a batch costs at most
+/// a few milliseconds either way, and patching it keeps a small table's
+/// history (an engine's in-place state, its free lists) as its updates
+/// made it.
+pub const SMALL_BATCH: usize = 1024;
+
 /// An engine's build state: builds the first snapshot from a reference
 /// table and brings a snapshot in line after changes. `Clone`, so that a
 /// [`Fib`](crate::Fib) can keep one updater per snapshot it patches.
@@ -263,6 +270,21 @@ pub trait Updater<A: Addr>: Clone + Send + Sync + Sized + 'static {
     /// [`BuildError::UpdateUnsupported`] (the handle then rebuilds).
     fn patches(&self) -> bool {
         false
+    }
+
+    /// Whether the handles build a batch anew instead of patching it: a
+    /// batch that changed `changed` distinct prefixes and left `prefixes`
+    /// in the table. The default: more prefixes changed than the table
+    /// holds after the batch, plus [`SMALL_BATCH`]. A build then handles
+    /// fewer prefixes than the patch, which at least visits each change,
+    /// and a patch that withdraws most of a table, or grows a small one
+    /// many times over, cost up to 46 builds (docs/BENCHMARKS.md,
+    /// "Batches larger than the table"). An engine whose build has a
+    /// large fixed part (a direct table of millions of entries) counts it
+    /// as prefixes. When the build fails (a layout limit), the handles
+    /// patch after all, so a batch fails only where both would.
+    fn builds_anew(&self, changed: usize, prefixes: usize) -> bool {
+        changed > prefixes + SMALL_BATCH
     }
 
     /// Brings `snapshot` in line with `rib` after the prefixes in `changed`

@@ -307,6 +307,12 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
             });
         };
         let mut summary = batch.summary(changes.len());
+        if let Some((updater, snapshot)) = build_anew(&writer.updater, &writer.rib, &batch) {
+            writer.updater = updater;
+            summary.rebuilt = Some(LARGER_THAN_TABLE.to_string());
+            summary.version = self.publish(writer, snapshot, None, batch.changed);
+            return Ok(summary);
+        }
         let patched = if writer.updater.patches() {
             self.patch_spare(writer, &batch.changed)
         } else {
@@ -459,6 +465,25 @@ impl<A: EngineFamily, U: Updater<A>> Fib<A, U> {
 
 /// Why an engine whose updater does not patch was rebuilt.
 const REBUILDS: &str = "the engine rebuilds on every change";
+
+/// Why a batch was built anew before any patch ([`Updater::builds_anew`]).
+const LARGER_THAN_TABLE: &str = "the batch changed more prefixes than the table holds after it";
+
+/// A fresh build of `rib` (after `batch`) when the engine patches but
+/// [`Updater::builds_anew`] says the batch costs more than a build.
+/// `None` when it patches the batch, and when the build fails: the
+/// patch, which may fit where a build does not, is then tried as usual.
+#[allow(clippy::type_complexity)]
+fn build_anew<A: crate::Addr, U: Updater<A>>(
+    updater: &U,
+    rib: &Rib<A>,
+    batch: &Batch<A>,
+) -> Option<(U, U::Snapshot)> {
+    if !updater.patches() || !updater.builds_anew(batch.changed.len(), rib.len()) {
+        return None;
+    }
+    U::build(&updater.config(), rib).ok()
+}
 
 /// A batch applied to a reference table, with what it takes to undo it.
 struct Batch<A> {
@@ -623,6 +648,11 @@ impl<A: EngineFamily, U: Updater<A>> LocalFib<A, U> {
             });
         };
         let mut summary = batch.summary(changes.len());
+        if let Some(fresh) = build_anew(&self.updater, &self.rib, &batch) {
+            (self.updater, self.snapshot) = fresh;
+            summary.rebuilt = Some(LARGER_THAN_TABLE.to_string());
+            return Ok(summary);
+        }
         let why = if self.updater.patches() {
             match self
                 .updater

@@ -78,7 +78,9 @@ pub mod verify;
 
 pub use addr::{Addr, Family};
 pub use any::{AnyFib, FamilyFib, FamilyReader, SLICE_CHUNK, WORDS_CHUNK};
-pub use engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater, CONVERT_CHUNK};
+pub use engine::{
+    BuildError, EngineConfig, EngineStats, Lookup, Updater, CONVERT_CHUNK, SMALL_BATCH,
+};
 pub use error::Error;
 pub use fib::{Fib, LocalFib, Published, Reader, UpdateSummary};
 pub use prefix::{Label, Prefix, PrefixError};

@@ -422,6 +422,12 @@ macro_rules! engine_set {
                 }
             }
 
+            fn builds_anew(&self, changed: usize, prefixes: usize) -> bool {
+                match self {
+                    $( Self::$Variant(updater) => updater.builds_anew(changed, prefixes), )*
+                }
+            }
+
             fn update(
                 &mut self,
                 snapshot: &mut $Snapshot,

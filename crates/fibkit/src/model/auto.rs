@@ -1052,6 +1052,13 @@ impl<A: AutoFamily> Updater<A> for AutoUpdater<A> {
         }
     }
 
+    fn builds_anew(&self, changed: usize, prefixes: usize) -> bool {
+        match &self.engine {
+            AutoEngine::Direct(u) => u.builds_anew(changed, prefixes),
+            AutoEngine::Cpe(u) => u.builds_anew(changed, prefixes),
+        }
+    }
+
     fn update(
         &mut self,
         snapshot: &mut AutoSnapshot<A>,

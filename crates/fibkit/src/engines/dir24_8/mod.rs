@@ -263,6 +263,12 @@ impl Updater<u32> for Dir24_8Updater {
         true
     }
 
+    /// A build writes all 2^24 first-level entries, whatever the table
+    /// holds: they count as a prefix per 256 entries.
+    fn builds_anew(&self, changed: usize, prefixes: usize) -> bool {
+        changed > prefixes + crate::engine::SMALL_BATCH + BLOCKS / 256
+    }
+
     fn update(
         &mut self,
         snapshot: &mut Dir24_8,

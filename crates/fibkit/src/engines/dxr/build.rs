@@ -117,6 +117,13 @@ impl Updater<u32> for DxrUpdater {
         true
     }
 
+    /// A build writes the whole direct table, whatever the table holds:
+    /// it counts as a prefix per 256 entries.
+    fn builds_anew(&self, changed: usize, prefixes: usize) -> bool {
+        let direct = 1usize << self.config.k_bits.max(self.config.d_bits);
+        changed > prefixes + crate::engine::SMALL_BATCH + direct / 256
+    }
+
     /// Rebuilds the chunks the changed prefixes cover (a prefix shorter
     /// than `K` covers `2^(K-len)` of them), or the whole snapshot in place
     /// when they are more than `1/REBUILD_SHARE` of the chunks or the range

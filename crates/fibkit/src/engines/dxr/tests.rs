@@ -297,57 +297,74 @@ fn large_changes_rebuild_small_ones_patch() {
 
 /// Freed range-table space is compacted by a rebuild: at once after a
 /// small patch, at the next update after a large one (so that no update
-/// pays for a large patch and a rebuild).
+/// pays for a large patch and a rebuild). The batches go to the updater
+/// itself: the handles build anew a batch that changes more prefixes
+/// than the table holds after it, as the withdrawal of the hosts does.
 #[test]
 fn compaction_follows_small_patches_at_once_and_large_ones_later() {
-    use crate::fib::LocalFib;
     use crate::rib::Change;
-    let (rib, addrs) = mixed_table();
+    let (mut rib, addrs) = mixed_table();
     let hosts: Vec<Prefix<u32>> = (0..70_000u32)
         .map(|i| Prefix::new_masked(0x2000_0000 + i * 5, 32))
         .collect();
     let withdraw_hosts: Vec<Change<u32>> = hosts.iter().map(|&h| Change::Withdraw(h)).collect();
     let p = |text: &str| text.parse::<Prefix<u32>>().unwrap();
+    let patch =
+        |updater: &mut DxrUpdater, dxr: &mut Dxr, rib: &mut Rib<u32>, batch: &[Change<u32>]| {
+            let mut changed: Vec<Prefix<u32>> = batch.iter().map(|c| c.prefix()).collect();
+            for &change in batch {
+                rib.apply(change);
+            }
+            changed.sort_unstable();
+            changed.dedup();
+            updater.update(dxr, rib, &changed).unwrap();
+        };
+    let base = rib.clone();
     for config in TEST_LAYOUTS {
-        let mut fib = LocalFib::<u32, DxrUpdater>::with_config(config, rib.clone()).unwrap();
-        let check = |fib: &LocalFib<u32, DxrUpdater>, step: &str| {
+        rib.clone_from(&base);
+        let (mut updater, mut dxr) = DxrUpdater::build(&config, &rib).unwrap();
+        let check = |dxr: &Dxr, rib: &Rib<u32>, step: &str| {
             for &addr in &addrs[..30_000] {
-                assert_eq!(fib.lookup(addr), fib.rib().lookup(addr), "{config} {step}");
+                assert_eq!(dxr.lookup(addr), rib.lookup(addr), "{config} {step}");
             }
         };
         // Frees most of the range table (the wide chunks) in a patch that
         // also spans an eighth of the chunks: compaction waits.
         let mut batch = withdraw_hosts.clone();
         batch.push(Change::Announce(p("64.0.0.0/3"), 90));
-        fib.apply(&batch).unwrap();
-        let stats = fib.stats();
+        patch(&mut updater, &mut dxr, &mut rib, &batch);
+        let stats = updater.stats(&dxr);
         assert_eq!((stats.compactions, stats.span_rebuilds), (0, 0), "{config}");
         assert!(
             stats.free_range_words * 4 > stats.range_bytes / 2,
             "{config} {stats:?}"
         );
-        check(&fib, "after the large patch");
+        check(&dxr, &rib, "after the large patch");
         // The next update, however small, compacts.
-        fib.apply(&[Change::Announce(p("10.1.2.0/24"), 91)])
-            .unwrap();
-        let stats = fib.stats();
+        patch(
+            &mut updater,
+            &mut dxr,
+            &mut rib,
+            &[Change::Announce(p("10.1.2.0/24"), 91)],
+        );
+        let stats = updater.stats(&dxr);
         assert_eq!(
             (stats.compactions, stats.free_range_words),
             (1, 0),
             "{config}"
         );
-        check(&fib, "after the deferred compaction");
+        check(&dxr, &rib, "after the deferred compaction");
         // Back, then away again in a small patch: compaction at once.
         let announce: Vec<Change<u32>> = hosts.iter().map(|&h| Change::Announce(h, 5)).collect();
-        fib.apply(&announce).unwrap();
-        fib.apply(&withdraw_hosts).unwrap();
-        let stats = fib.stats();
+        patch(&mut updater, &mut dxr, &mut rib, &announce);
+        patch(&mut updater, &mut dxr, &mut rib, &withdraw_hosts);
+        let stats = updater.stats(&dxr);
         assert_eq!(
             (stats.compactions, stats.free_range_words),
             (2, 0),
             "{config}"
         );
-        check(&fib, "after the immediate compaction");
+        check(&dxr, &rib, "after the immediate compaction");
     }
 }
 

@@ -123,6 +123,13 @@ impl<A: SlotLayout> Updater<A> for LcTrieUpdater<A> {
         true
     }
 
+    /// Never before the patch: [`Updater::update`] builds anew by its own
+    /// rule, measured on this engine ([`REBUILD_MIN_CHANGES`],
+    /// [`REBUILD_SHARE`]), which the handles' default would preempt.
+    fn builds_anew(&self, _changed: usize, _prefixes: usize) -> bool {
+        false
+    }
+
     /// Inserts, relabels or removes each changed prefix; a batch that
     /// grows or shrinks the table by at least [`REBUILD_MIN_CHANGES`]
     /// prefixes and by more than a third ([`REBUILD_SHARE`]) is built from
