@@ -269,6 +269,10 @@ pub struct LeafUpdater<A> {
     ranges: Vec<Range<A>>,
     /// `(slot, old entry)` of every entry the update in progress wrote.
     undo: Vec<(u32, u32)>,
+    /// The length of `undo` past which the prefix being patched has spent
+    /// the batch's budget: `fill` stops there, since one short prefix can
+    /// rewrite a subtree several builds' work deep.
+    undo_limit: usize,
 }
 
 impl<A: Addr> LeafUpdater<A> {
@@ -321,6 +325,7 @@ impl<A: Addr> LeafUpdater<A> {
             packed: !trie.packed.is_empty(),
             ranges: Vec::new(),
             undo: Vec::new(),
+            undo_limit: usize::MAX,
         };
         Ok((updater, trie))
     }
@@ -457,6 +462,7 @@ impl<A: Addr> LeafUpdater<A> {
         // of short prefixes can cost more in its range views than in the
         // entries it leaves changed.
         let written = self.undo.len();
+        self.undo_limit = written.saturating_add(budget.saturating_sub(*work + ranges.len()));
         let node = Node {
             depth,
             stride: child_stride(ptr),
@@ -490,6 +496,11 @@ impl<A: Addr> LeafUpdater<A> {
         // most of a patch's time.
         let mut labelled = (usize::MAX, 0);
         for i in 0..count {
+            // Past the budget: the caller counts the work written so far,
+            // finds it over, and rolls the batch back.
+            if self.undo.len() > self.undo_limit {
+                return Ok(());
+            }
             let block_lo = lo.to_u128() + i as u128 * block;
             let block_hi = A::from_u128(block_lo + (block - 1));
             while ranges[r].last < A::from_u128(block_lo) {
@@ -756,5 +767,62 @@ mod tests {
         let config = CpeConfig::parse("cpe:levels=12").unwrap();
         let rib = nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
         assert_default_route_is_one_slot::<u128, CpeUpdater<u128>, _>(&config, &rib, tables);
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::super::{CpeConfig, CpeTrie, CpeUpdater};
+    use crate::engine::{EngineConfig, Updater};
+    use crate::prefix::Prefix;
+    use crate::rib::Rib;
+
+    /// One short prefix over thousands of longer ones rewrites a subtree
+    /// worth several builds: its patch stops once it has written the
+    /// batch's budget (the undo log stays near it), rolls back, and the
+    /// table is built anew; the trie answers as the reference.
+    #[test]
+    fn a_short_prefix_stops_at_the_budget() {
+        // Host routes in 3,000 distinct /16s: two nodes of 256 entries
+        // each, about 500 entries per prefix.
+        let pairs: Vec<(Prefix<u32>, u32)> = (0..3000u32)
+            .map(|i| {
+                let addr = 0x8000_0000 | i << 16 | (i.wrapping_mul(0x9e37) & 0xffff);
+                (Prefix::new_masked(addr, 32), i % 40)
+            })
+            .collect();
+        let mut rib = Rib::from_pairs(pairs);
+        let config = CpeConfig::parse("cpe:strides=8+8+8+8").unwrap();
+        let (CpeUpdater::Leaf(mut updater), CpeTrie::Leaf(mut trie)) =
+            CpeUpdater::build(&config, &rib).unwrap()
+        else {
+            unreachable!("a leaf-pushed spec builds a leaf-pushed trie")
+        };
+        let before = trie.entries.clone();
+        let short = Prefix::new_masked(0x8000_0000u32, 1);
+        rib.insert(short, 41);
+        let budget = trie.entries.len() / super::ENTRY_SHARE + super::PREFIX_WORK * rib.len();
+        // Unbudgeted, the same patch writes several budgets' worth.
+        let mut unbounded = (updater.clone(), trie.clone());
+        assert!(unbounded
+            .0
+            .update(&mut unbounded.1, &rib, &[short], false)
+            .unwrap());
+        let written = unbounded.0.undo.capacity();
+        assert!(
+            written > 2 * budget + 64,
+            "{written} entries written, budget {budget}"
+        );
+        assert!(!updater.update(&mut trie, &rib, &[short], true).unwrap());
+        assert_eq!(trie.entries, before, "rolled back");
+        assert!(
+            updater.undo.capacity() <= 2 * budget + 64,
+            "{} undo records, budget {budget}",
+            updater.undo.capacity()
+        );
+        let (mut cpe_updater, mut snapshot) = (CpeUpdater::Leaf(updater), CpeTrie::Leaf(trie));
+        cpe_updater.update(&mut snapshot, &rib, &[short]).unwrap();
+        let report = crate::verify(&snapshot, &rib, 2000, 3);
+        assert!(report.ok(), "{}", report.mismatches[0]);
     }
 }
