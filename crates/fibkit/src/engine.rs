@@ -278,8 +278,8 @@ pub trait Updater<A: Addr>: Clone + Send + Sync + Sized + 'static {
     /// holds after the batch, plus [`SMALL_BATCH`]. A build then handles
     /// fewer prefixes than the patch, which at least visits each change,
     /// and a patch that withdraws most of a table, or grows a small one
-    /// many times over, cost up to 46 builds (docs/BENCHMARKS.md,
-    /// "Batches larger than the table"). An engine whose build has a
+    /// many times over, cost up to 52 times the reference table's update
+    /// and a build (docs/BENCHMARKS.md, "Batches larger than the table"). An engine whose build has a
     /// large fixed part (a direct table of millions of entries) counts it
     /// as prefixes. When the build fails (a layout limit), the handles
     /// patch after all, so a batch fails only where both would.
