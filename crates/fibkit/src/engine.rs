@@ -247,6 +247,13 @@ pub trait EngineConfig: Clone + fmt::Debug + fmt::Display + Send + Sync + 'stati
 /// made it.
 pub const SMALL_BATCH: usize = 1024;
 
+/// The rule of [`Updater::builds_anew`] for an engine whose build writes
+/// `fixed_entries` entries whatever the table holds (a direct table),
+/// counted as a prefix per 256 entries.
+pub(crate) fn larger_than_table(changed: usize, prefixes: usize, fixed_entries: usize) -> bool {
+    changed > prefixes + SMALL_BATCH + fixed_entries / 256
+}
+
 /// An engine's build state: builds the first snapshot from a reference
 /// table and brings a snapshot in line after changes. `Clone`, so that a
 /// [`Fib`](crate::Fib) can keep one updater per snapshot it patches.
@@ -279,12 +286,13 @@ pub trait Updater<A: Addr>: Clone + Send + Sync + Sized + 'static {
     /// fewer prefixes than the patch, which at least visits each change,
     /// and a patch that withdraws most of a table, or grows a small one
     /// many times over, cost up to 52 times the reference table's update
-    /// and a build (docs/BENCHMARKS.md, "Batches larger than the table"). An engine whose build has a
-    /// large fixed part (a direct table of millions of entries) counts it
-    /// as prefixes. When the build fails (a layout limit), the handles
-    /// patch after all, so a batch fails only where both would.
+    /// and a build (docs/BENCHMARKS.md, "Batches larger than the table").
+    /// An engine whose build has a large fixed part (a direct table of
+    /// millions of entries) counts it as prefixes. When the build fails (a
+    /// layout limit), the handles patch after all, so a batch fails only
+    /// where both would.
     fn builds_anew(&self, changed: usize, prefixes: usize) -> bool {
-        changed > prefixes + SMALL_BATCH
+        larger_than_table(changed, prefixes, 0)
     }
 
     /// Brings `snapshot` in line with `rib` after the prefixes in `changed`

@@ -264,9 +264,9 @@ impl Updater<u32> for Dir24_8Updater {
     }
 
     /// A build writes all 2^24 first-level entries, whatever the table
-    /// holds: they count as a prefix per 256 entries.
+    /// holds.
     fn builds_anew(&self, changed: usize, prefixes: usize) -> bool {
-        changed > prefixes + crate::engine::SMALL_BATCH + BLOCKS / 256
+        crate::engine::larger_than_table(changed, prefixes, BLOCKS)
     }
 
     fn update(

@@ -117,11 +117,10 @@ impl Updater<u32> for DxrUpdater {
         true
     }
 
-    /// A build writes the whole direct table, whatever the table holds:
-    /// it counts as a prefix per 256 entries.
+    /// A build writes the whole direct table, whatever the table holds.
     fn builds_anew(&self, changed: usize, prefixes: usize) -> bool {
         let direct = 1usize << self.config.k_bits.max(self.config.d_bits);
-        changed > prefixes + crate::engine::SMALL_BATCH + direct / 256
+        crate::engine::larger_than_table(changed, prefixes, direct)
     }
 
     /// Rebuilds the chunks the changed prefixes cover (a prefix shorter
