@@ -171,54 +171,56 @@ fn words_through<A: Addr, L: Lookup<A> + ?Sized, const N: usize>(
     }
 }
 
+/// The methods of a [`Lookup`] impl that hands every call to the
+/// snapshot `$inner` reaches from `$this` (the impl's `self`): one body
+/// for the references, handles and published snapshots that wrap one,
+/// so a method added to the trait is forwarded everywhere at once.
+macro_rules! forward_lookup {
+    (|$this:ident| $inner:expr) => {
+        #[inline(always)]
+        fn lookup(&self, addr: A) -> Option<$crate::prefix::Label> {
+            let $this = self;
+            $inner.lookup(addr)
+        }
+        fn lookup_batch(&self, addrs: &[A], out: &mut [Option<$crate::prefix::Label>]) {
+            let $this = self;
+            $inner.lookup_batch(addrs, out)
+        }
+        fn lookup_each(&self, addrs: &[A], out: &mut [Option<$crate::prefix::Label>]) {
+            let $this = self;
+            $inner.lookup_each(addrs, out)
+        }
+        fn lookup_chained(
+            &self,
+            addrs: &[A],
+            out: &mut [Option<$crate::prefix::Label>],
+            seed: $crate::prefix::Label,
+        ) -> $crate::prefix::Label {
+            let $this = self;
+            $inner.lookup_chained(addrs, out, seed)
+        }
+        fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
+            let $this = self;
+            $inner.lookup_batch_words(addrs, out)
+        }
+        fn lookup_batch_words_be(&self, keys: &[A::Bytes], out: &mut [u64]) {
+            let $this = self;
+            $inner.lookup_batch_words_be(keys, out)
+        }
+        fn memory_bytes(&self) -> usize {
+            let $this = self;
+            $inner.memory_bytes()
+        }
+    };
+}
+pub(crate) use forward_lookup;
+
 impl<A: Addr, L: Lookup<A> + ?Sized> Lookup<A> for &L {
-    #[inline(always)]
-    fn lookup(&self, addr: A) -> Option<Label> {
-        (**self).lookup(addr)
-    }
-    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        (**self).lookup_batch(addrs, out)
-    }
-    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        (**self).lookup_each(addrs, out)
-    }
-    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
-        (**self).lookup_chained(addrs, out, seed)
-    }
-    fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
-        (**self).lookup_batch_words(addrs, out)
-    }
-    fn lookup_batch_words_be(&self, keys: &[A::Bytes], out: &mut [u64]) {
-        (**self).lookup_batch_words_be(keys, out)
-    }
-    fn memory_bytes(&self) -> usize {
-        (**self).memory_bytes()
-    }
+    forward_lookup!(|this| (**this));
 }
 
 impl<A: Addr, L: Lookup<A> + ?Sized> Lookup<A> for std::sync::Arc<L> {
-    #[inline(always)]
-    fn lookup(&self, addr: A) -> Option<Label> {
-        (**self).lookup(addr)
-    }
-    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        (**self).lookup_batch(addrs, out)
-    }
-    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        (**self).lookup_each(addrs, out)
-    }
-    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
-        (**self).lookup_chained(addrs, out, seed)
-    }
-    fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
-        (**self).lookup_batch_words(addrs, out)
-    }
-    fn lookup_batch_words_be(&self, keys: &[A::Bytes], out: &mut [u64]) {
-        (**self).lookup_batch_words_be(keys, out)
-    }
-    fn memory_bytes(&self) -> usize {
-        (**self).memory_bytes()
-    }
+    forward_lookup!(|this| (**this));
 }
 
 /// An engine's parameters, parsed once from its spec string (`dxr:k=20`)

@@ -64,7 +64,7 @@ use std::time::Instant;
 
 use arc_swap::{ArcSwap, Cache};
 
-use crate::engine::{BuildError, EngineConfig, Lookup, Updater};
+use crate::engine::{forward_lookup, BuildError, EngineConfig, Lookup, Updater};
 use crate::prefix::{Label, Prefix};
 use crate::registry::EngineFamily;
 use crate::rib::{Change, Rib};
@@ -698,28 +698,7 @@ impl<A: EngineFamily, U: Updater<A>> LocalFib<A, U> {
 }
 
 impl<A: EngineFamily, U: Updater<A>> Lookup<A> for LocalFib<A, U> {
-    #[inline(always)]
-    fn lookup(&self, addr: A) -> Option<Label> {
-        self.snapshot.lookup(addr)
-    }
-    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        self.snapshot.lookup_batch(addrs, out)
-    }
-    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        self.snapshot.lookup_each(addrs, out)
-    }
-    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
-        self.snapshot.lookup_chained(addrs, out, seed)
-    }
-    fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
-        self.snapshot.lookup_batch_words(addrs, out)
-    }
-    fn lookup_batch_words_be(&self, keys: &[A::Bytes], out: &mut [u64]) {
-        self.snapshot.lookup_batch_words_be(keys, out)
-    }
-    fn memory_bytes(&self) -> usize {
-        self.snapshot.memory_bytes()
-    }
+    forward_lookup!(|this| this.snapshot);
 }
 
 /// A per-thread reader of a [`Fib`]: remembers the snapshot it last saw
@@ -758,28 +737,7 @@ impl<S> Reader<S> {
 }
 
 impl<A: crate::Addr, S: Lookup<A>> Lookup<A> for Published<S> {
-    #[inline(always)]
-    fn lookup(&self, addr: A) -> Option<Label> {
-        self.snapshot.lookup(addr)
-    }
-    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        self.snapshot.lookup_batch(addrs, out)
-    }
-    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        self.snapshot.lookup_each(addrs, out)
-    }
-    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
-        self.snapshot.lookup_chained(addrs, out, seed)
-    }
-    fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
-        self.snapshot.lookup_batch_words(addrs, out)
-    }
-    fn lookup_batch_words_be(&self, keys: &[A::Bytes], out: &mut [u64]) {
-        self.snapshot.lookup_batch_words_be(keys, out)
-    }
-    fn memory_bytes(&self) -> usize {
-        self.snapshot.memory_bytes()
-    }
+    forward_lookup!(|this| this.snapshot);
 }
 
 #[cfg(all(test, feature = "bench"))]
