@@ -84,6 +84,25 @@ fn bad_prefix_and_bad_label() {
         let path = write(&dir, &name, text.as_bytes());
         assert_bad(&table_error(&path, &forced), &name, 3, says);
     }
+    // A label out of range on the first data line: detection still sees
+    // a table, whose loader names the label's problem.
+    for (i, label) in ["-1", "4294967296", "99999999999999999999999"]
+        .iter()
+        .enumerate()
+    {
+        let name = format!("first{i}.txt");
+        let path = write(
+            &dir,
+            &name,
+            format!("# comment\n10.0.0.0/8 {label}\n").as_bytes(),
+        );
+        assert_bad(
+            &table_error(&path, &LoadOptions::default()),
+            &name,
+            2,
+            &format!("`{label}` is not a label (expected an integer in 0..=4294967295)"),
+        );
+    }
     // Next-hop tables: a bad address.
     let path = write(
         &dir,

@@ -679,6 +679,9 @@ fn text_format(line: &str) -> Result<Format, String> {
     let fields: Vec<&str> = line.split_ascii_whitespace().collect();
     match fields.as_slice() {
         [_, label] if label.parse::<Label>().is_ok() => Ok(Format::Table),
+        // An integer out of a label's range, on the first data line too,
+        // is a table's bad label: its loader names the line and the range.
+        [_, label] if is_integer(label) => Ok(Format::Table),
         [_, nexthop] if nexthop.parse::<IpAddr>().is_ok() => Ok(Format::NextHop),
         [_, "a" | "w", _, _] | [_, "w", _] => Ok(Format::Updates),
         [address, length, origin]
@@ -690,6 +693,13 @@ fn text_format(line: &str) -> Result<Format, String> {
         }
         _ => Err(line.to_string()),
     }
+}
+
+/// Whether `field` is a whole number as written (digits, perhaps after a
+/// minus sign), whatever its size.
+fn is_integer(field: &str) -> bool {
+    let digits = field.strip_prefix('-').unwrap_or(field);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 #[cfg(feature = "loaders")]
