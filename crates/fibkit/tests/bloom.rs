@@ -8,7 +8,6 @@ mod common;
 
 use common::*;
 use fibkit::engines::bloom::{Bloom, BloomConfig, BloomUpdater};
-use fibkit::load::{load_updates, LoadOptions};
 use fibkit::trace::{generate, generate_changes, TraceKind};
 use fibkit::{build, EngineConfig, EngineFamily, Label, LocalFib, Lookup, Rib, Updater};
 use proptest::prelude::*;
@@ -41,12 +40,7 @@ proptest! {
 #[test]
 fn linx_update_replay() {
     let table = shared_table("dfz-v4-nh.txt.gz");
-    let updates = load_updates(
-        &data_path("linx-updates-ipv4.20141217.txt.gz"),
-        &LoadOptions::default(),
-        table.nexthops.clone(),
-    )
-    .unwrap();
+    let updates = linx_updates(table);
     let batches = updates.v4_batches_by_time();
     assert!(batches.iter().map(Vec::len).sum::<usize>() > 20_000);
     let checkpoints = [batches.len() / 3, 2 * batches.len() / 3, batches.len() - 1];

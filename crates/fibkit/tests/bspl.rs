@@ -7,7 +7,6 @@ mod common;
 
 use common::*;
 use fibkit::engines::bspl::DEFAULT_FIRST_BITS;
-use fibkit::load::{load_updates, LoadOptions};
 use fibkit::trace::generate_changes;
 use fibkit::verify::check_addresses;
 use fibkit::{
@@ -547,12 +546,7 @@ fn dense_batches_in_few_blocks() {
 #[test]
 fn linx_update_replay() {
     let table = shared_table("dfz-v4-nh.txt.gz");
-    let updates = load_updates(
-        &data_path("linx-updates-ipv4.20141217.txt.gz"),
-        &LoadOptions::default(),
-        table.nexthops.clone(),
-    )
-    .unwrap();
+    let updates = linx_updates(table);
     let batches = updates.v4_batches_by_time();
     for spec in ["bspl", "bspl:hybrid"] {
         let mut fib = LocalFib::<u32>::new(spec, table.v4.clone()).unwrap();

@@ -376,7 +376,7 @@ proptest! {
 
 // ---- Update replay -----------------------------------------------------------
 
-use fibkit::load::{load_updates, AnyChange};
+use fibkit::load::AnyChange;
 use fibkit::LocalFib;
 
 /// Replays the LINX update stream onto dfz-v4-nh; the non-leaf-pushed trie
@@ -386,12 +386,7 @@ use fibkit::LocalFib;
 #[test]
 fn nopush_update_replay() {
     let table = shared_table("dfz-v4-nh.txt.gz");
-    let updates = load_updates(
-        &data_path("linx-updates-ipv4.20141217.txt.gz"),
-        &Default::default(),
-        table.nexthops.clone(),
-    )
-    .unwrap();
+    let updates = linx_updates(table);
     let changes: Vec<_> = updates
         .updates
         .iter()

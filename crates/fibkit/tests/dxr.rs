@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use common::*;
 use fibkit::engines::dxr::{DxrConfig, DxrStats, DxrUpdater};
-use fibkit::load::{load_updates, LoadOptions};
 use fibkit::verify::check_addresses;
 use fibkit::{build, verify, Change, EngineConfig, Label, LocalFib, Lookup, Prefix, Rib, Updater};
 use proptest::prelude::*;
@@ -166,12 +165,7 @@ proptest! {
 #[test]
 fn linx_update_replay() {
     let table = shared_table("dfz-v4-nh.txt.gz");
-    let updates = load_updates(
-        &data_path("linx-updates-ipv4.20141217.txt.gz"),
-        &LoadOptions::default(),
-        table.nexthops.clone(),
-    )
-    .unwrap();
+    let updates = linx_updates(table);
     let batches = updates.v4_batches_by_time();
     assert!(batches.iter().map(Vec::len).sum::<usize>() > 20_000);
     for spec in ["dxr", "dxr:k=16", "dxr:d=16,x=6"] {

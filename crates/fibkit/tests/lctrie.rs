@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use fibkit::engines::lctrie::{adversarial_table_v4, LcTrieUpdater, LookupAlgo, SlotLayout};
-use fibkit::load::{load_updates, AnyChange, LoadOptions};
+use fibkit::load::AnyChange;
 use fibkit::trace::{adversarial_streams_v4, host_routes_v4};
 use fibkit::{
     build, verify, Addr, Change, EngineFamily, Fib, LocalFib, Lookup, Prefix, Rib, Updater,
@@ -330,12 +330,7 @@ fn batch_lookup_every_length() {
 #[test]
 fn linx_replay_matches_reference() {
     let table = shared_table("dfz-v4-nh.txt.gz");
-    let updates = load_updates(
-        &data_path("linx-updates-ipv4.20141217.txt.gz"),
-        &LoadOptions::default(),
-        table.nexthops.clone(),
-    )
-    .unwrap();
+    let updates = linx_updates(table);
     for spec in SPECS {
         let mut engine = LocalFib::<u32>::new(spec, table.v4.clone()).unwrap();
         let mut rebuilt = false;

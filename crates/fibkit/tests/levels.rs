@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use fibkit::load::{load_updates, LoadOptions};
 use fibkit::model::TraceSummary;
 use fibkit::trace::{generate, generate_changes, TraceKind};
 use fibkit::{build, Change, EngineFamily, Label, LocalFib, Prefix, Rib, StatsV4};
@@ -62,12 +61,7 @@ fn bad_summaries_are_named() {
 #[test]
 fn linx_update_replay() {
     let table = shared_table("dfz-v4-nh.txt.gz");
-    let updates = load_updates(
-        &data_path("linx-updates-ipv4.20141217.txt.gz"),
-        &LoadOptions::default(),
-        table.nexthops.clone(),
-    )
-    .unwrap();
+    let updates = linx_updates(table);
     let batches = updates.v4_batches_by_time();
     let checkpoints = [batches.len() / 3, 2 * batches.len() / 3, batches.len() - 1];
     let path = summary_file(&table.v4, "zipf:1.0", "linx");

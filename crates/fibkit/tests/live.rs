@@ -13,7 +13,6 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use common::*;
-use fibkit::load::{load_updates, LoadOptions};
 use fibkit::{Change, Fib, Label, Lookup, Rib};
 
 /// The probe keys and, per key, its answer from each version on:
@@ -79,12 +78,7 @@ impl Expected {
 
 fn live_replay(spec: &str, readers: usize) {
     let table = shared_table("dfz-v4-nh.txt.gz");
-    let updates = load_updates(
-        &data_path("linx-updates-ipv4.20141217.txt.gz"),
-        &LoadOptions::default(),
-        table.nexthops.clone(),
-    )
-    .unwrap();
+    let updates = linx_updates(table);
     let mut batches = updates.v4_batches_by_time();
     if let Some(limit) = std::env::var("FIBKIT_LIVE_BATCHES")
         .ok()

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use fibkit::load::{load_table, LoadOptions, LoadedTable};
+use fibkit::load::{load_table, load_updates, LoadOptions, LoadedTable, LoadedUpdates};
 use fibkit::verify::check_addresses;
 use fibkit::{
     build, verify, Addr, BuildError, Change, EngineConfig, EngineFamily, EngineSpec, Fib, Label,
@@ -61,6 +61,19 @@ pub fn shared_table(name: &'static str) -> &'static LoadedTable {
     let table: &'static LoadedTable = Box::leak(Box::new(table));
     tables.push((name, table));
     table
+}
+
+/// The LINX IPv4 update stream of the shared data set (one hour, about
+/// 23k changes), its next hops numbered as `table`'s so that its labels
+/// are those of the DFZ table it is replayed onto.
+pub fn linx_updates(table: &LoadedTable) -> LoadedUpdates {
+    const LINX: &str = "linx-updates-ipv4.20141217.txt.gz";
+    load_updates(
+        &data_path(LINX),
+        &LoadOptions::default(),
+        table.nexthops.clone(),
+    )
+    .unwrap_or_else(|e| panic!("loading {LINX}: {e}"))
 }
 
 /// Builds `spec` from `rib` and checks it on every range boundary and
