@@ -808,13 +808,71 @@ pub fn read_updates(
     if loaded.updates.is_empty() && loaded.stats.skipped > 0 {
         return Err(LoadError::nothing_loaded(&path, &loaded.stats));
     }
+    let mut loaded = loaded;
+    if let Some(note) = out_of_order_note(&path, &loaded.updates) {
+        loaded.notes.push(note);
+    }
     Ok(loaded)
+}
+
+/// A note when some updates are timestamped before the update above them
+/// (streams merged from several collectors, or edited by hand): batches by
+/// time and replays keep the file's order, so the user should know the
+/// times do not.
+fn out_of_order_note(path: &Path, updates: &[Update]) -> Option<String> {
+    let mut earlier = updates
+        .windows(2)
+        .enumerate()
+        .filter(|(_, pair)| pair[1].time < pair[0].time);
+    let (first, pair) = earlier.next()?;
+    let count = 1 + earlier.count();
+    let (updates_are, update_before) = if count == 1 {
+        ("update is", "the update before it")
+    } else {
+        ("updates are", "the update before them")
+    };
+    Some(format!(
+        "{}: {count} {updates_are} timestamped earlier than {update_before} (the first: \
+         update {} at {}, after {}); they are applied in file order",
+        path.display(),
+        first + 2,
+        pair[1].time,
+        pair[0].time
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::prefix::Prefix;
+
+    #[test]
+    fn updates_out_of_time_order_get_a_note() {
+        let update = |time| Update {
+            time,
+            change: AnyChange::V4(Change::Withdraw(Prefix::new_masked(0u32, 0))),
+        };
+        let path = Path::new("stream.txt");
+        let in_order: Vec<Update> = [5, 5, 6, 9].map(update).to_vec();
+        assert_eq!(out_of_order_note(path, &in_order), None);
+        let mixed: Vec<Update> = [5, 7, 6, 6, 9, 2].map(update).to_vec();
+        assert_eq!(
+            out_of_order_note(path, &mixed).as_deref(),
+            Some(
+                "stream.txt: 2 updates are timestamped earlier than the update before them \
+                 (the first: update 3 at 6, after 7); they are applied in file order"
+            )
+        );
+        let one: Vec<Update> = [5, 4].map(update).to_vec();
+        assert_eq!(
+            out_of_order_note(path, &one).as_deref(),
+            Some(
+                "stream.txt: 1 update is timestamped earlier than the update before it \
+                 (the first: update 2 at 4, after 5); they are applied in file order"
+            )
+        );
+        assert_eq!(out_of_order_note(path, &[]), None);
+    }
 
     #[test]
     fn v4_batches_follow_runs_of_equal_time_and_skip_ipv6() {
