@@ -5,7 +5,9 @@
 //! byte picks the spec, so each input exercises one layout.
 #![no_main]
 
-use fibkit::{verify, Addr, BuildError, Change, EngineFamily, LocalFib, Prefix, Rib};
+mod common;
+
+use fibkit::EngineFamily;
 use libfuzzer_sys::fuzz_target;
 
 /// IPv4 layouts other than the defaults (dir24-8 and `dxr:k=24` fill
@@ -58,45 +60,12 @@ const SPECS_V6: &[&str] = &[
     "lctrie:lookup=classic",
 ];
 
-/// Reads (address, length, label) records of `width` address bytes + 2.
-fn records<A: Addr>(data: &[u8], width: usize) -> Vec<(Prefix<A>, u32)> {
-    data.chunks_exact(width + 2)
-        .map(|chunk| {
-            let addr = chunk[..width].iter().fold(0u128, |acc, &b| acc << 8 | b as u128);
-            let plen = chunk[width] % (A::BITS + 1);
-            (Prefix::new_masked(A::from_u128(addr), plen), chunk[width + 1] as u32)
-        })
-        .collect()
-}
-
+/// `spec` on the table and batch of `data`. A layout limit (`bspl:levels=3`
+/// on IPv6 prefixes of too many lengths) is the documented error, not a
+/// finding; any other error is.
 fn check<A: EngineFamily>(spec: &str, data: &[u8], width: usize) {
-    let half = data.len() / 2;
-    let rib = Rib::from_pairs(records::<A>(&data[..half], width));
-    let changes: Vec<Change<A>> = records::<A>(&data[half..], width)
-        .into_iter()
-        .map(|(prefix, label)| if label % 3 == 0 { Change::Withdraw(prefix) } else { Change::Announce(prefix, label) })
-        .collect();
-    // A layout limit (`bspl:levels=3` on IPv6 prefixes of too many
-    // lengths) is the documented error, not a finding; any other error is.
-    let mut engine = match LocalFib::<A>::new(spec, rib.clone()) {
-        Ok(engine) => engine,
-        Err(BuildError::Limit { .. }) => return,
-        Err(e) => panic!("{spec}: {e}"),
-    };
-    let report = verify(&engine, &rib, 64, 1);
-    assert!(report.ok(), "{spec}: {:?}", report.mismatches);
-    match engine.apply(&changes) {
-        Ok(_) => {}
-        // All or nothing: the table answers as before the batch.
-        Err(BuildError::Limit { .. }) => assert_eq!(
-            engine.rib().iter().collect::<Vec<_>>(),
-            rib.iter().collect::<Vec<_>>(),
-            "{spec}: a refused batch changed the reference table"
-        ),
-        Err(e) => panic!("{spec}: {e}"),
-    }
-    let report = verify(&engine, engine.rib(), 64, 2);
-    assert!(report.ok(), "{spec} after changes: {:?}", report.mismatches);
+    let (rib, changes) = common::table_and_changes::<A>(data, width);
+    common::check_spec(spec, &rib, &changes, true);
 }
 
 fuzz_target!(|data: &[u8]| {
