@@ -678,10 +678,9 @@ fn text_format(line: &str) -> Result<Format, String> {
     }
     let fields: Vec<&str> = line.split_ascii_whitespace().collect();
     match fields.as_slice() {
-        [_, label] if label.parse::<Label>().is_ok() => Ok(Format::Table),
         // An integer out of a label's range, on the first data line too,
         // is a table's bad label: its loader names the line and the range.
-        [_, label] if is_integer(label) => Ok(Format::Table),
+        [_, label] if label.parse::<Label>().is_ok() || is_integer(label) => Ok(Format::Table),
         [_, nexthop] if nexthop.parse::<IpAddr>().is_ok() => Ok(Format::NextHop),
         [_, "a" | "w", _, _] | [_, "w", _] => Ok(Format::Updates),
         [address, length, origin]
@@ -791,7 +790,7 @@ pub fn read_updates(
         Some(format) => format,
         None => detect(&mut input)?,
     };
-    let loaded = match format {
+    let mut loaded = match format {
         Format::Updates => text::read_updates(input, options, nexthops)?,
         Format::Bgpdump => bgpdump::read_updates(input, options, nexthops)?,
         #[cfg(feature = "loaders")]
@@ -808,7 +807,6 @@ pub fn read_updates(
     if loaded.updates.is_empty() && loaded.stats.skipped > 0 {
         return Err(LoadError::nothing_loaded(&path, &loaded.stats));
     }
-    let mut loaded = loaded;
     if let Some(note) = out_of_order_note(&path, &loaded.updates) {
         loaded.notes.push(note);
     }
