@@ -4,7 +4,8 @@ mod common;
 
 use common::*;
 use fibkit::{
-    build, Addr, Change, EngineFamily, Label, LocalFib, Lookup, Prefix, Rib, StatsV4, Updater,
+    build, Addr, Change, EngineFamily, EngineStats, Label, LocalFib, Lookup, Prefix, Rib, StatsV4,
+    Updater,
 };
 use proptest::prelude::*;
 
@@ -461,7 +462,19 @@ fn batches_larger_than_the_table_are_built_anew() {
             .map(|&p| Change::Announce(p, 77))
             .collect();
         let mut local = LocalFib::<A>::new(spec, rib.clone()).unwrap();
-        let shared = fibkit::Fib::<A>::new(spec, rib.clone()).unwrap();
+        // `auto` picks by timing, so a second build may pick another engine
+        // with another rule: the shared handle builds the local one's pick.
+        let pick = local
+            .stats()
+            .rows()
+            .into_iter()
+            .find(|(row, _)| row == "pick");
+        let shared_spec = pick.map_or(spec.to_string(), |(_, picked)| picked);
+        assert!(
+            !shared_spec.starts_with("auto"),
+            "{spec}: no pick in its stats"
+        );
+        let shared = fibkit::Fib::<A>::new(&shared_spec, rib.clone()).unwrap();
         let mut after = rib.clone();
         for (i, batch) in [withdraw_most, relabel_few].iter().enumerate() {
             for &change in batch {
