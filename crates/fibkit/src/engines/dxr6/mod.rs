@@ -428,6 +428,11 @@ impl<S: Storage> Dxr6<S> {
         let entry = walk.entry;
         let line = &self.leaves[line_of(entry, self.align_shift)].0;
         let (at, starts) = (offset_of(entry, self.align_shift), starts_of(entry));
+        // A branch on the width rather than both narrow widths counted and
+        // one picked by a select: nine keys in ten reach a 16-bit leaf (or a
+        // label, searched as one), so the branch is mostly predicted, and
+        // the select's second count ran announced keys at 0.87-0.98x
+        // (docs/BENCHMARKS.md, 2026-12-04).
         let (range, labels) = match width_code(entry) {
             0 => Self::range::<u16>(line, at, starts, walk.rest),
             1 => Self::range::<u32>(line, at, starts, walk.rest),
@@ -488,9 +493,11 @@ impl<S: Storage> Dxr6<S> {
     ///    none is at a node;
     /// 3. the marked keys' leaves (or labels).
     ///
-    /// The bodies of passes 2 and 3 have no data-dependent branch: on
-    /// announced keys the node depth varies from key to key, and a branch
-    /// on it mispredicts often enough to drain the loads in flight.
+    /// The bodies of passes 2 and 3 do not branch on the node depth: on
+    /// announced keys it varies from key to key, and a branch on it
+    /// mispredicts often enough to drain the loads in flight. The leaf
+    /// search branches on its starts' width, which nine keys in ten of a
+    /// batch share (see [`Self::leaf_label`]).
     ///
     /// Pass 2 prefetches nothing: the reads of one round are independent
     /// of each other, so the core already overlaps their misses, and a
