@@ -5,19 +5,13 @@
 
 mod common;
 
-use fibkit::{EngineFamily, ENGINES};
+use fibkit::EngineFamily;
 use libfuzzer_sys::fuzz_target;
 
 fn check<A: EngineFamily>(data: &[u8], width: usize, ipv6: bool) {
     let (rib, changes) = common::table_and_changes::<A>(data, width);
-    // dir24-8 fills 64 MiB per build (about 20 builds a second), and
-    // `auto` times its candidates on every build (0.7 s even for a table of
-    // five prefixes): fuzzing them here would starve the others. The
-    // property tests cover both, and `auto` builds one of the engines
-    // checked here.
-    let engines = ENGINES.iter().filter(|info| !matches!(info.name, "dir24-8" | "auto"));
     // The default layouts build every table: any error is a finding.
-    for info in engines.filter(|info| if ipv6 { info.ipv6 } else { info.ipv4 }) {
+    for info in common::fuzzed_engines(ipv6) {
         common::check_spec(info.name, &rib, &changes, false);
     }
 }

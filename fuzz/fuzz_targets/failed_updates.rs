@@ -7,8 +7,10 @@
 //! boundary (and its neighbours) of both tables plus random addresses.
 #![no_main]
 
+mod common;
+
 use fibkit::verify::check_addresses;
-use fibkit::{Addr, Change, EngineFamily, Fib, LocalFib, Lookup, Prefix, Rib};
+use fibkit::{Addr, Change, EngineFamily, Fib, LocalFib, Lookup, Rib};
 use libfuzzer_sys::fuzz_target;
 
 /// Layouts with small limits, per family. dir24-8 (whose limit is its
@@ -32,8 +34,7 @@ const SPECS_V6: &[&str] = &[
 
 fn records<A: Addr>(data: &[u8], width: usize) -> impl Iterator<Item = Change<A>> + '_ {
     data.chunks_exact(width + 2).map(move |chunk| {
-        let addr = chunk[..width].iter().fold(0u128, |acc, &b| acc << 8 | b as u128);
-        let prefix = Prefix::new_masked(A::from_u128(addr), chunk[width] % (A::BITS + 1));
+        let prefix = common::prefix::<A>(chunk, width);
         match chunk[width + 1] {
             0 => Change::Withdraw(prefix),
             label => Change::Announce(prefix, label as u32),

@@ -5,14 +5,15 @@
 //! addresses.
 #![no_main]
 
-use fibkit::{verify, Addr, Change, EngineFamily, Fib, LocalFib, Prefix, Rib, ENGINES};
+mod common;
+
+use fibkit::{verify, Addr, Change, EngineFamily, Fib, LocalFib, Rib};
 use libfuzzer_sys::fuzz_target;
 
 /// A change record: address bytes, length, label, flags. Flags bit 0: a
 /// withdrawal; bit 7: the last change of its batch.
 fn change<A: Addr>(record: &[u8], width: usize) -> (Change<A>, bool) {
-    let addr = record[..width].iter().fold(0u128, |acc, &b| acc << 8 | b as u128);
-    let prefix = Prefix::new_masked(A::from_u128(addr), record[width] % (A::BITS + 1));
+    let prefix = common::prefix::<A>(record, width);
     let flags = record[width + 2];
     let change = if flags & 1 == 1 {
         Change::Withdraw(prefix)
@@ -36,15 +37,7 @@ fn check<A: EngineFamily>(data: &[u8], width: usize, ipv6: bool) {
             batches.push(Vec::new());
         }
     }
-    // dir24-8 fills 64 MiB per build and per `Fib` batch, a few a second
-    // under the fuzzer, and `auto` times its candidates on every build
-    // (0.7 s for a table of five prefixes): the property and hostile-input
-    // tests cover them, and `auto` builds one of the engines checked here.
-    let engines = ENGINES
-        .iter()
-        .filter(|info| if ipv6 { info.ipv6 } else { info.ipv4 })
-        .filter(|info| !matches!(info.name, "dir24-8" | "auto"));
-    for info in engines {
+    for info in common::fuzzed_engines(ipv6) {
         let mut local = LocalFib::<A>::new(info.name, rib.clone())
             .unwrap_or_else(|e| panic!("{}: {e}", info.name));
         let shared = Fib::<A>::new(info.name, rib.clone())
