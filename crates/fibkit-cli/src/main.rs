@@ -67,7 +67,7 @@ enum Command {
         /// Count each engine's work per lookup over the addresses of this
         /// trace (text, one address per line, or `fibkit trace gen
         /// --binary`): filter bits, hashes, exact-table lookups and
-        /// fallbacks for `bloom` (seed 002's counters), key vectors,
+        /// fallbacks for `bloom` (\[Yeg18\]'s counters), key vectors,
         /// backtracking steps and cache lines for `lctrie`, tables probed
         /// for `bspl`. Engines without a counting path say so.
         #[arg(long, value_name = "TRACE")]

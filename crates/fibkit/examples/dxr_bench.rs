@@ -1,4 +1,4 @@
-//! DXR measurements (thesis 003, section 3.6 method), beside dir24-8 in the
+//! DXR measurements (\[Zec19\], section 3.6 method), beside dir24-8 in the
 //! same run, on `dfz-v4-nh`:
 //!
 //! - Tables 3.1 and 3.2 for every layout (structure, footprint, build time);

@@ -1,4 +1,4 @@
-//! The benchmark method of thesis 003, section 3.6, run in alternating
+//! The benchmark method of \[Zec19\], section 3.6, run in alternating
 //! rounds.
 //!
 //! Keys are generated before timing starts into one array (default 2^24 keys,

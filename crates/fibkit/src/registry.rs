@@ -557,7 +557,7 @@ pub trait EngineFamily: Addr {
 
     /// The work `snapshot` does per lookup over `addrs`, counted by the
     /// engine's counting path (`bloom`: filter bits, hashes, exact-table
-    /// lookups and fallbacks, as seed 002 counts them; `lctrie`: key
+    /// lookups and fallbacks, as \[Yeg18\] counts them; `lctrie`: key
     /// vectors, backtracking steps and cache lines; `bspl`: tables
     /// probed), as `(name, average)` rows; `None` for engines without one.
     fn lookup_work(snapshot: &Self::Snapshot, addrs: &[Self]) -> Option<Vec<(String, String)>>;

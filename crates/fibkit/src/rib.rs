@@ -4,7 +4,7 @@
 //! authoritative prefix → label map, answers longest-prefix matches plainly
 //! (no tricks to get wrong), and produces the **range view** every engine is
 //! built from: the sorted, disjoint address ranges that cover the whole space,
-//! each with the label of its longest match (thesis 003, Figures 3.1–3.3).
+//! each with the label of its longest match (\[Zec19\], Figures 3.1–3.3).
 //!
 //! Nodes live in one flat arena addressed by `u32` indices; freed nodes are
 //! recycled through a free list, so a long update stream does not grow it.

@@ -1,8 +1,8 @@
 //! Traffic traces: synthetic generators, the trace file format, and trace
 //! statistics.
 //!
-//! The generators follow the synthetic traces of seeds 001 (performance
-//! modelling) and 002 (Bloom-filter search); [`TraceKind`] lists them. All are
+//! The generators follow the synthetic traces of \[NZ01\] (performance
+//! modelling) and \[Yeg18\] (Bloom-filter search); [`TraceKind`] lists them. All are
 //! seeded, so a trace is reproducible from its kind, count and seed.
 //!
 //! The generators need the `bench` feature (rand); the file format and the
@@ -13,7 +13,7 @@
 //! by big-endian addresses; the benchmark's `trace:FILE` keys and the
 //! Bloom-filter engine's tuning read them.
 //!
-//! [`trace_stats`] summarises a trace against a table as seed 001's Table 1
+//! [`trace_stats`] summarises a trace against a table as \[NZ01\]'s Table 1
 //! does: the share of traffic per matched prefix and per prefix length, the
 //! most popular prefixes, and the total variation distance between the
 //! first and second half of the trace (how stationary the traffic is).

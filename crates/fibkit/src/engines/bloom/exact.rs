@@ -1,4 +1,4 @@
-//! The exact table (the "FIB" of seed 002): every key the filter holds,
+//! The exact table (the "FIB" of \[Yeg18\]): every key the filter holds,
 //! prefix or marker, with what a lookup that ends on it answers. Open
 //! addressing with linear probing from the key's home slot
 //! ([`KeyHash::slot`]); a slot is the key's address bits and one packed

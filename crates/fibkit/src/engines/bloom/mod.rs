@@ -5,10 +5,10 @@
 //!
 //! - `bloom:search=linear`: the linear search of Dharmapurikar,
 //!   Krishnamurthy and Taylor ("Longest Prefix Matching Using Bloom
-//!   Filters", SIGCOMM 2003; seed 002, Algorithm 1): test the table's
+//!   Filters", SIGCOMM 2003; \[Yeg18\], Algorithm 1): test the table's
 //!   distinct lengths from the longest down; the first key the filter has
 //!   and the exact table holds as a prefix is the answer.
-//! - `bloom:search=guided` (the default): Yegorov's guided search (seed 002,
+//! - `bloom:search=guided` (the default): Yegorov's guided search (\[Yeg18\],
 //!   Algorithms 2 and 3). The filter also encodes the walk of a binary
 //!   search tree over the distinct lengths ([`tree`]): bit 0 of a key says
 //!   "go right" (a prefix or a *marker*, the first bits of a longer prefix
@@ -178,7 +178,7 @@ impl Default for BloomConfig {
     }
 }
 
-/// The filter's default fill, percent: where seed 002's Figure 5 finds the
+/// The filter's default fill, percent: where \[Yeg18\]'s Figure 5 finds the
 /// guided search's gain levelling off.
 pub const DEFAULT_FILL_PERCENT: f64 = 10.0;
 
@@ -339,7 +339,7 @@ impl Probe for NoProbe {
     fn fallback(&mut self) {}
 }
 
-/// Per-lookup work as seed 002 counts it, summed over many lookups
+/// Per-lookup work as \[Yeg18\] counts it, summed over many lookups
 /// ([`Bloom::count_lookups`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LookupCounts {
@@ -673,7 +673,7 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
     }
 
     /// Looks up every address of `addrs` through the counting path and
-    /// returns the work done, as seed 002 counts it. Slower than
+    /// returns the work done, as \[Yeg18\] counts it. Slower than
     /// [`Lookup::lookup`]; for measurements.
     pub fn count_lookups(&self, addrs: &[A]) -> LookupCounts {
         let mut counts = LookupCounts::default();

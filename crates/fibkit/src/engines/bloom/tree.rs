@@ -1,5 +1,5 @@
 //! The search tree of the guided search: a binary search tree over the
-//! table's distinct prefix lengths (seed 002, section 3.2 and Figure 4).
+//! table's distinct prefix lengths (\[Yeg18\], section 3.2 and Figure 4).
 //!
 //! A lookup walks from the root to a leaf: at a node of length `plen` it
 //! goes right when the filter has the address's `plen`-bit key (a prefix or

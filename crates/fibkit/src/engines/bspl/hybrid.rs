@@ -1,4 +1,4 @@
-//! `bspl:hybrid`: seed 000 §7's combination for IPv6: hash tables on a few
+//! `bspl:hybrid`: \[SV98\] §7's combination for IPv6: hash tables on a few
 //! lengths (32, 64 and 96 by default: every quarter of the address), found
 //! by binary search, then a short multibit trie over the lengths left
 //! between the hashed one found and the next.
@@ -11,7 +11,7 @@
 //! or the address width) below its string, whose leaves carry the best
 //! matching prefix; the first-level entry holds the trie over `F+1..=h1`
 //! below its block. The tries' strides come from the variable-stride
-//! program of `cpe::strides` (seed 000 Figure 5) with at most
+//! program of `cpe::strides` (\[SV98\] Figure 5) with at most
 //! [`TRIE_LEVELS`] levels, run on each trie's prefixes.
 //!
 //! Values (first level, table entries and trie entries alike):
@@ -53,7 +53,7 @@ use crate::labels::LabelIndex;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 
-/// Most levels of one trie (seed 000 §7 estimates "a 4 level trie").
+/// Most levels of one trie (\[SV98\] §7 estimates "a 4 level trie").
 pub const TRIE_LEVELS: u8 = 4;
 
 /// Most tries below the changed prefixes of one block that an update

@@ -1,4 +1,4 @@
-//! Choosing the target lengths (seed 000 §6.2): the dynamic program that
+//! Choosing the target lengths (\[SV98\] §6.2): the dynamic program that
 //! expands the prefixes longer than the first level to `k` target lengths
 //! of least memory, counting expanded prefixes and markers.
 //!

@@ -1,10 +1,10 @@
 //! `bspl`: binary search on prefix lengths with controlled prefix expansion
-//! (Srinivasan & Varghese, seed 000 §6, after Waldvogel, Varghese, Turner
+//! (Srinivasan & Varghese, \[SV98\] §6, after Waldvogel, Varghese, Turner
 //! and Plattner, SIGCOMM 1997), for IPv4 and IPv6, and the IPv6 hybrid of
-//! seed 000 §7 (hash tables on a few lengths, short multibit tries between
+//! \[SV98\] §7 (hash tables on a few lengths, short multibit tries between
 //! them).
 //!
-//! The prefixes longer than the first level are expanded (seed 000 §4.1,
+//! The prefixes longer than the first level are expanded (\[SV98\] §4.1,
 //! [`crate::engines::cpe::expand`]) to a few target lengths chosen by a
 //! dynamic program minimising memory ([`levels`], §6.2), one hash table per
 //! length. A table holds the expanded prefixes and *markers* (a longer
@@ -43,7 +43,7 @@
 //! and markers are placed per block along that restricted tree, so a block
 //! whose prefixes all expand to one length takes one probe. Every entry
 //! lies in the one bucket its key hashes to: the build searches a seed per
-//! small group of keys so that no bucket overflows (seed 000 §6.3 searches
+//! small group of keys so that no bucket overflows (\[SV98\] §6.3 searches
 //! one hash function per table with at most 6 collisions per bucket).
 //!
 //! Limits: the first level takes `F` in 8..=24 bits (2^24 entries = 128
@@ -92,7 +92,7 @@ use table::{bucket, home, Bucket, Bucket128, Bucket32, Bucket64, Home, Kind, Lev
 /// Most hash tables (target lengths after the first level): `lo` and `hi`
 /// are 4-bit fields of a first-level entry.
 pub const MAX_HASH_LEVELS: usize = 15;
-/// Default bits of the first level (seed 000 §6.3: "the first 16-17 bit
+/// Default bits of the first level (\[SV98\] §6.3: "the first 16-17 bit
 /// table is implemented as a full array").
 pub const DEFAULT_FIRST_BITS: u8 = 16;
 /// Largest first level: 2^24 entries of 8 bytes.
@@ -729,7 +729,7 @@ pub struct BsplConfig {
     pub first: u8,
     /// The target lengths after the first level.
     pub plan: LengthPlan,
-    /// The hybrid of seed 000 §7: hash tables on a few lengths and
+    /// The hybrid of \[SV98\] §7: hash tables on a few lengths and
     /// multibit tries between them.
     pub hybrid: bool,
 }

@@ -1,5 +1,5 @@
 //! The per-length hash tables: buckets of one 64-byte cache line, and
-//! searched-for seeds that keep every key in its bucket (seed 000 §4.3 and
+//! searched-for seeds that keep every key in its bucket (\[SV98\] §4.3 and
 //! §6.3: hash functions "that have no more than 6 collisions per entry",
 //! so a probe is one memory access).
 //!
@@ -29,7 +29,7 @@
 //! The build searches each group's seed (first fit, largest groups first)
 //! so that no bucket takes more keys than it has slots: a probe reads one
 //! bucket line, never a second (the seed byte comes from an array 64 times
-//! smaller than the buckets). One seed per table, as in seed 000, cannot
+//! smaller than the buckets). One seed per table, as in \[SV98\], cannot
 //! keep a million keys within 8 per bucket unless the table is mostly
 //! empty; a seed per group of a few keys fills tables to 75-85%, and the
 //! groups are hash-defined, so clustered address space (IPv6 tables put

@@ -1,4 +1,4 @@
-//! `dxr`: DXR, Zec's Direct-Range lookup for IPv4 (thesis 003, chapters 3–4;
+//! `dxr`: DXR, Zec's Direct-Range lookup for IPv4 (\[Zec19\], chapters 3–4;
 //! FreeBSD's `in_fib_dxr.c` is the kernel incarnation).
 //!
 //! The reference table's merged range view (sorted, disjoint address ranges,

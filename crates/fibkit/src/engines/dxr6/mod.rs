@@ -1,4 +1,4 @@
-//! `dxr6`: DXR for 128-bit keys. Zec's Direct-Range lookup (thesis 003,
+//! `dxr6`: DXR for 128-bit keys. Zec's Direct-Range lookup (\[Zec19\],
 //! chapters 3–4) with the chunk search made to fit IPv6 tables: a direct
 //! table on the top `K` address bits, *nodes* (further direct tables, their
 //! stride chosen per chunk) where a chunk holds more ranges than a leaf,

@@ -1,7 +1,7 @@
 //! `lctrie`: the dynamic level- and path-compressed trie of the Linux IPv4
 //! FIB (`net/ipv4/fib_trie.c`), after Nilsson and Tikkanen, "Implementing a
 //! dynamic compressed trie" (WAE'98), with the look-up of Duyck, "Picking Low
-//! Hanging Fruit from the FIB Tree" (Netdev 0.1, 2015; seed 004). IPv4 and
+//! Hanging Fruit from the FIB Tree" (Netdev 0.1, 2015; \[Duy15\]). IPv4 and
 //! IPv6.
 //!
 //! # Structure
