@@ -12,11 +12,13 @@
 
 use std::fmt;
 
-use crate::addr::{Addr, Family};
+use crate::addr::Addr;
 use crate::labels::word_of;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 use crate::spec::EngineSpec;
+
+pub use crate::error::BuildError;
 
 /// A longest-prefix-match lookup structure for addresses of type `A`: what
 /// an engine's snapshot answers. Lookups never fail: the build establishes
@@ -337,49 +339,4 @@ impl EngineStats for NoStats {
     fn rows(&self) -> Vec<(String, String)> {
         Vec::new()
     }
-}
-
-/// Why an engine could not be built or updated.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BuildError {
-    /// The spec names no known engine.
-    #[error("unknown engine `{name}` (known: {known})")]
-    UnknownEngine {
-        /// The name given.
-        name: String,
-        /// Comma-separated names of the registered engines.
-        known: String,
-    },
-    /// The spec string is malformed.
-    #[error("bad engine spec `{spec}`: {why}")]
-    BadSpec {
-        /// The whole spec.
-        spec: String,
-        /// What is wrong.
-        why: String,
-    },
-    /// The engine does not handle this address family.
-    #[error("engine `{engine}` does not support {family} (engines that do: {alternatives})")]
-    UnsupportedFamily {
-        /// The engine name.
-        engine: String,
-        /// The family asked for.
-        family: Family,
-        /// Engines that support the family.
-        alternatives: String,
-    },
-    /// The table does not fit the engine's layout.
-    #[error("engine `{engine}` cannot encode this table: {why}")]
-    Limit {
-        /// The engine spec.
-        engine: String,
-        /// Which limit was hit and what would work instead.
-        why: String,
-    },
-    /// The engine cannot apply changes in place; rebuild it instead.
-    #[error("engine `{engine}` has no incremental update")]
-    UpdateUnsupported {
-        /// The engine spec.
-        engine: String,
-    },
 }

@@ -1,5 +1,145 @@
-//! One error type for callers that handle every fibkit error in one place;
-//! each variant is the specific error a module returns.
+//! fibkit's errors, on the bottom floor of the crate: every module that
+//! can fail imports its error from here, so no module has to import a
+//! higher one (or its caller) for an error type. The specific errors are
+//! re-exported where they arise (`engine::BuildError`, `load::LoadError`,
+//! `image::ImageError`); [`Error`] holds any of them for callers that handle
+//! every fibkit error in one place.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::addr::Family;
+
+/// Why an engine could not be built or updated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// The spec names no known engine.
+    #[error("unknown engine `{name}` (known: {known})")]
+    UnknownEngine {
+        /// The name given.
+        name: String,
+        /// Comma-separated names of the registered engines.
+        known: String,
+    },
+    /// The spec string is malformed.
+    #[error("bad engine spec `{spec}`: {why}")]
+    BadSpec {
+        /// The whole spec.
+        spec: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The engine does not handle this address family.
+    #[error("engine `{engine}` does not support {family} (engines that do: {alternatives})")]
+    UnsupportedFamily {
+        /// The engine name.
+        engine: String,
+        /// The family asked for.
+        family: Family,
+        /// Engines that support the family.
+        alternatives: String,
+    },
+    /// The table does not fit the engine's layout.
+    #[error("engine `{engine}` cannot encode this table: {why}")]
+    Limit {
+        /// The engine spec.
+        engine: String,
+        /// Which limit was hit and what would work instead.
+        why: String,
+    },
+    /// The engine cannot apply changes in place; rebuild it instead.
+    #[error("engine `{engine}` has no incremental update")]
+    UpdateUnsupported {
+        /// The engine spec.
+        engine: String,
+    },
+}
+
+/// Why a file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be opened or read.
+    // The I/O error is part of the message rather than a `source()`, so a
+    // printed chain of causes does not say it twice.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error (a truncated gzip file shows up here).
+        error: io::Error,
+    },
+    /// A bad line or record.
+    #[error("{path}:{line}: {what}")]
+    Bad {
+        /// The file.
+        path: PathBuf,
+        /// Line number (text) or record number (MRT), from 1.
+        line: u64,
+        /// What is wrong, with the offending text.
+        what: String,
+    },
+    /// The file as a whole is unusable (empty, unknown format, wrong kind).
+    #[error("{path}: {what}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+impl LoadError {
+    pub(crate) fn bad(path: &Path, line: u64, what: impl Into<String>) -> Self {
+        LoadError::Bad {
+            path: path.to_path_buf(),
+            line,
+            what: what.into(),
+        }
+    }
+
+    pub(crate) fn file(path: &Path, what: impl Into<String>) -> Self {
+        LoadError::File {
+            path: path.to_path_buf(),
+            what: what.into(),
+        }
+    }
+
+    pub(crate) fn io(path: &Path, error: io::Error) -> Self {
+        LoadError::Io {
+            path: path.to_path_buf(),
+            error,
+        }
+    }
+}
+
+/// Why an image could not be written or opened.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// Reading or writing the file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid image of this version for this machine.
+    #[error("{path}: {why}")]
+    Invalid {
+        /// The file (or `<bytes>` for an image in memory).
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The engine cannot be saved as an image.
+    #[error("engine `{engine}` cannot be saved as an image (engines that can: {engines})")]
+    Unsupported {
+        /// The engine spec.
+        engine: String,
+        /// Engines that can.
+        engines: String,
+    },
+}
 
 /// Any error fibkit returns.
 #[derive(Debug, thiserror::Error)]
@@ -7,13 +147,13 @@
 pub enum Error {
     /// An engine could not be built or updated.
     #[error(transparent)]
-    Build(#[from] crate::engine::BuildError),
+    Build(#[from] BuildError),
     /// A table or update stream could not be loaded.
     #[error(transparent)]
-    Load(#[from] crate::load::LoadError),
+    Load(#[from] LoadError),
     /// An image could not be written or opened.
     #[error(transparent)]
-    Image(#[from] crate::image::ImageError),
+    Image(#[from] ImageError),
     /// A prefix could not be parsed or made.
     #[error(transparent)]
     Prefix(#[from] crate::prefix::PrefixError),
@@ -24,7 +164,7 @@ pub enum Error {
     #[error("{path}: a table opened from an image cannot change (load the table and build an engine to apply changes)")]
     ReadOnlyImage {
         /// The image file.
-        path: std::path::PathBuf,
+        path: PathBuf,
     },
 }
 

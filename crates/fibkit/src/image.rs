@@ -53,34 +53,7 @@ const SECTION_ALIGN: usize = 64;
 /// The largest section count a reader accepts (engines have a handful).
 const MAX_SECTIONS: usize = 64;
 
-/// Why an image could not be written or opened.
-#[derive(Debug, thiserror::Error)]
-pub enum ImageError {
-    /// Reading or writing the file failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// The file is not a valid image of this version for this machine.
-    #[error("{path}: {why}")]
-    Invalid {
-        /// The file (or `<bytes>` for an image in memory).
-        path: PathBuf,
-        /// What is wrong.
-        why: String,
-    },
-    /// The engine cannot be saved as an image.
-    #[error("engine `{engine}` cannot be saved as an image (engines that can: {engines})")]
-    Unsupported {
-        /// The engine spec.
-        engine: String,
-        /// Engines that can.
-        engines: String,
-    },
-}
+pub use crate::error::ImageError;
 
 /// The name of the results table's section, which every engine saves.
 const RESULTS_SECTION: &str = "results";

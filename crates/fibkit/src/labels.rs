@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 
 use crate::addr::Addr;
-use crate::engine::BuildError;
+use crate::error::BuildError;
 use crate::prefix::Label;
 use crate::rib::Range;
 use crate::storage::Plain;

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::engine::BuildError;
+use crate::error::BuildError;
 
 /// A parsed engine spec: `name` or `name:key=value,flag,...`.
 #[derive(Clone, Debug, PartialEq, Eq)]

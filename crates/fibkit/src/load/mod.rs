@@ -84,6 +84,8 @@ use crate::addr::Addr;
 use crate::prefix::{excerpt, Label};
 use crate::rib::{Change, Rib};
 
+pub use crate::error::LoadError;
+
 pub use lines::{LineReader, MAX_LINE_BYTES};
 
 /// The input formats fibkit reads.
@@ -445,62 +447,7 @@ impl LoadedUpdates {
     }
 }
 
-/// Why a file could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    /// The file could not be opened or read.
-    // The I/O error is part of the message rather than a `source()`, so a
-    // printed chain of causes does not say it twice.
-    #[error("{path}: {error}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error (a truncated gzip file shows up here).
-        error: io::Error,
-    },
-    /// A bad line or record.
-    #[error("{path}:{line}: {what}")]
-    Bad {
-        /// The file.
-        path: PathBuf,
-        /// Line number (text) or record number (MRT), from 1.
-        line: u64,
-        /// What is wrong, with the offending text.
-        what: String,
-    },
-    /// The file as a whole is unusable (empty, unknown format, wrong kind).
-    #[error("{path}: {what}")]
-    File {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        what: String,
-    },
-}
-
 impl LoadError {
-    pub(crate) fn bad(path: &Path, line: u64, what: impl Into<String>) -> Self {
-        LoadError::Bad {
-            path: path.to_path_buf(),
-            line,
-            what: what.into(),
-        }
-    }
-
-    pub(crate) fn file(path: &Path, what: impl Into<String>) -> Self {
-        LoadError::File {
-            path: path.to_path_buf(),
-            what: what.into(),
-        }
-    }
-
-    pub(crate) fn io(path: &Path, error: io::Error) -> Self {
-        LoadError::Io {
-            path: path.to_path_buf(),
-            error,
-        }
-    }
-
     /// The error for a load that read lines or records but skipped all of
     /// them under `skip_bad`.
     fn nothing_loaded(path: &Path, stats: &LoadStats) -> Self {
