@@ -8,10 +8,10 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
-use fibkit::engines::levels::TreeNode;
-use fibkit::model::auto::{
+use fibkit::choice::auto::{
     build_and_predict, build_candidate, engine_of, predict_built, AutoFamily, AutoSnapshot, Ranked,
 };
+use fibkit::engines::levels::TreeNode;
 use fibkit::model::machine::{
     cpu_model, curve_sizes, describe, fit_nonnegative, latency_curve, latency_sweep,
     measured_levels, os_caches, relative_rows, EngineCosts,
@@ -451,7 +451,7 @@ fn read_machine(args: &PredictArgs) -> Result<Machine> {
     let mut machine = if args.paper {
         Machine::paper_pentium_iii()
     } else {
-        fibkit::model::auto::read_machine(&args.machine)
+        fibkit::choice::auto::read_machine(&args.machine)
             .context("the machine file (make one with `fibkit model calibrate`, or use --paper)")?
     };
     for (level, size) in [(2, args.l2), (3, args.l3)] {

@@ -27,7 +27,7 @@ use crate::prefix::{Label, Prefix};
 use crate::registry::ImageFamily;
 use crate::rib::{Change, Rib};
 
-pub use crate::registry::default_spec;
+pub use crate::choice::default_spec;
 
 /// Addresses per batch of [`FamilyFib::lookup_iter`]: enough to keep the
 /// engines' batch lookups busy, small enough that the batch and its answers

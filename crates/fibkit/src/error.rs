@@ -141,6 +141,32 @@ pub enum ImageError {
     },
 }
 
+/// Why a model input could not be read or used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// A file could not be read or written.
+    #[error("{path}: {why}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The operating system's message.
+        why: String,
+    },
+    /// A file is not what it should be.
+    #[error("{path}:{line}: {why}")]
+    BadFile {
+        /// The file.
+        path: String,
+        /// The 1-based line (0: the file as a whole).
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
+    /// The inputs cannot give a prediction.
+    #[error("{0}")]
+    Input(String),
+}
+
 /// Any error fibkit returns.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

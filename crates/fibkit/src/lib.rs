@@ -57,6 +57,7 @@ pub mod addr;
 pub mod any;
 #[cfg(feature = "bench")]
 pub mod bench;
+pub mod choice;
 pub mod cpu;
 pub mod engine;
 pub mod engines;
@@ -73,11 +74,13 @@ pub mod replay;
 pub mod rib;
 pub mod spec;
 pub mod storage;
+pub mod summary;
 pub mod trace;
 pub mod verify;
 
 pub use addr::{Addr, Family};
 pub use any::{AnyFib, FamilyFib, FamilyReader, SLICE_CHUNK, WORDS_CHUNK};
+pub use choice::default_spec;
 pub use engine::{
     BuildError, EngineConfig, EngineStats, Lookup, Updater, CONVERT_CHUNK, SMALL_BATCH,
 };
@@ -85,8 +88,8 @@ pub use error::Error;
 pub use fib::{Fib, LocalFib, Published, Reader, UpdateSummary};
 pub use prefix::{Label, Prefix, PrefixError};
 pub use registry::{
-    build, default_spec, ConfigV4, ConfigV6, EngineFamily, EngineInfo, EngineV4, EngineV6,
-    LookupVisitor, SnapshotV4, SnapshotV6, StatsV4, StatsV6, ENGINES,
+    build, ConfigV4, ConfigV6, EngineFamily, EngineInfo, EngineV4, EngineV6, LookupVisitor,
+    SnapshotV4, SnapshotV6, StatsV4, StatsV6, ENGINES,
 };
 pub use rib::{Change, Range, Rib};
 pub use spec::EngineSpec;

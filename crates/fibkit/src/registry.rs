@@ -165,31 +165,6 @@ pub const ENGINES: &[EngineInfo] = &[
     },
 ];
 
-/// The engine spec to use for `family` when none is given: the fastest
-/// engine on this CPU that verifies on every shared table and updates in
-/// place.
-///
-/// - IPv4: `dxr` (`dxr:k=20`): one direct-table load and a windowed range
-///   search in a chunk, ahead of `dir24-8` in lookups at a fraction of its
-///   memory (docs/BENCHMARKS.md).
-/// - IPv6, where the CPU has AVX-512 F and VPOPCNTDQ: `poptrie`
-///   (`poptrie:s=18`, 32-entry tables under its chunks on IPv6), whose
-///   batch walks eight keys per vector: 1.9x `dxr6` in whole batches and
-///   bursts of 32 on keys inside announced prefixes and 1.4x on random
-///   public keys, 0.9–1.0x per key and in bursts of 8 on announced keys;
-///   17 bytes per prefix on the DFZ table, patched in place.
-/// - IPv6 elsewhere: `dxr6` (`dxr6:k=16,stride=16,density=2`): DXR for
-///   128-bit keys, whose AVX2 walk and portable batch beat `poptrie`'s
-///   per-key loop there; about 10 bytes per prefix, built in about 20 ms
-///   (docs/BENCHMARKS.md, "IPv6: dxr6").
-pub fn default_spec(family: Family) -> &'static str {
-    match family {
-        Family::V4 => "dxr",
-        Family::V6 if crate::engines::poptrie::wide_available() => "poptrie",
-        Family::V6 => "dxr6",
-    }
-}
-
 /// The error for a spec whose name no engine of family `A` has.
 pub(crate) fn unknown<A: Addr>(spec: &EngineSpec) -> BuildError {
     let known = |family: Option<Family>| {
@@ -502,7 +477,7 @@ engine_set! {
         /// `bloom`.
         Bloom(engines::bloom::BloomUpdater<u32>),
         /// `auto`.
-        Auto(crate::model::auto::AutoUpdater<u32>),
+        Auto(crate::choice::auto::AutoUpdater<u32>),
     }
 }
 
@@ -541,7 +516,7 @@ engine_set! {
         /// `bloom`.
         Bloom(engines::bloom::BloomUpdater<u128>),
         /// `auto`.
-        Auto(crate::model::auto::AutoUpdater<u128>),
+        Auto(crate::choice::auto::AutoUpdater<u128>),
     }
 }
 
@@ -876,9 +851,9 @@ mod tests {
         rib4.insert(Prefix::new_masked(0x0a00_0000, 8), 1);
         let mut rib6 = Rib::<u128>::new();
         rib6.insert(Prefix::new_masked(0x2001_0db8 << 96, 32), 2);
-        let v4 = build(default_spec(Family::V4), &rib4).unwrap();
+        let v4 = build(crate::choice::default_spec(Family::V4), &rib4).unwrap();
         assert_eq!(v4.lookup(0x0a01_0203), Some(1));
-        let v6 = build(default_spec(Family::V6), &rib6).unwrap();
+        let v6 = build(crate::choice::default_spec(Family::V6), &rib6).unwrap();
         assert_eq!(v6.lookup(0x2001_0db8_0001 << 80), Some(2));
         assert_eq!(v6.lookup(1), None);
     }

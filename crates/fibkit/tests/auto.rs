@@ -5,12 +5,12 @@
 mod common;
 
 use common::*;
-use fibkit::engine::{EngineConfig, EngineStats, Updater};
-use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
-use fibkit::model::auto::{
+use fibkit::choice::auto::{
     default_machine, fallback_caches, read_machine, AutoConfig, AutoUpdater, Ranked,
     DXR6_CANDIDATES, DXR_TWO_LEVEL, TIE_BAND,
 };
+use fibkit::engine::{EngineConfig, EngineStats, Updater};
+use fibkit::engines::cpe::{CpeConfig, CpeUpdater};
 use fibkit::model::cpe::predict_cpe;
 use fibkit::model::dxr::predict_dxr;
 use fibkit::model::summary::{prefix_densities, uniform_ranges, weighted_ranges};

@@ -19,17 +19,16 @@
 //!   predicts fastest for uniformly random lookups on the given table.
 
 mod access;
-pub mod auto;
 pub mod cpe;
 pub mod dxr;
 pub mod dxr6;
 pub mod machine;
 pub mod predict;
-pub mod summary;
 
+pub use crate::error::ModelError;
+pub use crate::summary::{self, TraceSummary, WeightedRanges};
 pub use machine::{CacheLevel, Machine};
 pub use predict::{Prediction, TrieModel};
-pub use summary::{TraceSummary, WeightedRanges};
 
 use crate::addr::Addr;
 use crate::engine::{BuildError, Lookup};
@@ -170,32 +169,6 @@ pub fn paired_error_percent(predicted: &[f64], measured: &[f64]) -> Option<f64> 
         .map(|(&p, &m)| p / m)
         .collect();
     (!ratios.is_empty()).then(|| (median(&mut ratios) - 1.0).abs() * 100.0)
-}
-
-/// Why a model input could not be read or used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ModelError {
-    /// A file could not be read or written.
-    #[error("{path}: {why}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The operating system's message.
-        why: String,
-    },
-    /// A file is not what it should be.
-    #[error("{path}:{line}: {why}")]
-    BadFile {
-        /// The file.
-        path: String,
-        /// The 1-based line (0: the file as a whole).
-        line: usize,
-        /// What is wrong.
-        why: String,
-    },
-    /// The inputs cannot give a prediction.
-    #[error("{0}")]
-    Input(String),
 }
 
 #[cfg(test)]

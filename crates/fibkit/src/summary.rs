@@ -25,7 +25,7 @@ use crate::addr::Addr;
 use crate::prefix::Prefix;
 use crate::rib::{Range, Rib};
 
-use super::ModelError;
+use crate::error::ModelError;
 
 /// The first line of every summary file; the version changes with the format.
 pub const SUMMARY_HEADER: &str = "# fibkit trace summary v1";
