@@ -181,7 +181,7 @@ pub const ENGINES: &[EngineInfo] = &[
 /// - IPv6 elsewhere: `dxr6` (`dxr6:k=16,stride=16,density=2`): DXR for
 ///   128-bit keys, whose AVX2 walk and portable batch beat `poptrie`'s
 ///   per-key loop there; about 10 bytes per prefix, built in about 20 ms
-///   (docs/BENCHMARKS.md, "IPv6: dxr6").
+///   (docs/bench/dxr6.md, "IPv6: dxr6").
 pub fn default_spec(family: Family) -> &'static str {
     match family {
         Family::V4 => "dxr",
@@ -329,7 +329,7 @@ macro_rules! engine_set {
             /// [`Self::lookup`] matches on the engine at every call; in a
             /// per-key loop the compiler keeps every engine's state live
             /// across the loop, which costs the fast engines up to half
-            /// their speed (docs/BENCHMARKS.md, "Per-key call paths").
+            /// their speed (docs/bench/per-key-call-paths.md, "Per-key call paths").
             /// A loop run through `dispatch` runs at the engine's own speed.
             #[inline]
             pub fn dispatch<V: LookupVisitor<$A>>(&self, visitor: V) -> V::Output {
