@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes the gzip bomb of the hostile-input benchmark (docs/BENCHMARKS.md,
+# Writes the gzip bomb of the hostile-input benchmark (docs/bench/hostile.md,
 # "Hostile input"): GIB gibibytes of spaces without a line break (default
 # 10), gzip -1 compressed (about 4.6 MB per GiB), as DIR/spaces-GIBg.txt.gz.
 # Make it in a temporary directory; never commit it.

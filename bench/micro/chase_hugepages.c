@@ -7,7 +7,7 @@
  * 8 MiB, where this machine's curve turns; with 2 MiB pages it reaches
  * 4 GiB. Prints the best of seven timings of 2^22 loads and the huge
  * pages the process holds (AnonHugePages), which says whether the kernel
- * honoured the advice. docs/BENCHMARKS.md ("The machine's own spread")
+ * honoured the advice. docs/bench/model.md ("The machine's own spread")
  * quotes it.
  *
  *   gcc -O2 -o /tmp/chase_hugepages bench/micro/chase_hugepages.c

@@ -2,7 +2,7 @@
  * The cost of one AVX-512 gather of eight 64-bit words from an array in
  * L1: how often one can issue (two independent gathers per iteration) and
  * how long one takes when each gather's indices come from the last
- * (a dependent chain), beside a dependent scalar load. docs/BENCHMARKS.md
+ * (a dependent chain), beside a dependent scalar load. docs/bench/poptrie.md
  * ("Where `poptrie` stands against `rte_fib6`'s AVX-512 lookup") uses
  * these to count a lookup's cost in dependent reads.
  *

@@ -748,7 +748,7 @@ fn v6(fib: &AnyFib) -> Result<&FamilyFib<u128>, Failure> {
 // PERF: no branch on whether a route was found: on random IPv4 keys that
 // branch goes either way, and each mispredicted call threw away the
 // lookups that had started after it (`benches/c_per_key.rs`; 1.15-1.36x
-// through a reader, docs/BENCHMARKS.md, "C per-key calls").
+// through a reader, docs/bench/c-library.md, "C per-key calls").
 #[inline(always)]
 unsafe fn answer(found: Option<Label>, label: *mut u32) -> Result<c_int, Failure> {
     if label.is_null() {
@@ -831,7 +831,7 @@ pub unsafe extern "C" fn fibkit_lookup_v4_bulk(
         let results = unsafe { array_mut(results, n, "results") }?;
         // PERF: the engine's batch loop writes the words straight into the
         // caller's array (`Lookup::lookup_batch_words`), with no buffer
-        // and no conversion pass (docs/BENCHMARKS.md, "C bulk lookup").
+        // and no conversion pass (docs/bench/c-library.md, "C bulk lookup").
         fib.lookup_words(addrs, results);
         Ok(FIBKIT_OK)
     })

@@ -1,6 +1,6 @@
 //! The worst single update of the adversarial update streams against a
-//! full build, for any IPv4 engine that patches (docs/BENCHMARKS.md,
-//! "Adversarial update streams, every engine").
+//! full build, for any IPv4 engine that patches (docs/bench/updates.md,
+//! "Adversarial update streams, every IPv4 engine").
 //!
 //! ```console
 //! cargo build --release -p fibkit --example adversarial_updates

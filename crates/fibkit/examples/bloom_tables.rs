@@ -1,4 +1,4 @@
-//! Seed 002's Tables 2 and 3 and its IPv6 table, reproduced on fibkit's
+//! \[Yeg18\]'s Tables 2 and 3 and its IPv6 table, reproduced on fibkit's
 //! `bloom` engine: per-lookup bit lookups, hash computations, exact-table
 //! (FIB) lookups and the guided search's fallback (default) rate, for the
 //! paper's traffic types and filter settings, plus the lookup rate of each

@@ -1,4 +1,4 @@
-//! Measurements for docs/BENCHMARKS.md, sections "LC-trie" and "LC-trie:
+//! Measurements for docs/bench/lctrie.md, sections "LC-trie" and "LC-trie:
 //! snapshot split, linear withdrawals, batch lookup".
 //!
 //! ```text

@@ -1,5 +1,5 @@
 //! The worst single update against a full build, for any engine of either
-//! family, measured the same way for every engine (docs/BENCHMARKS.md,
+//! family, measured the same way for every engine (docs/bench/updates.md,
 //! "Worst update against a full build, every engine").
 //!
 //! ```console

@@ -40,7 +40,7 @@ pub const BATCH: usize = 64;
 /// every key, short enough that the answers stay in L2 (64 KiB) and that a
 /// live table's snapshot is held only briefly.
 // PERF: C bulk / Rust lookup_batch on 4M keys (c_vs_rust bench, dfz-v4-nh,
-// dxr, 2026-11-23 17:25 UTC, load average 13): median 0.76 with chunks of
+// dxr, machine loaded): median 0.76 with chunks of
 // 2048, 0.87 with 8192; per-64-key lookup_iter 0.35-0.40.
 pub const SLICE_CHUNK: usize = 8192;
 

@@ -116,7 +116,7 @@ pub trait Lookup<A: Addr>: Send + Sync {
 /// in a loop of their own. With 32-key runs the C library's IPv6 keys ran
 /// at 0.76-0.81x (`poptrie`) and 0.91-0.93x (`dxr6`) the batch on
 /// host-order keys, against 0.63-0.72x and 0.80-0.83x with 1024-key runs
-/// (docs/BENCHMARKS.md, "The C library's IPv6 keys converted 32 at a
+/// (docs/bench/c-library.md, "The C library's IPv6 keys converted 32 at a
 /// time").
 pub const CONVERT_CHUNK: usize = 32;
 
@@ -124,7 +124,7 @@ pub const CONVERT_CHUNK: usize = 32;
 /// [`Lookup::lookup_batch_words`] on the keys turned into addresses,
 /// [`CONVERT_CHUNK`] at a time. A burst of at most 8 takes a buffer of its
 /// own size: every call clears its buffer, and clearing a larger one cost
-/// a burst more than its lookups (docs/BENCHMARKS.md, "C bursts of IPv6
+/// a burst more than its lookups (docs/bench/c-library.md, "C bursts of IPv6
 /// keys"). Public so that an engine's override can fall back to it.
 ///
 /// # Panics
@@ -290,7 +290,7 @@ pub trait Updater<A: Addr>: Clone + Send + Sync + Sized + 'static {
     /// fewer prefixes than the patch, which at least visits each change,
     /// and a patch that withdraws most of a table, or grows a small one
     /// many times over, cost up to 52 times the reference table's update
-    /// and a build (docs/BENCHMARKS.md, "Batches larger than the table").
+    /// and a build (docs/bench/updates.md, "Batches larger than the table").
     /// An engine whose build has a large fixed part (a direct table of
     /// millions of entries) counts it as prefixes. When the build fails (a
     /// layout limit), the handles patch after all, so a batch fails only

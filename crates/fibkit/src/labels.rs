@@ -144,7 +144,7 @@ impl LabelSlot {
 /// `Option<Label>`: its value. So a per-key lookup's answer is a copy of
 /// the slot (one load, one store) instead of a compare and two stores.
 // PERF: dir24-8 per key beside rte_lpm_lookup (bench/peers, 7 rounds,
-// docs/BENCHMARKS.md, "Dependent lookups (SEQ) and per key"): see there.
+// docs/bench/peers.md, "Dependent lookups (SEQ) and per key"): see there.
 const OPTION_HAS_THE_SLOT_LAYOUT: () = {
     assert!(std::mem::size_of::<Option<Label>>() == 8);
     // SAFETY: eight initialized bytes; if the layout were not the one
@@ -167,7 +167,7 @@ impl LabelSlot {
     /// words straight into a caller's array: the low half minus one is all
     /// ones for "no route" and zero for a label.
     // PERF: c_vs_rust bench, dxr, 4M random keys in one call, quiet core
-    // (docs/BENCHMARKS.md, "C bulk lookup"): C ÷ Rust 1.00 with this form,
+    // (docs/bench/c-library.md, "C bulk lookup"): C ÷ Rust 1.00 with this form,
     // 0.93 comparing the flag half with zero and negating the result.
     #[inline(always)]
     pub const fn word(self) -> u64 {

@@ -304,7 +304,7 @@ macro_rules! engine_set {
             /// [`Self::lookup`] matches on the engine at every call; in a
             /// per-key loop the compiler keeps every engine's state live
             /// across the loop, which costs the fast engines up to half
-            /// their speed (docs/BENCHMARKS.md, "Per-key call paths").
+            /// their speed (docs/bench/per-key-call-paths.md, "Per-key call paths").
             /// A loop run through `dispatch` runs at the engine's own speed.
             #[inline]
             pub fn dispatch<V: LookupVisitor<$A>>(&self, visitor: V) -> V::Output {

@@ -84,7 +84,7 @@ impl FromStr for Speed {
     }
 }
 
-/// The default cap of a batch, sized by the sweep in docs/BENCHMARKS.md
+/// The default cap of a batch, sized by the sweep in docs/bench/replay.md
 /// ("Live replay"): DXR's changes per second at `Speed::Max` still rise
 /// from 4096 to 32768 changes per batch (each batch pays a fixed cost, a
 /// copy of the snapshot or a second patch, besides its changes), and at

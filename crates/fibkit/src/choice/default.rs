@@ -18,7 +18,7 @@ use crate::addr::Family;
 /// - IPv6 elsewhere: `dxr6` (`dxr6:k=16,stride=16,density=2`): DXR for
 ///   128-bit keys, whose AVX2 walk and portable batch beat `poptrie`'s
 ///   per-key loop there; about 10 bytes per prefix, built in about 20 ms
-///   (docs/BENCHMARKS.md, "IPv6: dxr6").
+///   (docs/bench/dxr6.md, "IPv6: dxr6").
 pub fn default_spec(family: Family) -> &'static str {
     match family {
         Family::V4 => "dxr",

@@ -10,7 +10,7 @@
 //! TLB misses walk two page tables, the latency of a chase through a
 //! working set rises where the TLB's reach or the guest's share of the
 //! cache ends, far below the listed L3 size (on the machine of
-//! docs/BENCHMARKS.md: 6–8 ns to 1 MiB, about 35 ns to 8 MiB, 130–190 ns
+//! docs/bench/model.md: 6–8 ns to 1 MiB, about 35 ns to 8 MiB, 130–190 ns
 //! beyond 16 MiB, with a "300 MiB" L3). A chase through half the listed L3 then
 //! gives an L3 latency of memory, and the model charges it to every L2
 //! miss of a structure that fits in 8 MiB. [`measured_levels`] takes the
@@ -163,7 +163,7 @@ pub struct Machine {
     /// the defaults) and files written before it was recorded. Why: the
     /// work of a lookup differs between the families (an IPv6 search tree
     /// node is 48 bytes and compares 128-bit keys), so costs fitted on one
-    /// family mispredict the other (docs/BENCHMARKS.md, "Costs fitted per
+    /// family mispredict the other (docs/bench/model.md, "Costs fitted per
     /// family"). Predictions for the other family are refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
@@ -312,7 +312,7 @@ impl Machine {
     /// structure's size, which meets the same sets, is served at about
     /// that level's latency; charged the next level's latency, those misses
     /// made a structure of 1.6 MiB cost as much as one in memory as soon as
-    /// a measured curve showed a level past the L3 (docs/BENCHMARKS.md,
+    /// a measured curve showed a level past the L3 (docs/bench/model.md,
     /// "The `dxr` and `cpe` layouts tracked per round").
     ///
     /// A miss in the last level of a structure larger than it costs the
@@ -321,7 +321,7 @@ impl Machine {
     /// a part, but the misses Equation 2 counts there are the lines the
     /// cache does not hold: charged the curve (hits included), a 6 MiB
     /// trie past a 4 MiB level was predicted at half its measured time
-    /// (docs/BENCHMARKS.md, "Last-level misses at memory's latency").
+    /// (docs/bench/model.md, "Last-level misses at memory's latency").
     pub fn miss_penalties_for(&self, bytes: u64) -> Vec<f64> {
         let mut penalties = self.miss_penalties_ns();
         let Some(at) = self.curve_ns(bytes) else {

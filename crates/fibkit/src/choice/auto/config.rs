@@ -48,7 +48,7 @@ pub const MEASURE_ROUNDS: usize = 3;
 /// Candidates whose measured slowdowns are within this fraction of the
 /// fastest's are not told apart by the timing: the same candidate's
 /// median moves by 3-5% between builds of `auto` on one table
-/// (docs/BENCHMARKS.md, "`auto` with a model of `dxr6`"), so among them the
+/// (docs/bench/auto.md, "`auto` with a model of `dxr6`"), so among them the
 /// model's fastest predicted is kept.
 pub const TIE_BAND: f64 = 0.05;
 /// Seed of the uniformly random keys `auto` times without a trace.

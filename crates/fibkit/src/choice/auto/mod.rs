@@ -17,7 +17,7 @@
 //! and explains them (misses per level, bytes); its order among layouts a
 //! few tens of percent apart is not reliable (on dfz-v4-nh with the default
 //! latencies it ranks `dxr:k=20`, the fastest on RND, seventh of ten:
-//! docs/BENCHMARKS.md, "The performance model"). Timing every candidate
+//! docs/bench/model.md, "The performance model"). Timing every candidate
 //! costs about 0.3 s of a 2–3 s build (the `cpe` candidates are built for
 //! the model anyway), so it is the default; `measure=N` times only the
 //! model's best `N`.
@@ -52,7 +52,7 @@
 //! blocks stay in cache where the one-level tables do not, which made
 //! them the fastest on SEQ on both machines measured and `dxr:d=16,x=4`
 //! the layout nearest the fastest of both patterns on one of them
-//! (docs/BENCHMARKS.md, "Two-level DXR layouts and `pattern=both`").
+//! (docs/bench/model.md, "Two-level DXR layouts and `pattern=both`").
 //!
 //! Machine: `machine=FILE` reads a file of `fibkit model calibrate`, refused
 //! when it was made by another version or on another CPU or cache

@@ -12,7 +12,7 @@
 //! (a child's position is computed, never read), and its height is
 //! `log17` of the keys: five levels for the 97,000 range starts of
 //! `dfz-v6-nh`, of which the root table skips the upper ones. Measured
-//! (docs/BENCHMARKS.md, "`btree` and `dxr6:k=12` beside `rte_fib6`"): level
+//! (docs/bench/btree.md, "`btree` and `dxr6:k=12` beside `rte_fib6`"): level
 //! with `dxr6` on keys inside announced IPv6 prefixes, 0.8–0.9x on random
 //! public keys and 0.3–0.6x `dxr` on IPv4; the five levels cost what
 //! `dxr6`'s decode and leaf cost, so `dxr6` stays the default.

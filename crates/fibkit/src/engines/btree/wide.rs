@@ -2,7 +2,7 @@
 //! with the address's top half, one population count. Why: x86-64's
 //! baseline has no unsigned 64-bit vector compare, so plain code compares
 //! the keys one by one; this is the form of the count PlanB's design rests
-//! on, and the one measured (docs/BENCHMARKS.md, "`btree` and `dxr6:k=12`
+//! on, and the one measured (docs/bench/btree.md, "`btree` and `dxr6:k=12`
 //! beside `rte_fib6`").
 
 use std::arch::x86_64::*;

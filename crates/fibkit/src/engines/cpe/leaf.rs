@@ -55,7 +55,7 @@ impl PackedLine {
 
 /// Prefetch window of [`LeafTrie::lookup_batch`], in keys: root entries are
 /// prefetched `2 * WINDOW` keys ahead, child entries `WINDOW` keys ahead.
-// PERF: `fibkit bench` dfz-v4-nh, rnd, batch, medians of 5, 2026-11-22, three
+// PERF: `fibkit bench` dfz-v4-nh, rnd, batch, medians of 5, three
 // runs: `cpe:strides=20+4+8` at 64 keys 108/126/121 Mlps against 101/114/98
 // at 32 and 79/83 at 16 (dir24-8 58/62/67 in the same runs). A third stage
 // (reading the second level `WINDOW` keys ahead, prefetching the third) ran
@@ -145,7 +145,7 @@ impl<A: Addr, S: Storage> LeafTrie<A, S> {
 
     /// Lookup in a trie without packed nodes: follow pointers to the first
     /// leaf.
-    // PERF: rnd keys, 2026-11-22, each against dir24-8 in the same run:
+    // PERF: rnd keys, each against dir24-8 in the same run:
     // walking every level without data-dependent branches (cmov, a finished
     // walk re-reading its leaf) ran cpe:levels=2 at 0.45x dir24-8 against
     // 0.26x for this loop in an earlier run, but IPv6 tries of 10 levels at
@@ -347,7 +347,7 @@ impl<A: Addr> LeafUpdater<A> {
     /// from scratch. Short prefixes rewrite whole subtrees each, so large
     /// batches with short prefixes among them, patched one prefix at a
     /// time, cost up to 21 times a build on IPv4 and 40 times on IPv6
-    /// (docs/BENCHMARKS.md, "Large batches built from scratch").
+    /// (docs/bench/cpe.md, "Large batches built from scratch").
     pub(super) fn update(
         &mut self,
         trie: &mut LeafTrie<A>,

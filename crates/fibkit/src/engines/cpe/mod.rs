@@ -117,10 +117,10 @@ pub const MAX_LEVELS: u8 = 32;
 
 /// Level cost of the variable-stride program when the spec names none,
 /// per family (IPv4, IPv6): see [`CpeConfig::level_cost`].
-// PERF: dfz-v6-nh, keys inside announced prefixes, 2026-11-23: the IPv6
+// PERF: dfz-v6-nh, keys inside announced prefixes: the IPv6
 // default trie of 12 levels walks 9.18 levels on average in 5.0 MB; a
 // level cost of 64 walks 3.80 in 11.0 MB, 1024 walks 2.96 in 48.7 MB. 64
-// doubled the batch lookup (`fibkit bench`, 1.21 -> 2.30 Mlps at load 12)
+// doubled the batch lookup (`fibkit bench`, 1.21 -> 2.30 Mlps, machine loaded)
 // and kept random public keys level (70 -> 63 Mlps per key, 40 -> 62
 // batch, within the noise of that load). IPv4 keeps the paper's program.
 pub const DEFAULT_LEVEL_COST: [u32; 2] = [0, 64];

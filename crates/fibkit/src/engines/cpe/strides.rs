@@ -226,7 +226,7 @@ struct VariableDp<'a, A> {
 /// chain of the same shape. Tables with long prefixes spread apart (IPv6
 /// /64s and /128s one per /48) are mostly such chains: computed node by
 /// node, a random 200,000-prefix IPv6 table took the program 25–27 s, and
-/// 2 s from the memo (docs/BENCHMARKS.md, "Lone chains planned once").
+/// 2 s from the memo (docs/bench/cpe.md, "Lone chains planned once").
 /// The memo holds at most one entry per depth and length (about 6,400 on
 /// such a table), each a few KiB.
 struct Chain {

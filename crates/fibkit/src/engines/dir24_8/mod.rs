@@ -145,7 +145,7 @@ impl<S: Storage> Dir24_8<S> {
 
 impl<S: Storage> Lookup<u32> for Dir24_8<S> {
     // PERF: without bounds checks the per-key loop keeps more lookups in
-    // flight (docs/BENCHMARKS.md, "Dependent lookups (SEQ) and per key
+    // flight (docs/bench/peers.md, "Dependent lookups (SEQ) and per key
     // beside DPDK": 1.13x in its own loop, 0.79x -> 0.94x rte_lpm_lookup).
     #[inline(always)]
     fn lookup(&self, addr: u32) -> Option<Label> {

@@ -26,7 +26,7 @@ const COMPACT_MIN_WORDS: usize = 4096;
 /// the chunks rebuilds the snapshot instead of patching it.
 // PERF: a patch of every chunk costs about as much as a build (both run
 // `fill_chunks`; the patch also releases the old entries); see
-// docs/BENCHMARKS.md, "DXR update cost bounds".
+// docs/bench/dxr.md, "DXR update cost bounds".
 const REBUILD_SHARE: usize = 2;
 /// A patch that leaves the range table due for compaction compacts at once
 /// only if it touched at most `1 / COMPACT_NOW_SHARE` of the chunks; after a
@@ -268,7 +268,7 @@ impl DxrUpdater {
     /// once for every try: with millions of distinct labels, indexing them
     /// again per try took most of a build (4M prefixes with a label each,
     /// four tries: 19-23 s, against 6 s with one index for them all and
-    /// the cheaper hash; docs/BENCHMARKS.md, "Builds
+    /// the cheaper hash; docs/bench/hostile.md, "Builds
     /// with a label per prefix").
     fn rebuild_growing_from(
         &mut self,

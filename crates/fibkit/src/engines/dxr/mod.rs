@@ -201,7 +201,7 @@ pub struct DxrConfig {
     pub align: Option<u32>,
 }
 
-/// The default layout, chosen by measurement (docs/BENCHMARKS.md, "DXR"):
+/// The default layout, chosen by measurement (docs/bench/dxr.md, "DXR"):
 /// with the masked batch lookup D20R is the fastest layout on random keys
 /// that keeps its speed when other processes share the L3 cache (D21R,
 /// twice its size, is as fast only on a quiet machine), it has the fastest
@@ -457,12 +457,12 @@ impl<S: Storage> Lookup<u32> for Dxr<S> {
 /// costs more than it saves on so few keys.
 // PERF: lookup_batch / a lookup loop over the same n-key slices, dxr:k=20,
 // random keys (dxr_bench --short-slices --rounds 5, Intel machine,
-// 2026-11-27 02:19-02:31 UTC): with the cut at 4, 0.65-0.68 at n=4,
+// docs/bench/dxr.md): with the cut at 4, 0.65-0.68 at n=4,
 // 0.66-0.71 at 5, 0.77-0.85 at 6, 0.89-1.12 at 8, 1.12-1.20 at 12; with
 // the cut at 8 (or 10), 1.05 at 4, 1.11-1.13 at 5, 1.17-1.18 at 6. At n=8 the
 // masked pass wins on announced keys (fibkit bench bursts of 8 against a
 // cut at 10: 1.21-1.48x against 1.05-1.16x the per-key loop), so 8 stays
-// masked. (The AMD machine under load, 2026-11-23, had put the cut at 4.)
+// masked. (An earlier run on a loaded AMD machine had put the cut at 4.)
 const SHORT_SLICE: usize = 8;
 /// Keys per group of [`Dxr::lookup_masked`]: the width of the mask that
 /// marks the keys needing a search.
@@ -470,7 +470,7 @@ const GROUP: usize = 64;
 /// How many keys ahead the batch lookup prefetches chunk entries (and, in
 /// the extended layout, twice as far ahead, direct-table entries).
 // PERF: A/B with `fibkit bench ... --patterns rnd --modes batch --runs 3`
-// (dfz-v4-nh, 2026-11-22 03:20-03:35 UTC; docs/BENCHMARKS.md, DXR, "Masked
+// (dfz-v4-nh; docs/bench/dxr.md, "Masked
 // batch lookup"): 32 and 16 keys were within noise (dxr:k=21 476 vs 473,
 // dxr 406 vs 396 Mlps), 48 no better; prefetching direct entries 2x ahead
 // added ~5% on dxr:d=16,x=5 (414-423 vs 386-406). Rejected: prefetching
@@ -639,7 +639,7 @@ impl<S: Storage> Dxr<S> {
             // A burst has no later keys to prefetch for: asking for every
             // entry of the group before reading any keeps them all in
             // flight at once. (Not A/B-measured on its own; the burst
-            // figures with it are in docs/BENCHMARKS.md, "DXR: snapshot
+            // figures with it are in docs/bench/dxr.md, "DXR: snapshot
             // split, bursts and update bounds".)
             for &addr in &addrs[start..end] {
                 let at = self.entry_index_in::<EXTENDED, UNCHECKED>(addr);
@@ -789,7 +789,7 @@ const WINDOW: usize = 16;
 /// out by `i < len`); near the end of the table, where it cannot, it falls
 /// back to [`search`].
 // PERF: dxr:k=20 batch 300 -> 431 Mlps, dxr:d=16,x=5 273 -> 326 with the
-// masked batch lookup (fibkit bench, rnd, 2026-11-22 03:22 UTC); the plain
+// masked batch lookup (fibkit bench, rnd); the plain
 // loop moved within noise.
 #[inline(always)]
 fn search_window(ranges: &[u16], base: usize, n: usize, probe: u16) -> usize {
@@ -821,9 +821,9 @@ fn search_window(ranges: &[u16], base: usize, n: usize, probe: u16) -> usize {
 // PERF: a lane-wise count with an `i < len` mask compiled to ~100
 // instructions (scalar mask building, software popcount), a portable
 // bit-building loop to ~45 mixed scalar/vector ones; this is ~12.
-// dxr:k=20 rnd batch (fibkit bench, dfz-v4-nh, 2026-11-22 03:55-04:12 UTC):
+// dxr:k=20 rnd batch (fibkit bench, dfz-v4-nh, one sitting):
 // 380-420 Mlps with the lane count, 476-491 with the bit loop, 490-526
-// with this (docs/BENCHMARKS.md, DXR, "Masked batch lookup").
+// with this (docs/bench/dxr.md, "Masked batch lookup").
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn words_at_most(window: &[u16; WINDOW], probe: u16) -> u32 {

@@ -14,7 +14,7 @@
 //! loading keys into vectors, and the leaves searched four per vector
 //! (the AVX-512 path's gathered binary search: five dependent gathers per
 //! vector) measured 0.67-0.72x this path in bursts of 8 and 32 keys on an
-//! AMD Zen 3, level in whole batches (docs/BENCHMARKS.md, "The node walk
+//! AMD Zen 3, level in whole batches (docs/bench/dxr6.md, "The node walk
 //! four keys per AVX2 vector").
 //!
 //! Each lane keeps its entry (zero-extended to 64 bits) and the address
@@ -29,7 +29,7 @@
 //! (uops.info lists 39 micro-ops for an eight-lane `vpgatherdd`), and the
 //! walk with four loads per vector ran 1.08-1.13x faster in whole batches
 //! and 1.06-1.12x in bursts of 8 and 32 on announced keys than with one
-//! gather (docs/BENCHMARKS.md, "The AVX2 walk reads with four loads").
+//! gather (docs/bench/dxr6.md, "The AVX2 walk reads with four loads").
 
 use std::arch::x86_64::*;
 

@@ -162,7 +162,7 @@ impl Updater<u128> for Dxr6Updater {
         // root for each), a quarter of the root (`::/2` at K = 16) cost
         // 1.14-1.17x a build, and `2000::/4` (an eighth, but nearly every
         // prefix of the shared table) 1.07x: past a quarter of the root or
-        // half of its subtrees, rebuild in place (docs/BENCHMARKS.md,
+        // half of its subtrees, rebuild in place (docs/bench/updates.md,
         // "Worst update against a full build, every engine").
         let spanned = root_entries_spanned(snapshot, changed);
         let root_size = 1usize << snapshot.root_bits;
@@ -190,7 +190,7 @@ impl Updater<u128> for Dxr6Updater {
         if slots.len() << 2 >= 1 << snapshot.root_bits {
             // PERF: from a quarter of the root on, rebuilding chunk by chunk
             // (a range-view walk from the trie's root for each) costs more
-            // than one full build (docs/BENCHMARKS.md, "IPv6: dxr6").
+            // than one full build (docs/bench/dxr6.md, "IPv6: dxr6").
             return self.rebuild(snapshot, rib, Labels::Kept);
         }
         match self.patch(snapshot, rib, &slots) {

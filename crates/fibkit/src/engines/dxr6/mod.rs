@@ -322,7 +322,7 @@ impl<S: Storage> Clone for Dxr6<S> {
 }
 
 /// Keys per group of the batch lookup: the lookups in flight together.
-// PERF: see docs/BENCHMARKS.md, "IPv6: dxr6".
+// PERF: see docs/bench/dxr6.md, "IPv6: dxr6".
 const GROUP: usize = 32;
 const _: () = assert!(GROUP <= 64, "a u64 marks the group's keys");
 
@@ -432,7 +432,7 @@ impl<S: Storage> Dxr6<S> {
         // one picked by a select: nine keys in ten reach a 16-bit leaf (or a
         // label, searched as one), so the branch is mostly predicted, and
         // the select's second count ran announced keys at 0.87-0.98x
-        // (docs/BENCHMARKS.md, 2026-12-04).
+        // (docs/bench/dxr6.md, the newest run on Zen 3).
         let (range, labels) = match width_code(entry) {
             0 => Self::range::<u16>(line, at, starts, walk.rest),
             1 => Self::range::<u32>(line, at, starts, walk.rest),
@@ -516,7 +516,7 @@ impl<S: Storage> Dxr6<S> {
     /// than one of `Walk`s, which u128 alignment pads to 32 bytes each:
     /// every group clears them, and 640 bytes instead of 1,024 made whole
     /// batches of random public keys 1.07–1.08x faster on that CPU.
-    // PERF: docs/BENCHMARKS.md, "IPv6: dxr6", "Batch lookup", "The
+    // PERF: docs/bench/dxr6.md, "IPv6: dxr6", "Batch lookup", "The
     // portable batch without the walk's prefetches" and "Nor the next
     // group's roots".
     #[inline(always)]
@@ -665,7 +665,7 @@ impl<S: Storage> Dxr6<S> {
         assert!(out.len() >= addrs.len(), "output slice shorter than input");
         // PERF: a short burst gets a group no larger than itself: clearing
         // the walks of a 32-key group cost bursts of 8 random keys a
-        // quarter of their speed (docs/BENCHMARKS.md, "IPv6: dxr6").
+        // quarter of their speed (docs/bench/dxr6.md, "IPv6: dxr6").
         match addrs.len() {
             0..=8 => self.lookup_groups::<8, T>(addrs, out),
             9..=16 => self.lookup_groups::<16, T>(addrs, out),
@@ -769,7 +769,7 @@ impl Dxr6Config {
     }
 }
 
-/// The default parameters, chosen by measurement (docs/BENCHMARKS.md,
+/// The default parameters, chosen by measurement (docs/bench/dxr6.md,
 /// "IPv6: dxr6").
 pub const DEFAULT_CONFIG: Dxr6Config = Dxr6Config {
     root_bits: 16,

@@ -13,7 +13,7 @@
 //! every lane still at a node. The root entry is still read key by key:
 //! random keys nearly all end there, where a scalar read and test beat
 //! loading the keys into vectors. Measured on `dfz-v6-nh`
-//! (docs/BENCHMARKS.md, "dxr6 with AVX-512"): about 2x the portable batch
+//! (docs/bench/dxr6.md, "dxr6 with AVX-512"): about 2x the portable batch
 //! on announced keys and 1.2x on random public keys.
 //!
 //! Each lane keeps the address bits after its depth, left-aligned, as two
@@ -104,7 +104,7 @@ impl<S: Storage> Dxr6<S> {
     pub(super) unsafe fn lookup_batch_wide<T: WideAnswer>(&self, addrs: &[u128], out: &mut [T]) {
         debug_assert!(out.len() >= addrs.len());
         // PERF: groups of four vectors (32 keys): two measured 13% slower
-        // on announced keys, eight no faster (docs/BENCHMARKS.md, "dxr6
+        // on announced keys, eight no faster (docs/bench/dxr6.md, "dxr6
         // with AVX-512").
         if addrs.len() <= LANES {
             self.wide_burst(addrs, out);
@@ -119,7 +119,7 @@ impl<S: Storage> Dxr6<S> {
     /// burst this short has no group to amortise [`Self::wide_group`]'s
     /// per-key root pass and its position arrays over, and measured 1.8x
     /// faster this way on announced keys (0.85x on random ones;
-    /// docs/BENCHMARKS.md, "dxr6 with AVX-512").
+    /// docs/bench/dxr6.md, "dxr6 with AVX-512").
     #[target_feature(enable = "avx512f,avx512bw")]
     fn wide_burst<T: WideAnswer>(&self, keys: &[u128], out: &mut [T]) {
         debug_assert!(keys.len() <= LANES && out.len() >= keys.len());
@@ -226,7 +226,7 @@ impl<S: Storage> Dxr6<S> {
     /// its root entry, and loading every key into vectors to gather the
     /// root entries measured 0.86-0.89x the portable path there, against
     /// 1.14-1.17x this way, with announced keys as fast either way
-    /// (docs/BENCHMARKS.md, "dxr6 with AVX-512").
+    /// (docs/bench/dxr6.md, "dxr6 with AVX-512").
     #[target_feature(enable = "avx512f,avx512bw")]
     fn wide_group<T: WideAnswer>(&self, keys: &[u128], out: &mut [T]) {
         debug_assert!(keys.len() <= GROUP_KEYS && out.len() >= keys.len());
@@ -330,7 +330,7 @@ impl<S: Storage> Dxr6<S> {
     /// Why not one 64-byte compare per leaf, as the portable path does: the
     /// compare needs each lane's line and probe in scalar registers, and
     /// that per-lane loop measured about 20% slower on announced keys
-    /// (docs/BENCHMARKS.md, "dxr6 with AVX-512").
+    /// (docs/bench/dxr6.md, "dxr6 with AVX-512").
     ///
     /// # Safety
     /// As [`Self::walk`], and inlined for the same reason.

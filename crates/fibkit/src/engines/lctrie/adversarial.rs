@@ -1,4 +1,4 @@
-//! The adversarial IPv4 table of docs/BENCHMARKS.md ("LC-trie"): built as
+//! The adversarial IPv4 table of docs/bench/lctrie.md ("LC-trie"): built as
 //! Duyck's test set was (paper, "Performance evaluation"), so that looked-up
 //! addresses sit at the deepest part of the trie, have many set bits, and
 //! find their match only after backtracking through every level.

@@ -112,7 +112,7 @@ impl<A: Addr> Walk<A> {
 }
 
 // PERF: the batch look-up's shape, from interleaved A/B runs against the
-// per-key loop at each slice length (docs/BENCHMARKS.md, "LC-trie:
+// per-key loop at each slice length (docs/bench/lctrie.md, "LC-trie:
 // snapshot split, linear withdrawals, batch lookup"): with 1 or 2 keys the
 // walk bookkeeping costs more than the overlap gains (0.6-0.9x on RND
 // keys); 8 walks beat 12 and 16 on short slices (4-8 keys), 16 beat 8 on

@@ -59,7 +59,7 @@
 //!   masked key with each prefix. No suffix lengths.
 //!
 //! Both use the up-levelled layout, so the measured difference between them
-//! is the algorithm only (docs/BENCHMARKS.md, "LC-trie").
+//! is the algorithm only (docs/bench/lctrie.md, "LC-trie").
 //!
 //! Memory accesses per look-up: one slot read per level (average leaf depth
 //! 3.2 on dfz-v4-nh, 6.6 on dfz-v6-nh), each within one cache line (IPv6
@@ -179,7 +179,7 @@ pub struct Slot32 {
 
 /// An IPv6 key vector in the slab, on a 32-byte boundary.
 // PERF: without the alignment, half the 32-byte slots straddle two cache
-// lines (large allocations start 16 bytes into a page); docs/BENCHMARKS.md,
+// lines (large allocations start 16 bytes into a page); docs/bench/lctrie.md,
 // "LC-trie", dfz-v6-nh cache lines per look-up.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(32))]

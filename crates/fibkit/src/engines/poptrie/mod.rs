@@ -6,7 +6,7 @@
 //!
 //! Why: on keys inside announced IPv6 prefixes `dxr6`'s vector walk is
 //! bound by its chain of dependent gathers, most of it the leaf (a
-//! four-step binary search, then the label; docs/BENCHMARKS.md, "The
+//! four-step binary search, then the label; docs/bench/dxr6.md, "The
 //! vector walk inlined"). Here every step is the same few instructions: a
 //! node read, a shift, a popcount; no search ends the walk, and eight
 //! lanes take each level together with no per-lane decoding.
@@ -16,7 +16,7 @@
 //! is one gather instead of two (a /48 below an 18-bit root: six gathers
 //! where 6-bit nodes below a 14-bit root took twelve). On announced keys
 //! the batch and the per-key walk ran about 1.1x faster than with 6-bit
-//! nodes, and at S = 13 in 0.7x their memory (docs/BENCHMARKS.md,
+//! nodes, and at S = 13 in 0.7x their memory (docs/bench/poptrie.md,
 //! "Five-bit nodes").
 //!
 //! Why a node and its leaves share one array of 8-byte entries: a walk
@@ -26,7 +26,7 @@
 //! node's run bitmap, then the leaf's label index, then the results slot:
 //! two dependent gathers more per key. On announced keys the batch ran
 //! 1.10-1.14x faster at 2^22 keys and 1.22-1.32x with every line cached
-//! (docs/BENCHMARKS.md, "`poptrie` keeps its leaves among its nodes").
+//! (docs/bench/poptrie.md, "`poptrie` keeps its leaves among its nodes").
 //!
 //! Why a table under each chunk (`d=D`, 5 on IPv6 by default): a chunk
 //! holding more than one range gets 2^D entries for its next D bits, so
@@ -181,7 +181,7 @@ impl PoptrieConfig {
     /// chunks with more than one range (190 of 2^18 on dfz-v6-nh), whose
     /// tables of 32 entries cost 12 KB and save every key under them one
     /// dependent read: 1.05-1.11x in every call shape on announced keys
-    /// (docs/BENCHMARKS.md, "`poptrie` keeps its leaves among its nodes").
+    /// (docs/bench/poptrie.md, "`poptrie` keeps its leaves among its nodes").
     /// An IPv4 table has such chunks nearly everywhere: 32-entry tables
     /// take dfz-v4-nh from 6.35 to 14.45 bytes per prefix.
     pub fn direct_bits_for<A: Addr>(&self) -> u32 {
@@ -683,7 +683,7 @@ impl<A: Addr> PoptrieUpdater<A> {
         // inside announced IPv6 prefixes the batch ran 1.09x faster than
         // breadth first, on random public keys (which mostly end at
         // shallow nodes, whose leaves breadth first kept together) 0.98x
-        // (docs/BENCHMARKS.md, "`poptrie` lays its nodes out depth
+        // (docs/bench/poptrie.md, "`poptrie` lays its nodes out depth
         // first").
         self.fill_pending(spans, entries, pending)?;
         Ok(entry)

@@ -17,20 +17,20 @@
 //! A vector keeps its nodes' entries and the top 64 bits of its keys in
 //! registers; the low 64 bits are read again from the keys only on the
 //! rare levels past bit 59 (prefixes longer than about /60). Six or eight
-//! vectors were no faster than four (docs/BENCHMARKS.md, "Five-bit
+//! vectors were no faster than four (docs/bench/poptrie.md, "Five-bit
 //! nodes"). Keys are read in place, IPv4 keys widened in the register:
 //! plain loads for a full vector, masked ones only for a short vector's,
 //! and the next group's key lines are requested a walk ahead: on an AMD
 //! Zen 5, against masked loads for every vector, plain loads alone ran
 //! whole batches about 1.3x faster and the request about 1.5x, as if
 //! that CPU fetched a stream of masked loads only on demand
-//! (docs/BENCHMARKS.md, "`poptrie` reads its keys with plain loads").
+//! (docs/bench/poptrie.md, "`poptrie` reads its keys with plain loads").
 //! Copying keys into a buffer of 128-bit keys first ran at half the
 //! speed, since the buffer's narrow stores cannot be forwarded to the
-//! vector loads (docs/BENCHMARKS.md, "`poptrie`'s IPv4 keys read in
+//! vector loads (docs/bench/poptrie.md, "`poptrie`'s IPv4 keys read in
 //! place"). Network-order keys (the C library's and numpy's IPv6 bytes)
 //! are read the same way and byte-swapped in the register, at the speed
-//! of host-order keys (docs/BENCHMARKS.md, "`poptrie` reads network-order
+//! of host-order keys (docs/bench/c-library.md, "`poptrie` reads network-order
 //! keys in its vector walk").
 //!
 //! Every index gathered comes from the build or an image's checked arrays
