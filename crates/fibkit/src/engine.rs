@@ -173,56 +173,115 @@ fn words_through<A: Addr, L: Lookup<A> + ?Sized, const N: usize>(
     }
 }
 
-/// The methods of a [`Lookup`] impl that hands every call to the
-/// snapshot `$inner` reaches from `$this` (the impl's `self`): one body
-/// for the references, handles and published snapshots that wrap one,
-/// so a method added to the trait is forwarded everywhere at once.
+/// The methods of a [`Lookup`] impl that hands every call to an inner
+/// snapshot: the one forwarder of the crate, so a method added to the
+/// trait is forwarded by every wrapper at once and none answers through
+/// the trait's default where its inner snapshot has a faster path.
+///
+/// - `forward_lookup!(|this| inner)`: a wrapper of one snapshot (a
+///   reference, an `Arc`, a handle), reached as `inner` from `this`, the
+///   impl's `self` (`&**this`, `&this.snapshot`); the impl's address
+///   type must be named `A`.
+/// - `forward_lookup!(Addr; match self { Pattern(s) => s, ... })`: an enum
+///   over engines (the registry's snapshots, `auto`'s, `cpe`'s layouts):
+///   one `match` per call, per key for `lookup` and per slice for the
+///   slice methods.
+///
+/// The wrappers' test in this module checks every method against a probe
+/// that answers each one differently.
 macro_rules! forward_lookup {
     (|$this:ident| $inner:expr) => {
+        $crate::engine::forward_lookup!(A; match self { $this => $inner });
+    };
+    ($A:ty; match self { $( $pat:pat => $inner:expr ),+ $(,)? }) => {
         #[inline(always)]
-        fn lookup(&self, addr: A) -> Option<$crate::prefix::Label> {
-            let $this = self;
-            $inner.lookup(addr)
+        fn lookup(&self, addr: $A) -> Option<$crate::prefix::Label> {
+            match self { $( $pat => $crate::engine::Lookup::<$A>::lookup($inner, addr), )+ }
         }
-        fn lookup_batch(&self, addrs: &[A], out: &mut [Option<$crate::prefix::Label>]) {
-            let $this = self;
-            $inner.lookup_batch(addrs, out)
+        #[inline]
+        fn lookup_batch(&self, addrs: &[$A], out: &mut [Option<$crate::prefix::Label>]) {
+            match self { $( $pat => $crate::engine::Lookup::<$A>::lookup_batch($inner, addrs, out), )+ }
         }
-        fn lookup_each(&self, addrs: &[A], out: &mut [Option<$crate::prefix::Label>]) {
-            let $this = self;
-            $inner.lookup_each(addrs, out)
+        #[inline]
+        fn lookup_each(&self, addrs: &[$A], out: &mut [Option<$crate::prefix::Label>]) {
+            match self { $( $pat => $crate::engine::Lookup::<$A>::lookup_each($inner, addrs, out), )+ }
         }
+        #[inline]
         fn lookup_chained(
             &self,
-            addrs: &[A],
+            addrs: &[$A],
             out: &mut [Option<$crate::prefix::Label>],
             seed: $crate::prefix::Label,
         ) -> $crate::prefix::Label {
-            let $this = self;
-            $inner.lookup_chained(addrs, out, seed)
+            match self { $( $pat => $crate::engine::Lookup::<$A>::lookup_chained($inner, addrs, out, seed), )+ }
         }
-        fn lookup_batch_words(&self, addrs: &[A], out: &mut [u64]) {
-            let $this = self;
-            $inner.lookup_batch_words(addrs, out)
+        #[inline]
+        fn lookup_batch_words(&self, addrs: &[$A], out: &mut [u64]) {
+            match self { $( $pat => $crate::engine::Lookup::<$A>::lookup_batch_words($inner, addrs, out), )+ }
         }
-        fn lookup_batch_words_be(&self, keys: &[A::Bytes], out: &mut [u64]) {
-            let $this = self;
-            $inner.lookup_batch_words_be(keys, out)
+        #[inline]
+        fn lookup_batch_words_be(
+            &self,
+            keys: &[<$A as $crate::addr::Addr>::Bytes],
+            out: &mut [u64],
+        ) {
+            match self { $( $pat => $crate::engine::Lookup::<$A>::lookup_batch_words_be($inner, keys, out), )+ }
         }
         fn memory_bytes(&self) -> usize {
-            let $this = self;
-            $inner.memory_bytes()
+            match self { $( $pat => $crate::engine::Lookup::<$A>::memory_bytes($inner), )+ }
         }
     };
 }
 pub(crate) use forward_lookup;
 
 impl<A: Addr, L: Lookup<A> + ?Sized> Lookup<A> for &L {
-    forward_lookup!(|this| (**this));
+    forward_lookup!(|this| &**this);
 }
 
 impl<A: Addr, L: Lookup<A> + ?Sized> Lookup<A> for std::sync::Arc<L> {
-    forward_lookup!(|this| (**this));
+    forward_lookup!(|this| &**this);
+}
+
+/// One layout of an engine that the shared test suite builds on every
+/// family it names (an engine lists its default and the layouts whose
+/// code paths differ, in [`EngineConfig::LAYOUTS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The spec.
+    pub spec: &'static str,
+    /// Whether it is built and checked on IPv4 tables.
+    pub ipv4: bool,
+    /// Whether it is built and checked on IPv6 tables.
+    pub ipv6: bool,
+}
+
+impl Layout {
+    /// A layout checked on both families.
+    pub const fn both(spec: &'static str) -> Self {
+        Layout {
+            spec,
+            ipv4: true,
+            ipv6: true,
+        }
+    }
+
+    /// A layout checked on IPv4 tables only.
+    pub const fn v4(spec: &'static str) -> Self {
+        Layout {
+            spec,
+            ipv4: true,
+            ipv6: false,
+        }
+    }
+
+    /// A layout checked on IPv6 tables only.
+    pub const fn v6(spec: &'static str) -> Self {
+        Layout {
+            spec,
+            ipv4: false,
+            ipv6: true,
+        }
+    }
 }
 
 /// An engine's parameters, parsed once from its spec string (`dxr:k=20`)
@@ -230,6 +289,13 @@ impl<A: Addr, L: Lookup<A> + ?Sized> Lookup<A> for std::sync::Arc<L> {
 pub trait EngineConfig: Clone + fmt::Debug + fmt::Display + Send + Sync + 'static {
     /// The names the spec may use for this engine (the first is canonical).
     const NAMES: &'static [&'static str];
+
+    /// Its parameters and what the engine is, in one line of `--help`.
+    const ABOUT: &'static str;
+
+    /// The layouts the shared test suite checks: the default spec first,
+    /// then those whose code paths differ.
+    const LAYOUTS: &'static [Layout];
 
     /// Reads the parameters of `spec`, whose name is one of [`Self::NAMES`].
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError>;
@@ -322,6 +388,16 @@ pub trait Updater<A: Addr>: Clone + Send + Sync + Sized + 'static {
 
     /// Statistics of the engine with its current `snapshot`.
     fn stats(&self, snapshot: &Self::Snapshot) -> Self::Stats;
+
+    /// The work `snapshot` does per lookup over `addrs`, counted by the
+    /// engine's counting path, as `(name, average)` rows (`bloom`: filter
+    /// bits, hashes, exact-table lookups and fallbacks; `lctrie`: key
+    /// vectors, backtracking steps and cache lines; `bspl`: tables probed);
+    /// `None` (the default) for engines that do not count.
+    fn lookup_work(snapshot: &Self::Snapshot, addrs: &[A]) -> Option<Vec<(String, String)>> {
+        let _ = (snapshot, addrs);
+        None
+    }
 }
 
 /// An engine's statistics: a typed value (fields a program reads) that

@@ -698,7 +698,7 @@ impl<A: EngineFamily, U: Updater<A>> LocalFib<A, U> {
 }
 
 impl<A: EngineFamily, U: Updater<A>> Lookup<A> for LocalFib<A, U> {
-    forward_lookup!(|this| this.snapshot);
+    forward_lookup!(|this| &this.snapshot);
 }
 
 /// A per-thread reader of a [`Fib`]: remembers the snapshot it last saw
@@ -737,7 +737,7 @@ impl<S> Reader<S> {
 }
 
 impl<A: crate::Addr, S: Lookup<A>> Lookup<A> for Published<S> {
-    forward_lookup!(|this| this.snapshot);
+    forward_lookup!(|this| &this.snapshot);
 }
 
 #[cfg(all(test, feature = "bench"))]

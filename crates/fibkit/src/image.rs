@@ -33,8 +33,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::addr::Family;
-use crate::engine::EngineConfig;
+use crate::addr::{Addr, Family};
+use crate::engine::{EngineConfig, Lookup};
 use crate::labels::LabelSlot;
 use crate::storage::{Plain, Storage};
 
@@ -54,6 +54,84 @@ const SECTION_ALIGN: usize = 64;
 const MAX_SECTIONS: usize = 64;
 
 pub use crate::error::ImageError;
+
+/// How an engine's snapshot is saved as an image and read back in place:
+/// part of the engine contract, implemented by every engine's snapshot
+/// (those without images say so with [`NotSaved`]), so the registry saves
+/// and opens images of any engine without naming one.
+pub trait Saved<A: Addr> {
+    /// The snapshot read in place from an image ([`NotSaved`] for an engine
+    /// without images).
+    type Mapped: Lookup<A> + Clone;
+
+    /// Whether the engine has images.
+    const SAVABLE: bool;
+
+    /// The arrays to save, or `None` for an engine without images.
+    fn sections(&self) -> Option<Vec<SectionData<'_>>>;
+
+    /// The snapshot saved in `image`, checked (whose spec names this
+    /// engine and whose family is `A`'s).
+    fn open(image: &Image) -> Result<Self::Mapped, ImageError>;
+}
+
+/// The mapped snapshot of an engine without images: no value of it
+/// exists, so its variant of the registry's mapped enums is never built.
+#[derive(Clone, Copy, Debug)]
+pub enum NotSaved {}
+
+impl<A: Addr> Lookup<A> for NotSaved {
+    fn lookup(&self, _addr: A) -> Option<crate::prefix::Label> {
+        match *self {}
+    }
+
+    fn memory_bytes(&self) -> usize {
+        match *self {}
+    }
+}
+
+/// Declares that an engine's snapshot type has no image:
+/// `not_saved!([A: Addr] Radix<A>, A)` (the impl's generics, the
+/// snapshot type, its address type).
+macro_rules! not_saved {
+    ([$($generics:tt)*] $snapshot:ty, $A:ty) => {
+        impl<$($generics)*> $crate::image::Saved<$A> for $snapshot {
+            type Mapped = $crate::image::NotSaved;
+            const SAVABLE: bool = false;
+
+            fn sections(&self) -> Option<Vec<$crate::image::SectionData<'_>>> {
+                None
+            }
+
+            fn open(image: &$crate::image::Image) -> Result<Self::Mapped, $crate::image::ImageError> {
+                Err(image.invalid("this engine has no images"))
+            }
+        }
+    };
+}
+pub(crate) use not_saved;
+
+/// Declares an engine's snapshot saved by its inherent `image_sections`
+/// and read back by its `from_image`: `saved!([A: Addr] Poptrie<A> =>
+/// Poptrie<A, Mapped>, A)` (the impl's generics, the snapshot type, the
+/// type read from an image, the address type).
+macro_rules! saved {
+    ([$($generics:tt)*] $snapshot:ty => $mapped:ty, $A:ty $(, where [$($where:tt)*])?) => {
+        impl<$($generics)*> $crate::image::Saved<$A> for $snapshot $(where $($where)*)? {
+            type Mapped = $mapped;
+            const SAVABLE: bool = true;
+
+            fn sections(&self) -> Option<Vec<$crate::image::SectionData<'_>>> {
+                Some(self.image_sections())
+            }
+
+            fn open(image: &$crate::image::Image) -> Result<Self::Mapped, $crate::image::ImageError> {
+                <$mapped>::from_image(image)
+            }
+        }
+    };
+}
+pub(crate) use saved;
 
 /// The name of the results table's section, which every engine saves.
 const RESULTS_SECTION: &str = "results";

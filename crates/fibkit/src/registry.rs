@@ -3,18 +3,23 @@
 //! inlined into the caller's loop instead of going through a dynamic call),
 //! and the spec strings that choose among them at run time.
 //!
-//! For each family the registry defines four enums with one variant per
-//! engine: the updater ([`EngineV4`], [`EngineV6`]), the snapshot
-//! ([`SnapshotV4`], [`SnapshotV6`]), the parsed spec ([`ConfigV4`],
-//! [`ConfigV6`]) and the statistics ([`StatsV4`], [`StatsV6`]).
-//! [`EngineFamily`] names them for generic code.
+//! Everything here is derived from one list, [`engine_list!`]'s invocation
+//! below, one line per engine: for each family the updater ([`EngineV4`],
+//! [`EngineV6`]), snapshot ([`SnapshotV4`], [`SnapshotV6`]), parsed spec
+//! ([`ConfigV4`], [`ConfigV6`]), statistics ([`StatsV4`], [`StatsV6`]) and
+//! image ([`MappedV4`], [`MappedV6`]) enums, the spec parsing, the image
+//! dispatch and [`ENGINES`], from which the CLI, the Python package and the
+//! shared test suite take their lists. What an engine says of itself (its
+//! names, one-line description, test layouts, whether it has images) comes
+//! from its own folder, through [`EngineConfig`] and [`Saved`].
+//! [`EngineFamily`] names a family's enums for generic code.
 
 use std::fmt;
 
 use crate::addr::{Addr, Family};
-use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
+use crate::engine::{BuildError, EngineConfig, EngineStats, Layout, Lookup, Updater};
 use crate::engines;
-use crate::image::{Image, ImageError, Mapped, SectionData};
+use crate::image::{Image, ImageError, Saved, SectionData};
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
 use crate::spec::EngineSpec;
@@ -28,8 +33,12 @@ pub struct EngineInfo {
     pub ipv4: bool,
     /// Whether it builds IPv6 tables.
     pub ipv6: bool,
+    /// Whether its snapshots can be saved as images.
+    pub savable: bool,
     /// Parameters and what the engine is.
     pub about: &'static str,
+    /// The layouts the shared test suite checks (the default first).
+    pub layouts: &'static [Layout],
 }
 
 impl EngineInfo {
@@ -40,6 +49,18 @@ impl EngineInfo {
             Family::V6 => self.ipv6,
         }
     }
+}
+
+/// The names of the engines that build tables of `family` (every engine
+/// with `None`), comma separated, in [`ENGINES`]' order.
+pub fn engine_names(family: Option<Family>, savable_only: bool) -> String {
+    ENGINES
+        .iter()
+        .filter(|info| family.is_none_or(|f| info.supports(f)))
+        .filter(|info| info.savable || !savable_only)
+        .map(|info| info.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Code generic over the engine that a registry snapshot runs with the
@@ -73,127 +94,9 @@ pub trait LookupVisitor<A: Addr> {
     fn visit<L: Lookup<A>>(self, engine: &L) -> Self::Output;
 }
 
-/// Every engine [`build`] knows, in the order `--help` lists them.
-pub const ENGINES: &[EngineInfo] = &[
-    EngineInfo {
-        name: "radix",
-        ipv4: true,
-        ipv6: true,
-        about: "the reference PATRICIA trie itself (slow, always right)",
-    },
-    EngineInfo {
-        name: "dir24-8",
-        ipv4: true,
-        ipv6: false,
-        about: "DPDK-style 2^24 direct table plus 256-entry groups; the baseline \
-                (max-groups=N, default 2^20)",
-    },
-    EngineInfo {
-        name: "cpe",
-        ipv4: true,
-        ipv6: true,
-        about: "multibit trie by controlled prefix expansion, DP-chosen strides \
-                (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C, level-cost=B, \
-                max-entries=N)",
-    },
-    EngineInfo {
-        name: "dxr",
-        ipv4: true,
-        ipv6: false,
-        about: "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X; \
-                align=1|2|4|8 range-table words per chunk-base step (default: the least that fits)",
-    },
-    EngineInfo {
-        name: "dxr6",
-        ipv4: false,
-        ipv6: true,
-        about: "DXR for 128-bit keys: 2^K root, nodes of per-chunk stride, one-line leaves of \
-                range starts at 16/32/64/128 bits counted by SIMD (k=8..24, stride=1..16, \
-                density=1..64; align=1|2|4|8 words per leaf-place step, default: the least \
-                that fits)",
-    },
-    EngineInfo {
-        name: "btree",
-        ipv4: true,
-        ipv6: true,
-        about: "static B+-tree over range starts (top 64 bits), 16 keys per node counted by \
-                SIMD compares (AVX-512 or AVX2), under a 2^K root; rebuilt on change (k=8..24)",
-    },
-    EngineInfo {
-        name: "poptrie",
-        ipv4: true,
-        ipv6: true,
-        about: "Poptrie: 5-bit nodes whose children are found by popcount, under a 2^S root \
-                (s=8, 13, 18, 23; default 18); patched in place on change",
-    },
-    EngineInfo {
-        name: "bspl",
-        ipv4: true,
-        ipv6: true,
-        about: "binary search on prefix lengths with expansion: bspl:levels=K (program-chosen \
-                lengths), first=F, lengths=16+24+32, hybrid (hash 32/64/96 + tries)",
-    },
-    EngineInfo {
-        name: "lctrie",
-        ipv4: true,
-        ipv6: true,
-        about: "Linux fib_trie dynamic LC-trie; lookup=improved (default) or lookup=classic",
-    },
-    EngineInfo {
-        name: "levels",
-        ipv4: true,
-        ipv6: true,
-        about: "Narlikar-Zane levelled trie with search-tree leaves: strides=S1[+S2[+S3]] \
-                (default 16+8), weights=FILE (trace summary shaping the trees)",
-    },
-    EngineInfo {
-        name: "bloom",
-        ipv4: true,
-        ipv6: true,
-        about: "Bloom filter over (prefix, length) keys + exact table: search=guided (Yegorov, \
-                default) or linear (Dharmapurikar); fill=PERCENT or bits=N, k=K, \
-                tree=balanced|trace:FILE",
-    },
-    EngineInfo {
-        name: "auto",
-        ipv4: true,
-        ipv6: true,
-        about: "the fastest for this table of dxr:k=16..22 and cpe:levels=2..4 (IPv6: dxr6, \
-                cpe): the performance model ranks them, its best measure=N|all (default all; 0: \
-                the model alone) are timed for pattern=rnd|seq|both (default both); \
-                machine=FILE (fibkit model calibrate), candidates=dxr|cpe, trace=FILE",
-    },
-];
-
-/// The error for a spec whose name no engine of family `A` has.
-pub(crate) fn unknown<A: Addr>(spec: &EngineSpec) -> BuildError {
-    let known = |family: Option<Family>| {
-        ENGINES
-            .iter()
-            .filter(|info| family.is_none_or(|f| info.supports(f)))
-            .map(|info| info.name)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match ENGINES
-        .iter()
-        .find(|info| info.name == spec.name || info.name.replace('-', "_") == spec.name)
-    {
-        Some(info) => BuildError::UnsupportedFamily {
-            engine: info.name.to_string(),
-            family: A::FAMILY,
-            alternatives: known(Some(A::FAMILY)),
-        },
-        None => BuildError::UnknownEngine {
-            name: spec.name.clone(),
-            known: known(None),
-        },
-    }
-}
-
-/// Defines, for one address family, the updater, snapshot, config and
-/// statistics enums over the listed engines, and their trait impls by
-/// `match`.
+/// Defines, for one address family, the updater, snapshot, config,
+/// statistics and image enums over the listed engines, and their trait
+/// impls by `match`.
 macro_rules! engine_set {
     (
         family: $A:ty,
@@ -201,6 +104,7 @@ macro_rules! engine_set {
         snapshot: $(#[$snapshot_doc:meta])* $Snapshot:ident,
         config: $(#[$config_doc:meta])* $Config:ident,
         stats: $(#[$stats_doc:meta])* $Stats:ident,
+        mapped: $(#[$mapped_doc:meta])* $Mapped:ident,
         variants: { $( $(#[$variant_doc:meta])* $Variant:ident($Upd:ty) ),* $(,)? }
     ) => {
         $(#[$engine_doc])*
@@ -252,6 +156,8 @@ macro_rules! engine_set {
 
         impl EngineConfig for $Config {
             const NAMES: &'static [&'static str] = &[];
+            const ABOUT: &'static str = "any engine of the family";
+            const LAYOUTS: &'static [Layout] = &[];
 
             fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
                 $(
@@ -315,58 +221,7 @@ macro_rules! engine_set {
         }
 
         impl Lookup<$A> for $Snapshot {
-            #[inline(always)]
-            fn lookup(&self, addr: $A) -> Option<Label> {
-                match self {
-                    $( Self::$Variant(snapshot) => snapshot.lookup(addr), )*
-                }
-            }
-
-            #[inline]
-            fn lookup_batch(&self, addrs: &[$A], out: &mut [Option<Label>]) {
-                match self {
-                    $( Self::$Variant(snapshot) => snapshot.lookup_batch(addrs, out), )*
-                }
-            }
-
-            #[inline]
-            fn lookup_each(&self, addrs: &[$A], out: &mut [Option<Label>]) {
-                match self {
-                    $( Self::$Variant(snapshot) => snapshot.lookup_each(addrs, out), )*
-                }
-            }
-
-            #[inline]
-            fn lookup_chained(
-                &self,
-                addrs: &[$A],
-                out: &mut [Option<Label>],
-                seed: Label,
-            ) -> Label {
-                match self {
-                    $( Self::$Variant(snapshot) => snapshot.lookup_chained(addrs, out, seed), )*
-                }
-            }
-
-            #[inline]
-            fn lookup_batch_words(&self, addrs: &[$A], out: &mut [u64]) {
-                match self {
-                    $( Self::$Variant(snapshot) => snapshot.lookup_batch_words(addrs, out), )*
-                }
-            }
-
-            #[inline]
-            fn lookup_batch_words_be(&self, keys: &[<$A as Addr>::Bytes], out: &mut [u64]) {
-                match self {
-                    $( Self::$Variant(snapshot) => snapshot.lookup_batch_words_be(keys, out), )*
-                }
-            }
-
-            fn memory_bytes(&self) -> usize {
-                match self {
-                    $( Self::$Variant(snapshot) => snapshot.memory_bytes(), )*
-                }
-            }
+            $crate::engine::forward_lookup!($A; match self { $( Self::$Variant(snapshot) => snapshot ),* });
         }
 
         impl Updater<$A> for $Engine {
@@ -424,6 +279,12 @@ macro_rules! engine_set {
                 }
             }
 
+            fn lookup_work(snapshot: &$Snapshot, addrs: &[$A]) -> Option<Vec<(String, String)>> {
+                match snapshot {
+                    $( $Snapshot::$Variant(snapshot) => <$Upd>::lookup_work(snapshot, addrs), )*
+                }
+            }
+
             fn stats(&self, snapshot: &$Snapshot) -> $Stats {
                 match (self, snapshot) {
                     $(
@@ -437,86 +298,150 @@ macro_rules! engine_set {
             }
         }
 
+        $(#[$mapped_doc])*
+        #[derive(Clone)]
+        pub enum $Mapped {
+            $( $(#[$variant_doc])* $Variant(<<$Upd as Updater<$A>>::Snapshot as Saved<$A>>::Mapped), )*
+        }
+
+        impl Lookup<$A> for $Mapped {
+            $crate::engine::forward_lookup!($A; match self { $( Self::$Variant(snapshot) => snapshot ),* });
+        }
+
+        impl ImageFamily for $A {
+            type Mapped = $Mapped;
+
+            fn image_sections(snapshot: &$Snapshot) -> Option<Vec<SectionData<'_>>> {
+                match snapshot {
+                    $( $Snapshot::$Variant(snapshot) => Saved::<$A>::sections(snapshot), )*
+                }
+            }
+
+            fn open_image(image: &Image) -> Result<$Mapped, ImageError> {
+                let name = image_engine(image, <$A as Addr>::FAMILY)?;
+                $(
+                    type $Variant = <$Upd as Updater<$A>>::Snapshot;
+                    if <<$Upd as Updater<$A>>::Config as EngineConfig>::NAMES.contains(&name.as_str())
+                        && <$Variant as Saved<$A>>::SAVABLE
+                    {
+                        return Ok($Mapped::$Variant(<$Variant as Saved<$A>>::open(image)?));
+                    }
+                )*
+                Err(image_unsupported(image.spec()))
+            }
+        }
     };
 }
 
-engine_set! {
-    family: u32,
-    engine:
-        /// Every IPv4 engine's updater: what [`crate::Fib`] holds when the
-        /// engine is chosen at run time.
-        EngineV4,
-    snapshot:
-        /// Every IPv4 engine's snapshot; lookups dispatch with a `match`.
-        SnapshotV4,
-    config:
-        /// A parsed IPv4 engine spec.
-        ConfigV4,
-    stats:
-        /// Any IPv4 engine's statistics.
-        StatsV4,
-    variants: {
-        /// `radix`.
-        Radix(engines::radix::RadixUpdater<u32>),
-        /// `dir24-8`.
-        Dir24_8(engines::dir24_8::Dir24_8Updater),
-        /// `cpe`.
-        Cpe(engines::cpe::CpeUpdater<u32>),
-        /// `dxr`.
-        Dxr(engines::dxr::DxrUpdater),
-        /// `btree`.
-        Btree(engines::btree::BtreeUpdater<u32>),
-        /// `poptrie`.
-        Poptrie(engines::poptrie::PoptrieUpdater<u32>),
-        /// `lctrie`.
-        LcTrie(engines::lctrie::LcTrieUpdater<u32>),
-        /// `levels`.
-        Levels(engines::levels::LevelsUpdater<u32>),
-        /// `bspl`.
-        Bspl(engines::bspl::BsplUpdater<u32>),
-        /// `bloom`.
-        Bloom(engines::bloom::BloomUpdater<u32>),
-        /// `auto`.
-        Auto(crate::choice::auto::AutoUpdater<u32>),
-    }
+/// Declares the engines: each line names the variant the per-family enums
+/// give the engine and its updater type for each family it builds. The
+/// enums, [`ENGINES`] and the image dispatch are all derived from it.
+macro_rules! engine_list {
+    ( $( $Variant:ident: $(v4 = $V4:ty,)? $(v6 = $V6:ty,)? ; )* ) => {
+        /// Every engine [`build`] knows, in the order `--help` lists them.
+        pub const ENGINES: &[EngineInfo] = &[
+            $(
+                EngineInfo {
+                    name: [$(<<$V4 as Updater<u32>>::Config as EngineConfig>::NAMES[0],)?
+                           $(<<$V6 as Updater<u128>>::Config as EngineConfig>::NAMES[0],)?][0],
+                    ipv4: [$({ let _ = stringify!($V4); true },)? false][0],
+                    ipv6: [$({ let _ = stringify!($V6); true },)? false][0],
+                    savable: [$(<<$V4 as Updater<u32>>::Snapshot as Saved<u32>>::SAVABLE,)?
+                              $(<<$V6 as Updater<u128>>::Snapshot as Saved<u128>>::SAVABLE,)?][0],
+                    about: [$(<<$V4 as Updater<u32>>::Config as EngineConfig>::ABOUT,)?
+                            $(<<$V6 as Updater<u128>>::Config as EngineConfig>::ABOUT,)?][0],
+                    layouts: [$(<<$V4 as Updater<u32>>::Config as EngineConfig>::LAYOUTS,)?
+                              $(<<$V6 as Updater<u128>>::Config as EngineConfig>::LAYOUTS,)?][0],
+                },
+            )*
+        ];
+
+        engine_set! {
+            family: u32,
+            engine:
+                /// Every IPv4 engine's updater: what [`crate::Fib`] holds when
+                /// the engine is chosen at run time.
+                EngineV4,
+            snapshot:
+                /// Every IPv4 engine's snapshot; lookups dispatch with a `match`.
+                SnapshotV4,
+            config:
+                /// A parsed IPv4 engine spec.
+                ConfigV4,
+            stats:
+                /// Any IPv4 engine's statistics.
+                StatsV4,
+            mapped:
+                /// An IPv4 snapshot read in place from an image (the
+                /// variants of engines without images are never built).
+                MappedV4,
+            variants: { $( $(
+                #[doc = concat!("The `", stringify!($Variant), "` engine.")]
+                $Variant($V4),
+            )? )* }
+        }
+
+        engine_set! {
+            family: u128,
+            engine:
+                /// Every IPv6 engine's updater: what [`crate::Fib`] holds when
+                /// the engine is chosen at run time.
+                EngineV6,
+            snapshot:
+                /// Every IPv6 engine's snapshot; lookups dispatch with a `match`.
+                SnapshotV6,
+            config:
+                /// A parsed IPv6 engine spec.
+                ConfigV6,
+            stats:
+                /// Any IPv6 engine's statistics.
+                StatsV6,
+            mapped:
+                /// An IPv6 snapshot read in place from an image (the
+                /// variants of engines without images are never built).
+                MappedV6,
+            variants: { $( $(
+                #[doc = concat!("The `", stringify!($Variant), "` engine.")]
+                $Variant($V6),
+            )? )* }
+        }
+    };
 }
 
-engine_set! {
-    family: u128,
-    engine:
-        /// Every IPv6 engine's updater: what [`crate::Fib`] holds when the
-        /// engine is chosen at run time.
-        EngineV6,
-    snapshot:
-        /// Every IPv6 engine's snapshot; lookups dispatch with a `match`.
-        SnapshotV6,
-    config:
-        /// A parsed IPv6 engine spec.
-        ConfigV6,
-    stats:
-        /// Any IPv6 engine's statistics.
-        StatsV6,
-    variants: {
-        /// `radix`.
-        Radix(engines::radix::RadixUpdater<u128>),
-        /// `cpe`.
-        Cpe(engines::cpe::CpeUpdater<u128>),
-        /// `dxr6`.
-        Dxr6(engines::dxr6::Dxr6Updater),
-        /// `btree`.
-        Btree(engines::btree::BtreeUpdater<u128>),
-        /// `poptrie`.
-        Poptrie(engines::poptrie::PoptrieUpdater<u128>),
-        /// `lctrie`.
-        LcTrie(engines::lctrie::LcTrieUpdater<u128>),
-        /// `levels`.
-        Levels(engines::levels::LevelsUpdater<u128>),
-        /// `bspl`.
-        Bspl(engines::bspl::BsplUpdater<u128>),
-        /// `bloom`.
-        Bloom(engines::bloom::BloomUpdater<u128>),
-        /// `auto`.
-        Auto(crate::choice::auto::AutoUpdater<u128>),
+// THE ENGINE LIST. Adding an engine: its folder under `engines/`, its
+// `pub mod` line in `engines/mod.rs`, and one line here (docs/ENGINES.md,
+// "Adding an engine"). The order is `--help`'s.
+engine_list! {
+    Radix: v4 = engines::radix::RadixUpdater<u32>, v6 = engines::radix::RadixUpdater<u128>,;
+    Dir24_8: v4 = engines::dir24_8::Dir24_8Updater,;
+    Cpe: v4 = engines::cpe::CpeUpdater<u32>, v6 = engines::cpe::CpeUpdater<u128>,;
+    Dxr: v4 = engines::dxr::DxrUpdater,;
+    Dxr6: v6 = engines::dxr6::Dxr6Updater,;
+    Btree: v4 = engines::btree::BtreeUpdater<u32>, v6 = engines::btree::BtreeUpdater<u128>,;
+    Poptrie: v4 = engines::poptrie::PoptrieUpdater<u32>, v6 = engines::poptrie::PoptrieUpdater<u128>,;
+    Bspl: v4 = engines::bspl::BsplUpdater<u32>, v6 = engines::bspl::BsplUpdater<u128>,;
+    LcTrie: v4 = engines::lctrie::LcTrieUpdater<u32>, v6 = engines::lctrie::LcTrieUpdater<u128>,;
+    Levels: v4 = engines::levels::LevelsUpdater<u32>, v6 = engines::levels::LevelsUpdater<u128>,;
+    Bloom: v4 = engines::bloom::BloomUpdater<u32>, v6 = engines::bloom::BloomUpdater<u128>,;
+    Auto: v4 = crate::choice::auto::AutoUpdater<u32>, v6 = crate::choice::auto::AutoUpdater<u128>,;
+}
+
+/// The error for a spec whose name no engine of family `A` has.
+pub(crate) fn unknown<A: Addr>(spec: &EngineSpec) -> BuildError {
+    let known = |family: Option<Family>| engine_names(family, false);
+    match ENGINES
+        .iter()
+        .find(|info| info.name == spec.name || info.name.replace('-', "_") == spec.name)
+    {
+        Some(info) => BuildError::UnsupportedFamily {
+            engine: info.name.to_string(),
+            family: A::FAMILY,
+            alternatives: known(Some(A::FAMILY)),
+        },
+        None => BuildError::UnknownEngine {
+            name: spec.name.clone(),
+            known: known(None),
+        },
     }
 }
 
@@ -530,70 +455,24 @@ pub trait EngineFamily: Addr {
     /// Any engine's snapshot.
     type Snapshot: Lookup<Self> + Clone + 'static;
 
-    /// The work `snapshot` does per lookup over `addrs`, counted by the
-    /// engine's counting path (`bloom`: filter bits, hashes, exact-table
-    /// lookups and fallbacks, as \[Yeg18\] counts them; `lctrie`: key
-    /// vectors, backtracking steps and cache lines; `bspl`: tables
-    /// probed), as `(name, average)` rows; `None` for engines without one.
-    fn lookup_work(snapshot: &Self::Snapshot, addrs: &[Self]) -> Option<Vec<(String, String)>>;
-}
-
-/// [`EngineFamily::lookup_work`] of the engines that count, in either family.
-macro_rules! lookup_work {
-    ($Snapshot:ident, $snapshot:expr, $addrs:expr) => {
-        match $snapshot {
-            $Snapshot::Bloom(bloom) => Some(bloom.count_lookups($addrs).rows()),
-            $Snapshot::LcTrie(trie) => {
-                let counts = trie.count_lookups($addrs, trie.algo());
-                Some(vec![
-                    ("lookups counted".into(), $addrs.len().to_string()),
-                    (
-                        "key vectors".into(),
-                        format!("{:.2}", counts.nodes_per_lookup()),
-                    ),
-                    (
-                        "backtracking steps".into(),
-                        format!("{:.2}", counts.backtracks_per_lookup()),
-                    ),
-                    (
-                        "cache lines".into(),
-                        format!("{:.2}", counts.cache_lines_per_lookup()),
-                    ),
-                ])
-            }
-            $Snapshot::Bspl(bspl) => {
-                let probes: usize = $addrs.iter().map(|&addr| bspl.probes(addr)).sum();
-                Some(vec![
-                    ("lookups counted".into(), $addrs.len().to_string()),
-                    (
-                        "tables probed".into(),
-                        format!("{:.2}", probes as f64 / $addrs.len().max(1) as f64),
-                    ),
-                ])
-            }
-            _ => None,
-        }
-    };
+    /// The work `snapshot` does per lookup over `addrs`, as the engine
+    /// counts it ([`Updater::lookup_work`]); `None` for engines without a
+    /// counting path.
+    fn lookup_work(snapshot: &Self::Snapshot, addrs: &[Self]) -> Option<Vec<(String, String)>> {
+        Self::Engine::lookup_work(snapshot, addrs)
+    }
 }
 
 impl EngineFamily for u32 {
     type Engine = EngineV4;
     type Config = ConfigV4;
     type Snapshot = SnapshotV4;
-
-    fn lookup_work(snapshot: &SnapshotV4, addrs: &[u32]) -> Option<Vec<(String, String)>> {
-        lookup_work!(SnapshotV4, snapshot, addrs)
-    }
 }
 
 impl EngineFamily for u128 {
     type Engine = EngineV6;
     type Config = ConfigV6;
     type Snapshot = SnapshotV6;
-
-    fn lookup_work(snapshot: &SnapshotV6, addrs: &[u128]) -> Option<Vec<(String, String)>> {
-        lookup_work!(SnapshotV6, snapshot, addrs)
-    }
 }
 
 /// Builds the engine described by `spec` (`"dxr:k=20"`) from `rib` and
@@ -619,13 +498,10 @@ pub trait ImageFamily: EngineFamily {
     fn open_image(image: &Image) -> Result<Self::Mapped, ImageError>;
 }
 
-/// Engines whose snapshots can be saved as images, for error messages.
-const IMAGE_ENGINES: &str = "dir24-8, dxr, dxr6, cpe, lctrie, levels, poptrie";
-
 fn image_unsupported(spec: &str) -> ImageError {
     ImageError::Unsupported {
         engine: spec.to_string(),
-        engines: IMAGE_ENGINES.to_string(),
+        engines: engine_names(None, true),
     }
 }
 
@@ -641,153 +517,6 @@ fn image_engine(image: &Image, family: Family) -> Result<String, ImageError> {
     }
     let spec = EngineSpec::parse(image.spec()).map_err(|e| image.invalid(e.to_string()))?;
     Ok(spec.name)
-}
-
-/// Declares a family's enum of snapshots read from images and its
-/// [`Lookup`] implementation, which dispatches with one `match`.
-macro_rules! mapped_set {
-    (
-        $(#[$doc:meta])* $name:ident: $addr:ty {
-            $($(#[$vdoc:meta])* $variant:ident($snapshot:ty),)*
-        }
-    ) => {
-        $(#[$doc])*
-        #[derive(Clone)]
-        pub enum $name {
-            $($(#[$vdoc])* $variant($snapshot),)*
-        }
-
-        impl Lookup<$addr> for $name {
-            #[inline(always)]
-            fn lookup(&self, addr: $addr) -> Option<Label> {
-                match self {
-                    $($name::$variant(snapshot) => snapshot.lookup(addr),)*
-                }
-            }
-            fn lookup_batch(&self, addrs: &[$addr], out: &mut [Option<Label>]) {
-                match self {
-                    $($name::$variant(snapshot) => snapshot.lookup_batch(addrs, out),)*
-                }
-            }
-            fn lookup_batch_words(&self, addrs: &[$addr], out: &mut [u64]) {
-                match self {
-                    $($name::$variant(snapshot) => snapshot.lookup_batch_words(addrs, out),)*
-                }
-            }
-            fn lookup_batch_words_be(&self, keys: &[<$addr as Addr>::Bytes], out: &mut [u64]) {
-                match self {
-                    $($name::$variant(snapshot) => snapshot.lookup_batch_words_be(keys, out),)*
-                }
-            }
-            fn memory_bytes(&self) -> usize {
-                match self {
-                    $($name::$variant(snapshot) => snapshot.memory_bytes(),)*
-                }
-            }
-        }
-    };
-}
-
-mapped_set! {
-    /// An IPv4 snapshot read in place from an image.
-    MappedV4: u32 {
-        /// `dir24-8`.
-        Dir24_8(engines::dir24_8::Dir24_8<Mapped>),
-        /// `dxr`.
-        Dxr(engines::dxr::Dxr<Mapped>),
-        /// `cpe`.
-        Cpe(engines::cpe::CpeTrie<u32, Mapped>),
-        /// `lctrie`.
-        LcTrie(engines::lctrie::LcTrie<u32, Mapped>),
-        /// `levels`.
-        Levels(engines::levels::Levels<u32, Mapped>),
-        /// `poptrie`.
-        Poptrie(engines::poptrie::Poptrie<u32, Mapped>),
-    }
-}
-
-impl ImageFamily for u32 {
-    type Mapped = MappedV4;
-
-    fn image_sections(snapshot: &SnapshotV4) -> Option<Vec<SectionData<'_>>> {
-        match snapshot {
-            SnapshotV4::Dir24_8(snapshot) => Some(snapshot.image_sections()),
-            SnapshotV4::Dxr(snapshot) => Some(snapshot.image_sections()),
-            SnapshotV4::Cpe(snapshot) => Some(snapshot.image_sections()),
-            SnapshotV4::LcTrie(snapshot) => Some(snapshot.image_sections()),
-            SnapshotV4::Levels(snapshot) => Some(snapshot.image_sections()),
-            SnapshotV4::Poptrie(snapshot) => Some(snapshot.image_sections()),
-            _ => None,
-        }
-    }
-
-    fn open_image(image: &Image) -> Result<MappedV4, ImageError> {
-        match image_engine(image, Family::V4)?.as_str() {
-            "dir24-8" => Ok(MappedV4::Dir24_8(engines::dir24_8::Dir24_8::from_image(
-                image,
-            )?)),
-            "dxr" => Ok(MappedV4::Dxr(engines::dxr::Dxr::from_image(image)?)),
-            "cpe" => Ok(MappedV4::Cpe(engines::cpe::CpeTrie::from_image(image)?)),
-            "lctrie" => Ok(MappedV4::LcTrie(engines::lctrie::LcTrie::from_image(
-                image,
-            )?)),
-            "poptrie" => Ok(MappedV4::Poptrie(engines::poptrie::Poptrie::from_image(
-                image,
-            )?)),
-            "levels" => Ok(MappedV4::Levels(engines::levels::Levels::from_image(
-                image,
-            )?)),
-            _ => Err(image_unsupported(image.spec())),
-        }
-    }
-}
-
-mapped_set! {
-    /// An IPv6 snapshot read in place from an image.
-    MappedV6: u128 {
-        /// `dxr6`.
-        Dxr6(engines::dxr6::Dxr6<Mapped>),
-        /// `cpe`.
-        Cpe(engines::cpe::CpeTrie<u128, Mapped>),
-        /// `lctrie`.
-        LcTrie(engines::lctrie::LcTrie<u128, Mapped>),
-        /// `levels`.
-        Levels(engines::levels::Levels<u128, Mapped>),
-        /// `poptrie`.
-        Poptrie(engines::poptrie::Poptrie<u128, Mapped>),
-    }
-}
-
-impl ImageFamily for u128 {
-    type Mapped = MappedV6;
-
-    fn image_sections(snapshot: &SnapshotV6) -> Option<Vec<SectionData<'_>>> {
-        match snapshot {
-            SnapshotV6::Dxr6(snapshot) => Some(snapshot.image_sections()),
-            SnapshotV6::Cpe(snapshot) => Some(snapshot.image_sections()),
-            SnapshotV6::LcTrie(snapshot) => Some(snapshot.image_sections()),
-            SnapshotV6::Levels(snapshot) => Some(snapshot.image_sections()),
-            SnapshotV6::Poptrie(snapshot) => Some(snapshot.image_sections()),
-            _ => None,
-        }
-    }
-
-    fn open_image(image: &Image) -> Result<MappedV6, ImageError> {
-        match image_engine(image, Family::V6)?.as_str() {
-            "dxr6" => Ok(MappedV6::Dxr6(engines::dxr6::Dxr6::from_image(image)?)),
-            "cpe" => Ok(MappedV6::Cpe(engines::cpe::CpeTrie::from_image(image)?)),
-            "lctrie" => Ok(MappedV6::LcTrie(engines::lctrie::LcTrie::from_image(
-                image,
-            )?)),
-            "poptrie" => Ok(MappedV6::Poptrie(engines::poptrie::Poptrie::from_image(
-                image,
-            )?)),
-            "levels" => Ok(MappedV6::Levels(engines::levels::Levels::from_image(
-                image,
-            )?)),
-            _ => Err(image_unsupported(image.spec())),
-        }
-    }
 }
 
 /// The image of the engine `spec` built from `rib`, as bytes.

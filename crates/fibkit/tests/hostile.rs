@@ -19,7 +19,7 @@ use fibkit::load::{
     read_table, read_updates, Format, Input, LoadError, LoadOptions, NextHopTable, MAX_LINE_BYTES,
 };
 use fibkit::trace::read_trace;
-use fibkit::{verify, Change, EngineFamily, Fib, LocalFib, Lookup, Prefix, Rib};
+use fibkit::{verify, Change, EngineFamily, Family, Fib, LocalFib, Lookup, Prefix, Rib};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -553,22 +553,35 @@ fn replay_checked<A: EngineFamily>(
     }
 }
 
+/// The default layout of every engine of `family` in the registry, but
+/// `auto` (which times its candidates at every rebuild; the engines it
+/// picks among are replayed themselves), and the layouts whose update
+/// paths differ from their engine's default: `cpe` without leaf pushing,
+/// `dxr` with a 2^16 direct table and with two levels.
+fn replayed_layouts(family: Family) -> Vec<&'static str> {
+    let extra: &[&str] = match family {
+        Family::V4 => &["cpe:levels=4,nopush", "dxr:k=16", "dxr:d=12,x=8"],
+        Family::V6 => &["cpe:levels=12", "cpe:levels=12,nopush"],
+    };
+    fibkit::registry::ENGINES
+        .iter()
+        .filter(|info| info.name != "auto" && info.supports(family))
+        .filter_map(|info| {
+            info.layouts.iter().find(|layout| match family {
+                Family::V4 => layout.ipv4,
+                Family::V6 => layout.ipv6,
+            })
+        })
+        .map(|layout| layout.spec)
+        .chain(extra.iter().copied())
+        .collect()
+}
+
 #[test]
 fn adversarial_streams_through_every_ipv4_engine() {
     let base = base_table_v4(3000, 1);
     let streams = adversarial_streams_v4(&base);
-    for spec in [
-        "radix",
-        "dir24-8",
-        "cpe:levels=3",
-        "cpe:levels=4,nopush",
-        "dxr",
-        "dxr:k=16",
-        "dxr:d=12,x=8",
-        "lctrie",
-        "btree",
-        "poptrie",
-    ] {
+    for spec in replayed_layouts(Family::V4) {
         replay_checked(spec, &base, &streams);
     }
 }
@@ -604,14 +617,7 @@ fn adversarial_streams_through_every_ipv6_engine() {
         ("default-route flaps", flaps),
         ("random changes", random),
     ];
-    for spec in [
-        "radix",
-        "cpe:levels=12",
-        "cpe:levels=12,nopush",
-        "lctrie",
-        "btree",
-        "poptrie",
-    ] {
+    for spec in replayed_layouts(Family::V6) {
         replay_checked(spec, &base, &streams);
     }
 }

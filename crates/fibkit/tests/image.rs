@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use fibkit::image::Image;
 use fibkit::registry::{image_bytes, save_image, ImageFamily};
-use fibkit::{verify, LocalFib, Rib};
+use fibkit::{verify, Family, LocalFib, Rib};
 use proptest::prelude::*;
 
 fn scratch(name: &str) -> std::path::PathBuf {
@@ -89,48 +89,42 @@ fn images_of_dxr6_with_coarser_leaf_places_record_them() {
     assert_eq!(image.spec(), "dxr6:k=16,stride=16,density=2,align=2");
 }
 
-/// Every spec whose engine can be saved as an image, per family: each
-/// layout and variant a spec can produce. The one list the tests below
-/// share; [`IMAGE_ENGINES`] are their engine names.
-const IMAGE_SPECS_V4: &[&str] = &[
-    "dir24-8",
-    "dxr",
-    "dxr:k=16",
-    "dxr:k=24",
-    "dxr:d=16,x=4",
-    "dxr:k=20,align=8",
-    "cpe",
-    "cpe:levels=3",
-    "cpe:levels=4,fixed",
-    "cpe:levels=4,nopush",
-    "cpe:levels=4,packed",
-    "cpe:strides=16+8+8",
-    "lctrie",
-    "lctrie:lookup=classic",
-    "levels",
-    "levels:strides=20+4+8",
-    "poptrie",
-    "poptrie:s=8",
-];
-const IMAGE_SPECS_V6: &[&str] = &[
-    "dxr6",
-    "dxr6:k=8,stride=4",
-    "dxr6:k=24",
-    "dxr6:k=8,stride=3,align=4",
-    "cpe",
-    "cpe:levels=12,fixed",
-    "cpe:levels=12,nopush",
-    "cpe:levels=12,packed",
-    "lctrie",
-    "lctrie:lookup=classic",
-    "levels",
-    "levels:strides=16+8+8",
-    "poptrie",
-    "poptrie:s=8",
-];
-const IMAGE_ENGINES: &[&str] = &[
-    "dir24-8", "dxr", "dxr6", "cpe", "lctrie", "levels", "poptrie",
-];
+/// Every spec whose engine can be saved as an image, per family: the
+/// test layouts of every engine the registry marks savable, and a few
+/// layouts only images need (another range-table word step, other roots).
+/// The one list the tests below share; [`image_engines`] are their engine
+/// names.
+fn image_specs(family: Family) -> Vec<&'static str> {
+    let extra: &[&str] = match family {
+        Family::V4 => &["cpe", "dxr:d=16,x=4", "dxr:k=20,align=8"],
+        Family::V6 => &[
+            "cpe",
+            "dxr6:k=8,stride=4",
+            "dxr6:k=24",
+            "dxr6:k=8,stride=3,align=4",
+        ],
+    };
+    fibkit::registry::ENGINES
+        .iter()
+        .filter(|info| info.savable)
+        .flat_map(|info| info.layouts)
+        .filter(|layout| match family {
+            Family::V4 => layout.ipv4,
+            Family::V6 => layout.ipv6,
+        })
+        .map(|layout| layout.spec)
+        .chain(extra.iter().copied())
+        .collect()
+}
+
+/// The engines the registry marks savable.
+fn image_engines() -> Vec<&'static str> {
+    fibkit::registry::ENGINES
+        .iter()
+        .filter(|info| info.savable)
+        .map(|info| info.name)
+        .collect()
+}
 
 #[test]
 fn every_image_engine_answers_from_its_image_on_the_shared_tables() {
@@ -138,10 +132,10 @@ fn every_image_engine_answers_from_its_image_on_the_shared_tables() {
         &shared_table("dfz-v4-nh.txt.gz").v4,
         &shared_table("dfz-v6-nh.txt.gz").v6,
     );
-    for spec in IMAGE_SPECS_V4 {
+    for spec in image_specs(Family::V4) {
         round_trip(spec, v4, "shared-v4");
     }
-    for spec in IMAGE_SPECS_V6 {
+    for spec in image_specs(Family::V6) {
         round_trip(spec, v6, "shared-v6");
     }
 }
@@ -191,12 +185,12 @@ fn images_of_updated_snapshots_answer_like_the_updated_table() {
     .unwrap();
     assert_snapshot_image_answers(&fib, "dxr:d=16,x=4, updated");
     for (seed, rib) in small_tables_v4().iter().enumerate() {
-        for spec in IMAGE_SPECS_V4 {
+        for spec in image_specs(Family::V4) {
             check_updated_images(spec, rib, seed as u64, 8 + seed % 5);
         }
     }
     for (seed, rib) in small_tables_v6().iter().enumerate() {
-        for spec in IMAGE_SPECS_V6 {
+        for spec in image_specs(Family::V6) {
             check_updated_images(spec, rib, seed as u64, 8 + seed % 5);
         }
     }
@@ -204,12 +198,12 @@ fn images_of_updated_snapshots_answer_like_the_updated_table() {
 
 #[test]
 fn every_image_engine_answers_from_its_image_on_small_tables() {
-    for spec in IMAGE_SPECS_V4 {
+    for spec in image_specs(Family::V4) {
         for rib in small_tables_v4() {
             check_in_memory(spec, &rib).unwrap();
         }
     }
-    for spec in IMAGE_SPECS_V6 {
+    for spec in image_specs(Family::V6) {
         for rib in small_tables_v6() {
             check_in_memory(spec, &rib).unwrap();
         }
@@ -275,10 +269,10 @@ fn forged_images_of_every_engine_are_errors_or_harmless() {
         (0xfd00u128 << 112, 8, 5),
     ]);
     // Some forgery of every engine is caught, not only tolerated.
-    for spec in IMAGE_SPECS_V4 {
+    for spec in image_specs(Family::V4) {
         assert!(forge_every_section(spec, &v4) > 0, "{spec}: all accepted");
     }
-    for spec in IMAGE_SPECS_V6 {
+    for spec in image_specs(Family::V6) {
         assert!(forge_every_section(spec, &v6) > 0, "{spec}: all accepted");
     }
 }
@@ -287,12 +281,12 @@ fn forged_images_of_every_engine_are_errors_or_harmless() {
 fn images_of_one_family_are_errors_for_the_other() {
     let rib4 = rib_from_triples(&[(0x0a00_0000u32, 8, 1)]);
     let rib6 = rib_from_triples(&[(0x2001_0db8u128 << 96, 32, 1)]);
-    for spec in IMAGE_SPECS_V4 {
+    for spec in image_specs(Family::V4) {
         let image = Image::from_bytes(&image_bytes(spec, &rib4).unwrap()).unwrap();
         let err = <u128 as ImageFamily>::open_image(&image).err().unwrap();
         assert!(err.to_string().contains("IPv4 image"), "{spec}: {err}");
     }
-    for spec in IMAGE_SPECS_V6 {
+    for spec in image_specs(Family::V6) {
         let image = Image::from_bytes(&image_bytes(spec, &rib6).unwrap()).unwrap();
         let err = <u32 as ImageFamily>::open_image(&image).err().unwrap();
         assert!(err.to_string().contains("IPv6 image"), "{spec}: {err}");
@@ -315,12 +309,12 @@ fn engines_without_images_are_unsupported_naming_those_with() {
         ];
         for result in results.into_iter().flatten() {
             match result {
-                Ok(()) => assert!(IMAGE_ENGINES.contains(&engine.name), "{}", engine.name),
+                Ok(()) => assert!(image_engines().contains(&engine.name), "{}", engine.name),
                 Err(e) => {
                     let err = e.to_string();
-                    assert!(!IMAGE_ENGINES.contains(&engine.name), "{err}");
+                    assert!(!image_engines().contains(&engine.name), "{err}");
                     assert!(err.contains("cannot be saved"), "{err}");
-                    for name in IMAGE_ENGINES {
+                    for name in image_engines() {
                         assert!(err.contains(name), "{err} does not name {name}");
                     }
                     unsupported.push(engine.name);
@@ -337,7 +331,7 @@ proptest! {
     #[test]
     fn images_of_random_v4_tables_answer_like_the_reference(entries in random_table_v4()) {
         let rib = rib_from_triples(&entries);
-        for spec in IMAGE_SPECS_V4 {
+        for spec in image_specs(Family::V4) {
             check_in_memory(spec, &rib)?;
         }
     }
@@ -345,7 +339,7 @@ proptest! {
     #[test]
     fn images_of_random_v6_tables_answer_like_the_reference(entries in random_table_v6()) {
         let rib = rib_from_triples(&entries);
-        for spec in IMAGE_SPECS_V6 {
+        for spec in image_specs(Family::V6) {
             check_in_memory(spec, &rib)?;
         }
     }

@@ -382,6 +382,8 @@ impl<C: EngineConfig> std::fmt::Display for CappedConfig<C> {
 
 impl<C: EngineConfig> EngineConfig for CappedConfig<C> {
     const NAMES: &'static [&'static str] = &["capped"];
+    const ABOUT: &'static str = "a test wrapper that refuses tables past a size";
+    const LAYOUTS: &'static [fibkit::engine::Layout] = &[];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         Err(spec.error("a test wrapper, built from a config, not a spec".into()))

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig};
 use crate::model::machine::{cpu_model, os_caches};
 use crate::model::{CacheLevel, Machine, ModelError, Prediction};
@@ -138,8 +139,16 @@ impl fmt::Display for AutoConfig {
     }
 }
 
+crate::image::not_saved!([A: super::AutoFamily] super::AutoSnapshot<A>, A);
+
 impl EngineConfig for AutoConfig {
     const NAMES: &'static [&'static str] = &["auto"];
+    const ABOUT: &'static str =
+        "the fastest for this table of dxr:k=16..22 and cpe:levels=2..4 (IPv6: dxr6, \
+        cpe): the performance model ranks them, its best measure=N|all (default all; 0: \
+        the model alone) are timed for pattern=rnd|seq|both (default both); \
+        machine=FILE (fibkit model calibrate), candidates=dxr|cpe, trace=FILE";
+    const LAYOUTS: &'static [Layout] = &[Layout::both("auto")];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["machine", "candidates", "trace", "measure", "pattern"])?;

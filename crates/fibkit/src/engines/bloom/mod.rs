@@ -93,6 +93,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::addr::Addr;
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup};
 use crate::labels::LabelSlot;
 use crate::prefix::Label;
@@ -210,8 +211,20 @@ impl fmt::Display for BloomConfig {
     }
 }
 
+crate::image::not_saved!([A: Addr + Plain] Bloom<A>, A);
+
 impl EngineConfig for BloomConfig {
     const NAMES: &'static [&'static str] = &["bloom"];
+    const ABOUT: &'static str =
+        "Bloom filter over (prefix, length) keys + exact table: search=guided (Yegorov, \
+        default) or linear (Dharmapurikar); fill=PERCENT or bits=N, k=K, \
+        tree=balanced|trace:FILE";
+    const LAYOUTS: &'static [Layout] = &[
+        Layout::both("bloom"),
+        Layout::both("bloom:search=linear"),
+        Layout::both("bloom:search=guided,bits=512,k=9"),
+        Layout::both("bloom:search=linear,bits=512,k=1"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["search", "fill", "bits", "k", "tree"])?;

@@ -528,6 +528,12 @@ impl<A: Addr + Plain> Updater<A> for BloomUpdater<A> {
         Ok(())
     }
 
+    /// \[Yeg18\]'s per-lookup counts: filter bits, hashes, exact-table
+    /// lookups and fallbacks.
+    fn lookup_work(snapshot: &Bloom<A>, addrs: &[A]) -> Option<Vec<(String, String)>> {
+        Some(snapshot.count_lookups(addrs).rows())
+    }
+
     fn stats(&self, snapshot: &Bloom<A>) -> BloomStats {
         let (prefixes, markers) = exact::count(&snapshot.table);
         let filter_bits = (snapshot.filter.len() * BLOCK_BITS as usize) as u64;

@@ -80,6 +80,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::addr::Addr;
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::labels::{LabelIndex, LabelSlot};
 use crate::prefix::{Label, Prefix};
@@ -775,8 +776,19 @@ impl fmt::Display for BsplConfig {
     }
 }
 
+crate::image::not_saved!([A: Addr] Bspl<A>, A);
+
 impl EngineConfig for BsplConfig {
     const NAMES: &'static [&'static str] = &["bspl"];
+    const ABOUT: &'static str =
+        "binary search on prefix lengths with expansion: bspl:levels=K (program-chosen \
+        lengths), first=F, lengths=16+24+32, hybrid (hash 32/64/96 + tries)";
+    const LAYOUTS: &'static [Layout] = &[
+        Layout::both("bspl"),
+        Layout::v4("bspl:levels=3"),
+        Layout::v4("bspl:first=8,levels=6"),
+        Layout::both("bspl:hybrid"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["levels", "first", "lengths", "hybrid"])?;
@@ -1023,6 +1035,18 @@ impl<A: Addr> Updater<A> for BsplUpdater<A> {
             }
         }
         self.write_batch(snapshot, rib, batch)
+    }
+
+    /// Hash tables probed per lookup.
+    fn lookup_work(snapshot: &Bspl<A>, addrs: &[A]) -> Option<Vec<(String, String)>> {
+        let probes: usize = addrs.iter().map(|&addr| snapshot.probes(addr)).sum();
+        Some(vec![
+            ("lookups counted".into(), addrs.len().to_string()),
+            (
+                "tables probed".into(),
+                format!("{:.2}", probes as f64 / addrs.len().max(1) as f64),
+            ),
+        ])
     }
 
     fn stats(&self, snapshot: &Bspl<A>) -> BsplStats {

@@ -66,6 +66,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::addr::Addr;
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::labels::{LabelIndex, LabelSlot};
 use crate::prefix::Label;
@@ -118,8 +119,18 @@ impl fmt::Display for BtreeConfig {
     }
 }
 
+crate::image::not_saved!([A: Addr] Btree<A>, A);
+
 impl EngineConfig for BtreeConfig {
     const NAMES: &'static [&'static str] = &["btree"];
+    const ABOUT: &'static str =
+        "static B+-tree over range starts (top 64 bits), 16 keys per node counted by \
+        SIMD compares (AVX-512 or AVX2), under a 2^K root; rebuilt on change (k=8..24)";
+    const LAYOUTS: &'static [Layout] = &[
+        Layout::both("btree"),
+        Layout::both("btree:k=8"),
+        Layout::both("btree:k=24"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["k"])?;

@@ -35,6 +35,8 @@ use super::{
 use crate::addr::Addr;
 use crate::image::{Image, ImageError, Mapped, SectionData};
 
+crate::image::saved!([A: Addr] CpeTrie<A> => CpeTrie<A, Mapped>, A);
+
 impl<A> CpeTrie<A> {
     /// The arrays to save in an image.
     pub fn image_sections(&self) -> Vec<SectionData<'_>> {

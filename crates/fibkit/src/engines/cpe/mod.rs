@@ -85,6 +85,7 @@ pub use strides::{
 use std::fmt;
 
 use crate::addr::Addr;
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::labels::{LabelIndex, LabelSlot};
 use crate::prefix::{Label, Prefix};
@@ -382,6 +383,20 @@ impl fmt::Display for CpeConfig {
 
 impl EngineConfig for CpeConfig {
     const NAMES: &'static [&'static str] = &["cpe"];
+    const ABOUT: &'static str = "multibit trie by controlled prefix expansion, DP-chosen strides \
+        (levels=K, strides=16+8+8, fixed, nopush (updatable), packed, cap=C, level-cost=B, \
+        max-entries=N)";
+    const LAYOUTS: &'static [Layout] = &[
+        Layout::v4("cpe:levels=3"),
+        Layout::both("cpe:levels=12"),
+        Layout::v4("cpe:levels=4,fixed"),
+        Layout::v6("cpe:levels=12,fixed"),
+        Layout::v4("cpe:levels=4,nopush"),
+        Layout::v6("cpe:levels=12,nopush"),
+        Layout::v4("cpe:levels=4,packed"),
+        Layout::v6("cpe:levels=12,packed"),
+        Layout::v4("cpe:strides=16+8+8"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&[

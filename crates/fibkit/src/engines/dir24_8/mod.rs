@@ -32,6 +32,7 @@
 
 use std::fmt;
 
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::labels::{LabelIndex, LabelSlot};
 use crate::prefix::{Label, Prefix};
@@ -184,8 +185,13 @@ impl fmt::Display for Dir24_8Config {
     }
 }
 
+crate::image::saved!([] Dir24_8 => Dir24_8<crate::image::Mapped>, u32);
+
 impl EngineConfig for Dir24_8Config {
     const NAMES: &'static [&'static str] = &["dir24-8", "dir24_8"];
+    const ABOUT: &'static str = "DPDK-style 2^24 direct table plus 256-entry groups; the baseline \
+        (max-groups=N, default 2^20)";
+    const LAYOUTS: &'static [Layout] = &[Layout::v4("dir24-8")];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["max-groups"])?;

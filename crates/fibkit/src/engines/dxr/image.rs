@@ -32,6 +32,8 @@ use super::{
 };
 use crate::image::{Image, ImageError, Mapped, SectionData};
 
+crate::image::saved!([] Dxr => Dxr<Mapped>, u32);
+
 impl Dxr {
     /// The arrays to save in an image.
     pub fn image_sections(&self) -> Vec<SectionData<'_>> {

@@ -97,6 +97,7 @@ mod stats;
 
 use std::fmt;
 
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, Lookup};
 use crate::engines::prefetch;
 use crate::labels::{Answer, LabelSlot};
@@ -276,6 +277,15 @@ impl fmt::Display for DxrConfig {
 
 impl EngineConfig for DxrConfig {
     const NAMES: &'static [&'static str] = &["dxr"];
+    const ABOUT: &'static str =
+        "Zec's DXR: dxr:k=16..24 direct chunks + range binary search, or dxr:d=12..16,x=X; \
+        align=1|2|4|8 range-table words per chunk-base step (default: the least that fits)";
+    const LAYOUTS: &'static [Layout] = &[
+        Layout::v4("dxr"),
+        Layout::v4("dxr:k=16"),
+        Layout::v4("dxr:k=24"),
+        Layout::v4("dxr:d=12,x=8"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["k", "d", "x", "align"])?;

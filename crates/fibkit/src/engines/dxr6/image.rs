@@ -26,6 +26,8 @@ use super::{
 };
 use crate::image::{Image, ImageError, Mapped, SectionData};
 
+crate::image::saved!([] Dxr6 => Dxr6<Mapped>, u128);
+
 impl Dxr6 {
     /// The arrays to save in an image.
     pub fn image_sections(&self) -> Vec<SectionData<'_>> {

@@ -84,6 +84,7 @@ mod wide;
 
 use std::fmt;
 
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup};
 use crate::engines::prefetch;
 use crate::labels::{Answer, LabelSlot};
@@ -800,6 +801,16 @@ impl fmt::Display for Dxr6Config {
 
 impl EngineConfig for Dxr6Config {
     const NAMES: &'static [&'static str] = &["dxr6"];
+    const ABOUT: &'static str =
+        "DXR for 128-bit keys: 2^K root, nodes of per-chunk stride, one-line leaves of \
+        range starts at 16/32/64/128 bits counted by SIMD (k=8..24, stride=1..16, \
+        density=1..64; align=1|2|4|8 words per leaf-place step, default: the least \
+        that fits)";
+    const LAYOUTS: &'static [Layout] = &[
+        Layout::v6("dxr6"),
+        Layout::v6("dxr6:k=8,stride=3"),
+        Layout::v6("dxr6:k=8,stride=3,align=8"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["k", "stride", "density", "align"])?;

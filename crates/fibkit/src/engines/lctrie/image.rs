@@ -31,6 +31,8 @@ use super::{
 };
 use crate::image::{Image, ImageError, Mapped, SectionData};
 
+crate::image::saved!([A: SlotLayout] LcTrie<A> => LcTrie<A, Mapped>, A);
+
 impl<A: SlotLayout> LcTrie<A> {
     /// The arrays to save in an image.
     pub fn image_sections(&self) -> Vec<SectionData<'_>> {

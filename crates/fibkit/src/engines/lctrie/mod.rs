@@ -97,6 +97,7 @@ pub use update::LcTrieUpdater;
 use std::fmt;
 
 use crate::addr::Addr;
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup};
 use crate::prefix::{Label, Prefix};
 use crate::spec::EngineSpec;
@@ -299,6 +300,12 @@ impl fmt::Display for LcTrieConfig {
 
 impl EngineConfig for LcTrieConfig {
     const NAMES: &'static [&'static str] = &["lctrie"];
+    const ABOUT: &'static str =
+        "Linux fib_trie dynamic LC-trie; lookup=improved (default) or lookup=classic";
+    const LAYOUTS: &'static [Layout] = &[
+        Layout::both("lctrie"),
+        Layout::both("lctrie:lookup=classic"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["lookup"])?;

@@ -158,6 +158,27 @@ impl<A: SlotLayout> Updater<A> for LcTrieUpdater<A> {
         Ok(())
     }
 
+    /// Key vectors, backtracking steps and cache lines per lookup, with
+    /// the snapshot's own look-up algorithm.
+    fn lookup_work(snapshot: &LcTrie<A>, addrs: &[A]) -> Option<Vec<(String, String)>> {
+        let counts = snapshot.count_lookups(addrs, snapshot.algo());
+        Some(vec![
+            ("lookups counted".into(), addrs.len().to_string()),
+            (
+                "key vectors".into(),
+                format!("{:.2}", counts.nodes_per_lookup()),
+            ),
+            (
+                "backtracking steps".into(),
+                format!("{:.2}", counts.backtracks_per_lookup()),
+            ),
+            (
+                "cache lines".into(),
+                format!("{:.2}", counts.cache_lines_per_lookup()),
+            ),
+        ])
+    }
+
     fn stats(&self, snapshot: &LcTrie<A>) -> LcTrieStats {
         LcTrieStats {
             prefixes: self.prefixes,

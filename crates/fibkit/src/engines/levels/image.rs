@@ -32,6 +32,8 @@ use crate::addr::Addr;
 use crate::image::{Image, ImageError, Mapped, SectionData};
 use crate::storage::Plain;
 
+crate::image::saved!([A: Addr] Levels<A> => Levels<A, Mapped>, A, where [TreeNode<A>: Plain]);
+
 impl<A: Addr> Levels<A>
 where
     TreeNode<A>: Plain,

@@ -48,6 +48,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::addr::Addr;
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::labels::{LabelIndex, LabelSlot};
 use crate::model::summary::{
@@ -278,6 +279,15 @@ impl LevelsConfig {
 
 impl EngineConfig for LevelsConfig {
     const NAMES: &'static [&'static str] = &["levels"];
+    const ABOUT: &'static str =
+        "Narlikar-Zane levelled trie with search-tree leaves: strides=S1[+S2[+S3]] \
+        (default 16+8), weights=FILE (trace summary shaping the trees)";
+    const LAYOUTS: &'static [Layout] = &[
+        Layout::both("levels"),
+        Layout::both("levels:strides=8"),
+        Layout::v4("levels:strides=20+4+8"),
+        Layout::v6("levels:strides=16+8+8"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["strides", "weights"])?;

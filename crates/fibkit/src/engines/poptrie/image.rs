@@ -32,6 +32,8 @@ use crate::addr::Addr;
 use crate::image::{Image, ImageError, Mapped, SectionData};
 use crate::storage::Storage;
 
+crate::image::saved!([A: Addr] Poptrie<A> => Poptrie<A, Mapped>, A);
+
 impl<A: Addr, S: Storage> Poptrie<A, S> {
     /// The arrays to save in an image.
     pub fn image_sections(&self) -> Vec<SectionData<'_>> {

@@ -99,6 +99,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::addr::Addr;
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::labels::{word_of, LabelIndex, LabelSlot};
 use crate::prefix::{Label, Prefix};
@@ -211,6 +212,14 @@ impl fmt::Display for PoptrieConfig {
 
 impl EngineConfig for PoptrieConfig {
     const NAMES: &'static [&'static str] = &["poptrie"];
+    const ABOUT: &'static str =
+        "Poptrie: 5-bit nodes whose children are found by popcount, under a 2^S root \
+        (s=8, 13, 18, 23; default 18); patched in place on change";
+    const LAYOUTS: &'static [Layout] = &[
+        Layout::both("poptrie"),
+        Layout::both("poptrie:s=8"),
+        Layout::both("poptrie:s=13"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["s", "d"])?;

@@ -10,6 +10,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::addr::Addr;
+use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
@@ -42,8 +43,12 @@ impl fmt::Display for RadixConfig {
     }
 }
 
+crate::image::not_saved!([A: Addr] Radix<A>, A);
+
 impl EngineConfig for RadixConfig {
     const NAMES: &'static [&'static str] = &["radix"];
+    const ABOUT: &'static str = "the reference PATRICIA trie itself (slow, always right)";
+    const LAYOUTS: &'static [Layout] = &[Layout::both("radix")];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&[])?;
