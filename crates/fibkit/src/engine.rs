@@ -416,3 +416,79 @@ impl EngineStats for NoStats {
         Vec::new()
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Answers every method of [`Lookup`] with its own marker, so a
+    /// wrapper that answers one through the trait's default (which calls
+    /// `lookup` or `lookup_batch` instead) gives another marker.
+    pub(crate) struct Probe;
+
+    impl Lookup<u32> for Probe {
+        fn lookup(&self, _addr: u32) -> Option<Label> {
+            Some(1)
+        }
+        fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<Label>]) {
+            out[..addrs.len()].fill(Some(2));
+        }
+        fn lookup_each(&self, addrs: &[u32], out: &mut [Option<Label>]) {
+            out[..addrs.len()].fill(Some(3));
+        }
+        fn lookup_chained(&self, addrs: &[u32], out: &mut [Option<Label>], _seed: Label) -> Label {
+            out[..addrs.len()].fill(Some(4));
+            4
+        }
+        fn lookup_batch_words(&self, addrs: &[u32], out: &mut [u64]) {
+            out[..addrs.len()].fill(5);
+        }
+        fn lookup_batch_words_be(&self, keys: &[[u8; 4]], out: &mut [u64]) {
+            out[..keys.len()].fill(6);
+        }
+        fn memory_bytes(&self) -> usize {
+            7
+        }
+    }
+
+    /// An enum over engines, forwarded as the registry's and `auto`'s are.
+    enum Either {
+        Left(Probe),
+        Right(Probe),
+    }
+
+    impl Lookup<u32> for Either {
+        forward_lookup!(u32; match self { Either::Left(s) => s, Either::Right(s) => s });
+    }
+
+    pub(crate) fn assert_forwards(engine: &impl Lookup<u32>, what: &str) {
+        let addrs = [1u32, 2, 3];
+        let mut out = [None; 3];
+        let mut words = [0u64; 3];
+        assert_eq!(engine.lookup(9), Some(1), "{what}: lookup");
+        engine.lookup_batch(&addrs, &mut out);
+        assert_eq!(out, [Some(2); 3], "{what}: lookup_batch");
+        engine.lookup_each(&addrs, &mut out);
+        assert_eq!(out, [Some(3); 3], "{what}: lookup_each");
+        assert_eq!(
+            engine.lookup_chained(&addrs, &mut out, 0),
+            4,
+            "{what}: lookup_chained"
+        );
+        assert_eq!(out, [Some(4); 3], "{what}: lookup_chained");
+        engine.lookup_batch_words(&addrs, &mut words);
+        assert_eq!(words, [5; 3], "{what}: lookup_batch_words");
+        engine.lookup_batch_words_be(&[[0; 4]; 3], &mut words);
+        assert_eq!(words, [6; 3], "{what}: lookup_batch_words_be");
+        assert_eq!(engine.memory_bytes(), 7, "{what}: memory_bytes");
+    }
+
+    #[test]
+    fn every_wrapper_forwards_every_method() {
+        assert_forwards(&Probe, "the probe itself");
+        assert_forwards(&&Probe, "a reference");
+        assert_forwards(&std::sync::Arc::new(Probe), "an Arc");
+        assert_forwards(&Either::Left(Probe), "an enum's first variant");
+        assert_forwards(&Either::Right(Probe), "an enum's second variant");
+    }
+}

@@ -747,6 +747,16 @@ mod tests {
     use crate::trace::generate_changes;
     use crate::verify::verify;
 
+    #[test]
+    fn published_snapshots_forward_every_method() {
+        use crate::engine::tests::{assert_forwards, Probe};
+        let published = Published {
+            version: 0,
+            snapshot: Probe,
+        };
+        assert_forwards(&published, "a published snapshot");
+    }
+
     /// Replays a seeded stream onto every engine of the family through the
     /// handle, in batches of 1 to 300 changes, bringing the spare up to
     /// date by catching up, by copying, and by copying afresh while a

@@ -480,3 +480,75 @@ fn batches_larger_than_the_table_are_built_anew() {
         }
     }
 }
+
+/// The one engine list holds every engine folder, and what each engine
+/// says of itself agrees with what it does: a layout for each family it
+/// builds and none for the others, layouts that parse as the engine, a
+/// build on each family it names and a clear refusal on the other, and an
+/// image exactly when it says it has one. Fails when an engine is missing
+/// from the list or from any list derived from it.
+#[test]
+fn every_engine_is_registered_and_states_itself() {
+    use fibkit::registry::{build, image_bytes, ENGINES};
+    use fibkit::spec::EngineSpec;
+    use fibkit::Family;
+
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engines");
+    for entry in std::fs::read_dir(&folder).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().replace('_', "-");
+        if entry.path().is_dir() && name != "shared" {
+            assert!(
+                ENGINES.iter().any(|info| info.name == name),
+                "engines/{} is not in the registry's engine list",
+                entry.file_name().to_string_lossy()
+            );
+        }
+    }
+    let mut rib4 = Rib::<u32>::new();
+    rib4.insert("10.0.0.0/8".parse().unwrap(), 1);
+    let mut rib6 = Rib::<u128>::new();
+    rib6.insert("2001:db8::/32".parse().unwrap(), 2);
+    for info in ENGINES {
+        assert!(!info.about.is_empty(), "{}: no description", info.name);
+        for layout in info.layouts {
+            let spec = EngineSpec::parse(layout.spec).unwrap();
+            assert_eq!(
+                spec.name, info.name,
+                "{}: layout {}",
+                info.name, layout.spec
+            );
+        }
+        for family in [Family::V4, Family::V6] {
+            let listed = info.layouts.iter().any(|layout| match family {
+                Family::V4 => layout.ipv4,
+                Family::V6 => layout.ipv6,
+            });
+            assert_eq!(listed, info.supports(family), "{} on {family}", info.name);
+            let (built, image) = match family {
+                Family::V4 => (
+                    build(info.name, &rib4).map(|_| ()),
+                    image_bytes(info.name, &rib4).map(|_| ()),
+                ),
+                Family::V6 => (
+                    build(info.name, &rib6).map(|_| ()),
+                    image_bytes(info.name, &rib6).map(|_| ()),
+                ),
+            };
+            assert_eq!(
+                built.is_ok(),
+                info.supports(family),
+                "{} on {family}: {built:?}",
+                info.name
+            );
+            if info.supports(family) {
+                assert_eq!(
+                    image.is_ok(),
+                    info.savable,
+                    "{} on {family}: {image:?}",
+                    info.name
+                );
+            }
+        }
+    }
+}

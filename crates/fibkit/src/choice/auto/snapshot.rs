@@ -4,7 +4,6 @@ use super::family::AutoFamily;
 
 use crate::engine::{Lookup, Updater};
 use crate::engines::cpe::{CpeTrie, CpeUpdater};
-use crate::prefix::Label;
 
 /// The picked engine's build state.
 #[derive(Clone)]
@@ -44,42 +43,8 @@ impl<A: AutoFamily> Clone for AutoSnapshot<A> {
 }
 
 impl<A: AutoFamily> Lookup<A> for AutoSnapshot<A> {
-    #[inline(always)]
-    fn lookup(&self, addr: A) -> Option<Label> {
-        match self {
-            AutoSnapshot::Direct(s) => s.lookup(addr),
-            AutoSnapshot::Cpe(s) => s.lookup(addr),
-        }
-    }
-
-    #[inline]
-    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        match self {
-            AutoSnapshot::Direct(s) => s.lookup_batch(addrs, out),
-            AutoSnapshot::Cpe(s) => s.lookup_batch(addrs, out),
-        }
-    }
-
-    #[inline]
-    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        match self {
-            AutoSnapshot::Direct(s) => s.lookup_each(addrs, out),
-            AutoSnapshot::Cpe(s) => s.lookup_each(addrs, out),
-        }
-    }
-
-    #[inline]
-    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
-        match self {
-            AutoSnapshot::Direct(s) => s.lookup_chained(addrs, out, seed),
-            AutoSnapshot::Cpe(s) => s.lookup_chained(addrs, out, seed),
-        }
-    }
-
-    fn memory_bytes(&self) -> usize {
-        match self {
-            AutoSnapshot::Direct(s) => s.memory_bytes(),
-            AutoSnapshot::Cpe(s) => s.memory_bytes(),
-        }
-    }
+    crate::engine::forward_lookup!(A; match self {
+        AutoSnapshot::Direct(s) => s,
+        AutoSnapshot::Cpe(s) => s,
+    });
 }
