@@ -15,8 +15,9 @@ use fibkit::load::{self, FamilyPart, Format, LoadedTable};
 use fibkit::replay::{replay, spread_over_seconds, ReplayOptions, ReplayReport, Speed};
 use fibkit::{EngineFamily, Fib};
 
+use crate::args::parse_address_count;
 use crate::family::for_family;
-use crate::TableArgs;
+use crate::table::{load_table, load_updates, TableArgs};
 
 /// Arguments of `fibkit replay`.
 #[derive(Args, Debug)]
@@ -60,11 +61,11 @@ pub struct ReplayArgs {
     idle_seconds: f64,
     /// Distinct keys the readers cycle through (uniformly random
     /// addresses; at most 2^28).
-    #[arg(long, default_value_t = 1 << 20, value_parser = crate::parse_address_count)]
+    #[arg(long, default_value_t = 1 << 20, value_parser = parse_address_count)]
     keys: usize,
     /// Random addresses checked at the end besides every range boundary
     /// (at most 2^28).
-    #[arg(long, default_value_t = 100_000, value_parser = crate::parse_address_count)]
+    #[arg(long, default_value_t = 100_000, value_parser = parse_address_count)]
     random: usize,
     /// Family to replay: v4 or v6 (default: v4 if the stream has IPv4 changes).
     #[arg(long, value_parser = ["v4", "v6"])]
@@ -77,9 +78,10 @@ pub struct ReplayArgs {
     plot: Option<PathBuf>,
 }
 
-pub fn replay_command(args: &ReplayArgs) -> Result<bool> {
-    let (table, _) = crate::commands::load_table(&args.table)?;
-    let updates = crate::commands::load_updates(
+/// Runs `fibkit replay`.
+pub fn run(args: &ReplayArgs) -> Result<bool> {
+    let (table, _) = load_table(&args.table)?;
+    let updates = load_updates(
         &args.table,
         &args.updates,
         args.updates_format,

@@ -15,9 +15,10 @@ use fibkit::bench::{self, BenchEngine, Measurement, Mode, Pattern, Ratio, Settin
 use fibkit::load::FamilyPart;
 use fibkit::{EngineFamily, Lookup, Rib};
 
-use crate::commands::{load_table, say};
+use crate::args::parse_address_count;
 use crate::family::for_family;
-use crate::TableArgs;
+use crate::output::say;
+use crate::table::{load_table, TableArgs};
 
 /// Arguments of `fibkit bench`.
 #[derive(Args, Debug)]
@@ -48,7 +49,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SPEC[/MODE]")]
     baseline: Option<String>,
     /// Keys in the precomputed key array (at most 2^28).
-    #[arg(long, default_value_t = 1 << 24, value_parser = crate::parse_address_count)]
+    #[arg(long, default_value_t = 1 << 24, value_parser = parse_address_count)]
     keys: usize,
     /// Rounds: each runs every configuration once, in turn, so runs of
     /// different configurations in one round are seconds apart; the median
@@ -116,7 +117,8 @@ struct BenchReport {
     measurements: Vec<Measurement>,
 }
 
-pub fn bench(args: &BenchArgs) -> Result<bool> {
+/// Runs `fibkit bench`.
+pub fn run(args: &BenchArgs) -> Result<bool> {
     let (table, _) = load_table(&args.table)?;
     let family = crate::family::chosen(args.family.as_deref(), !table.v4.is_empty());
     for_family!(family, A => bench_family(args, A::rib(&table)))
