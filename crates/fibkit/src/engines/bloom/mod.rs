@@ -535,7 +535,7 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
         let request = |index: usize| {
             let plen = self.lengths[index];
             let hash = KeyHash::of(addr.masked(plen), plen);
-            super::prefetch(self.block(hash));
+            crate::engines::shared::prefetch(self.block(hash));
             hash
         };
         // Slot `index % LINEAR_AHEAD` holds the hash of length `index` from
@@ -611,7 +611,7 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
         match self.tree.get(child as usize) {
             Some(n) => {
                 let hash = KeyHash::of(addr.masked(n.plen), n.plen);
-                super::prefetch(self.block(hash));
+                crate::engines::shared::prefetch(self.block(hash));
                 hash
             }
             None => KeyHash::of(A::ZERO, 0),
@@ -715,7 +715,7 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
     /// `hash`) begins its probe.
     #[inline(always)]
     fn prefetch_exact(&self, hash: KeyHash) {
-        super::prefetch(
+        crate::engines::shared::prefetch(
             self.table
                 .as_ptr()
                 .wrapping_add(hash.slot(self.table.len())),
@@ -757,7 +757,7 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
                 let (key, index) = *lane;
                 let plen = self.lengths[index as usize];
                 *hash = KeyHash::of(addrs[key as usize].masked(plen), plen);
-                super::prefetch(self.block(*hash));
+                crate::engines::shared::prefetch(self.block(*hash));
             }
             let mut hits = 0u32;
             for (a, hash) in hash[..count].iter().enumerate() {
@@ -827,7 +827,7 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
                     let (key, node) = *lane;
                     let plen = self.tree[node as usize].plen;
                     *hash = KeyHash::of(addrs[key as usize].masked(plen), plen);
-                    super::prefetch(self.block(*hash));
+                    crate::engines::shared::prefetch(self.block(*hash));
                 }
                 let mut next = 0;
                 for a in 0..count {
@@ -863,7 +863,7 @@ impl<A: Addr + Plain, S: Storage> Bloom<A, S> {
                 let hit = self.tree[hit_node[i] as usize];
                 let key = self.confirming_key(addrs[i], hit, hit_hash[i], &mut NoProbe);
                 if let Some(key) = key {
-                    super::prefetch(self.block(key));
+                    crate::engines::shared::prefetch(self.block(key));
                 }
                 confirm[i - start] = key;
             }
@@ -1037,7 +1037,7 @@ impl EngineStats for BloomStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::{assert_default_route_is_one_slot, nested_table};
+    use crate::engines::shared::testing::{assert_default_route_is_one_slot, nested_table};
 
     fn parse(text: &str) -> Result<BloomConfig, BuildError> {
         BloomConfig::parse(text)

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::addr::Addr;
 use crate::engine::BuildError;
-use crate::engines::cpe::{expand, Expanded};
+use crate::engines::shared::expand::{expand, Expanded};
 use crate::labels::LabelIndex;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
@@ -1189,7 +1189,7 @@ impl<A: Addr> BsplUpdater<A> {
         // The longer prefixes by block.
         let mut long: Vec<(u32, Prefix<A>)> = Vec::new();
         // The default route is results slot 0: it paints no block.
-        for prefix in crate::engines::without_default(changed) {
+        for prefix in crate::engines::shared::without_default(changed) {
             if prefix.plen() <= first_bits {
                 windows.push((
                     block_of(prefix.first(), first_bits),

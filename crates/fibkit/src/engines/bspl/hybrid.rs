@@ -48,7 +48,7 @@ use super::{
 };
 use crate::addr::Addr;
 use crate::engine::BuildError;
-use crate::engines::cpe::{variable_strides, MemoryModel, MAX_STRIDE};
+use crate::engines::shared::strides::{variable_strides, MemoryModel, MAX_STRIDE};
 use crate::labels::LabelIndex;
 use crate::prefix::{Label, Prefix};
 use crate::rib::Rib;
@@ -158,13 +158,15 @@ impl<A: Addr, S: crate::storage::Storage> Bspl<A, S> {
         for (keys, results) in addrs.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
             let mut state = [(0u32, 0u32); BATCH];
             for &addr in keys {
-                super::super::prefetch(self.first.as_ptr().wrapping_add(self.block(addr)));
+                crate::engines::shared::prefetch(
+                    self.first.as_ptr().wrapping_add(self.block(addr)),
+                );
             }
             for (i, &addr) in keys.iter().enumerate() {
                 let (value, depth) = self.hybrid_start(addr, self.first[self.block(addr)]);
                 if value & POINTER != 0 {
                     let at = base_of(value) + addr.bits(depth, stride_of(value)) as usize;
-                    super::super::prefetch(self.trie.as_ptr().wrapping_add(at));
+                    crate::engines::shared::prefetch(self.trie.as_ptr().wrapping_add(at));
                 }
                 state[i] = (value, depth);
             }
@@ -724,7 +726,7 @@ impl<A: Addr> BsplUpdater<A> {
         let mut blocks = Vec::new();
         let mut long: Vec<(u32, Prefix<A>)> = Vec::new();
         // The default route is results slot 0: no leaf holds it.
-        for prefix in crate::engines::without_default(changed) {
+        for prefix in crate::engines::shared::without_default(changed) {
             if prefix.plen() <= first_bits {
                 windows.push((
                     prefix.first().bits(0, first_bits as u32) as usize,

@@ -5,7 +5,7 @@
 //! them).
 //!
 //! The prefixes longer than the first level are expanded (\[SV98\] §4.1,
-//! [`crate::engines::cpe::expand`]) to a few target lengths chosen by a
+//! [`crate::engines::shared::expand`]) to a few target lengths chosen by a
 //! dynamic program minimising memory ([`levels`], §6.2), one hash table per
 //! length. A table holds the expanded prefixes and *markers* (a longer
 //! entry's first bits, placed where the search must turn towards longer
@@ -311,11 +311,11 @@ impl<A: Addr, S: Storage> Bspl<A, S> {
     #[inline(always)]
     fn prefetch_bucket(&self, level: &Level, index: usize) {
         if A::BITS <= 32 || level.kind == Kind::K32 {
-            super::prefetch(self.b32.as_ptr().wrapping_add(index));
+            crate::engines::shared::prefetch(self.b32.as_ptr().wrapping_add(index));
         } else if level.kind == Kind::K64 {
-            super::prefetch(self.b64.as_ptr().wrapping_add(index));
+            crate::engines::shared::prefetch(self.b64.as_ptr().wrapping_add(index));
         } else {
-            super::prefetch(self.b128.as_ptr().wrapping_add(index));
+            crate::engines::shared::prefetch(self.b128.as_ptr().wrapping_add(index));
         }
     }
 
@@ -402,7 +402,9 @@ impl<A: Addr, S: Storage> Bspl<A, S> {
         let mut marked = 0u64;
         for (j, (&addr, result)) in keys.iter().zip(results.iter_mut()).enumerate() {
             if AHEAD {
-                super::prefetch(self.first.as_ptr().wrapping_add(self.block(ahead[j])));
+                crate::engines::shared::prefetch(
+                    self.first.as_ptr().wrapping_add(self.block(ahead[j])),
+                );
             }
             let entry = self.first[self.block(addr)];
             let (lo, hi) = entry_tables(entry);
@@ -424,7 +426,7 @@ impl<A: Addr, S: Storage> Bspl<A, S> {
             pending &= pending - 1;
             let level = &self.levels[entry_root(group.entries[j])];
             let home = self.home(level, keys[j]);
-            super::prefetch(
+            crate::engines::shared::prefetch(
                 self.seeds(level)
                     .as_ptr()
                     .wrapping_add(home.window + home.group),
@@ -630,7 +632,7 @@ impl<A: Addr, S: Storage> Bspl<A, S> {
     ) -> Search {
         let level = &self.levels[mid];
         let home = self.home(level, addr);
-        super::prefetch(
+        crate::engines::shared::prefetch(
             self.seeds(level)
                 .as_ptr()
                 .wrapping_add(home.window + home.group),
@@ -1075,7 +1077,7 @@ fn count_entries<B: Bucket>(buckets: &[B], hybrid: bool) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::{assert_default_route_is_one_slot, nested_table};
+    use crate::engines::shared::testing::{assert_default_route_is_one_slot, nested_table};
 
     /// Every array but the results.
     #[allow(clippy::type_complexity)]

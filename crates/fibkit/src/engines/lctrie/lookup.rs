@@ -5,7 +5,7 @@
 use std::ops::ControlFlow;
 
 use super::*;
-use crate::engines::prefetch;
+use crate::engines::shared::prefetch;
 
 /// Per-look-up work, summed over many look-ups ([`LcTrie::count_lookups`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1035,7 +1035,7 @@ impl<A: Addr> Updater<A> for PoptrieUpdater<A> {
         changed: &[Prefix<A>],
     ) -> Result<(), BuildError> {
         // The default route is results slot 0: it touches no chunk.
-        let changed = crate::engines::without_default(changed);
+        let changed = crate::engines::shared::without_default(changed);
         let patches = patches(snapshot, changed);
         let chunks: usize = patches
             .iter()
