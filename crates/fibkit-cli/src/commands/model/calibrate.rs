@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use fibkit::engines::levels::TreeNode;
 use fibkit::choice::auto::{engine_of, AutoFamily};
+use fibkit::engines::levels::TreeNode;
 use fibkit::model::machine::{
     cpu_model, curve_sizes, describe, fit_nonnegative, latency_curve, measured_levels, os_caches,
     relative_rows, EngineCosts,

@@ -10,7 +10,7 @@
 //! every table may hold markers, which the program assumes (an upper
 //! bound: the search tree puts markers only where a search turns towards
 //! longer lengths), so the program is a chain like the fixed-stride program
-//! of `cpe::strides` (`T[r][j] = min_m T[r-1][m] + cost(m, j)`), with this
+//! of `shared::strides` (`T[r][j] = min_m T[r-1][m] + cost(m, j)`), with this
 //! cost instead of a trie node's:
 //!
 //! - expansions: a prefix `p` contributes `2^(Lj - plen(p))` strings when it

@@ -30,8 +30,8 @@
 //! are placed for the block's tree, whatever its tables hold) at the price
 //! of a probe, until the block is re-planned or empty.
 
-use super::build::{insert_or_grow, level_of, remove_entry, set_entry, SearchTree};
 use super::levels::MAX_EXPANSION_BITS;
+use super::place::{insert_or_grow, level_of, remove_entry, set_entry, SearchTree};
 use super::{
     entry_root, entry_tables, entry_value, first_entry, Bspl, BsplUpdater, MARKER, NO_TABLES,
 };

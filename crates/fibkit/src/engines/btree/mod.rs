@@ -323,12 +323,12 @@ impl<A: Addr, S: Storage> Btree<A, S> {
     #[inline(always)]
     fn request(&self, level: usize, node: usize) {
         let keys = self.node(level, node);
-        crate::engines::prefetch(keys.as_ptr());
-        crate::engines::prefetch(keys[8..].as_ptr());
+        crate::engines::shared::prefetch(keys.as_ptr());
+        crate::engines::shared::prefetch(keys[8..].as_ptr());
         if level == self.levels - 1 {
             let values = self.values.as_ptr().wrapping_add(node * NODE_KEYS);
-            crate::engines::prefetch(values);
-            crate::engines::prefetch(values.wrapping_add(NODE_KEYS - 1));
+            crate::engines::shared::prefetch(values);
+            crate::engines::shared::prefetch(values.wrapping_add(NODE_KEYS - 1));
         }
     }
 

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::addr::Addr;
 use crate::engine::{BuildError, Lookup};
-use crate::engines::prefetch;
+use crate::engines::shared::prefetch;
 use crate::labels::{LabelIndex, LabelSlot};
 use crate::prefix::{Label, Prefix};
 use crate::rib::{Range, Rib};
@@ -368,7 +368,7 @@ impl<A: Addr> LeafUpdater<A> {
         };
         let (mut result, mut work) = (Ok(true), 0);
         // The default route is results slot 0, in no entry.
-        for &prefix in super::super::without_default(changed) {
+        for &prefix in crate::engines::shared::without_default(changed) {
             result = self.rebuild_for(trie, rib, prefix, &mut work, budget);
             if !matches!(result, Ok(true)) {
                 break;
@@ -747,7 +747,7 @@ impl<A: Addr> LeafBuilder<'_, A> {
 mod tests {
     use super::super::{CpeConfig, CpeTrie, CpeUpdater};
     use crate::engine::EngineConfig;
-    use crate::engines::{assert_default_route_is_one_slot, nested_table};
+    use crate::engines::shared::testing::{assert_default_route_is_one_slot, nested_table};
 
     /// The entries and packed lines: all but the results.
     fn tables<A>(snapshot: &CpeTrie<A>) -> (u32, Vec<u32>, usize) {

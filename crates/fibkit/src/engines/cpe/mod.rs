@@ -68,18 +68,21 @@
 //! undone and built anew instead (see `leaf`); with packed nodes it is
 //! rebuilt whole.
 
-pub mod expand;
 mod image;
 mod leaf;
 mod nopush;
-pub mod strides;
+
+/// Controlled prefix expansion, shared with `bspl`.
+pub use crate::engines::shared::expand;
+/// The stride dynamic programs, shared with `bspl`.
+pub use crate::engines::shared::strides;
 
 pub use expand::{expand, Expanded};
 pub use leaf::{LeafTrie, LeafUpdater};
 pub use nopush::{NopushTrie, NopushUpdater};
 pub use strides::{
     fixed_strides, stride_report, variable_strides, FixedPlan, MemoryModel, StrideReport,
-    StrideRow, VariablePlan,
+    StrideRow, VariablePlan, MAX_STRIDE,
 };
 
 use std::fmt;
@@ -94,8 +97,6 @@ use crate::spec::EngineSpec;
 use crate::storage::{Owned, Storage};
 use strides::{fixed_plan, least_memory_by_levels, sorted_prefixes, variable_plan_weighted};
 
-/// Largest stride of any node.
-pub const MAX_STRIDE: u8 = 24;
 /// Default stride cap for the non-leaf-pushed trie: the paper's 17, which
 /// bounds the entries one update rewrites.
 pub const NOPUSH_DEFAULT_CAP: u8 = 17;

@@ -160,7 +160,7 @@ impl<A: Addr> NopushUpdater<A> {
     ) -> Result<(), BuildError> {
         let (entries, height) = (trie.entries.len(), self.height);
         // The default route is results slot 0, in no entry.
-        let changed = super::super::without_default(changed);
+        let changed = crate::engines::shared::without_default(changed);
         let result = changed.iter().try_for_each(|&prefix| {
             let label = match rib.get(prefix) {
                 Some(label) => Some(self.labels.index(Some(label))?),
@@ -401,7 +401,7 @@ impl<A: Addr> NopushBuilder<'_, A> {
 mod tests {
     use super::super::{CpeConfig, CpeTrie, CpeUpdater};
     use crate::engine::EngineConfig;
-    use crate::engines::{assert_default_route_is_one_slot, nested_table};
+    use crate::engines::shared::testing::{assert_default_route_is_one_slot, nested_table};
 
     /// The entries: all but the results.
     fn tables<A>(snapshot: &CpeTrie<A>) -> (u32, Vec<[u32; 2]>) {

@@ -283,7 +283,10 @@ impl Updater<u32> for Dir24_8Updater {
     ) -> Result<(), BuildError> {
         let mut ranges = Vec::new();
         let mut filled = Ok(());
-        for (first_block, last_block) in super::touched_blocks(super::without_default(changed), 8) {
+        for (first_block, last_block) in crate::engines::shared::touched_blocks(
+            crate::engines::shared::without_default(changed),
+            8,
+        ) {
             ranges.clear();
             rib.ranges_in_without_default(
                 first_block << 8,
@@ -545,7 +548,7 @@ mod tests {
     fn the_default_route_is_one_results_slot() {
         let mut rib = scattered_host_routes(3);
         rib.insert(Prefix::new_masked(0x0a00_0000, 8), 2);
-        super::super::assert_default_route_is_one_slot::<u32, Dir24_8Updater, _>(
+        crate::engines::shared::testing::assert_default_route_is_one_slot::<u32, Dir24_8Updater, _>(
             &Dir24_8Config::default(),
             &rib,
             |snapshot| (snapshot.tbl24.clone(), snapshot.tbl8.clone()),

@@ -135,8 +135,8 @@ impl Updater<u32> for DxrUpdater {
     ) -> Result<(), BuildError> {
         // The default route is results slot 0: a change to it touches no
         // chunk (`patch` writes the slot even with no window to rebuild).
-        let windows = crate::engines::touched_blocks(
-            crate::engines::without_default(changed),
+        let windows = crate::engines::shared::touched_blocks(
+            crate::engines::shared::without_default(changed),
             self.geometry.chunk_shift,
         );
         let touched: usize = windows.iter().map(|&(lo, hi)| (hi - lo) as usize + 1).sum();

@@ -99,7 +99,7 @@ use std::fmt;
 
 use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, Lookup};
-use crate::engines::prefetch;
+use crate::engines::shared::prefetch;
 use crate::labels::{Answer, LabelSlot};
 use crate::prefix::Label;
 use crate::spec::EngineSpec;
@@ -183,7 +183,7 @@ fn size_of(entry: u32) -> u32 {
 }
 
 /// The largest `align`: chunk bases in steps of 8 words reach 64 MiB.
-pub const MAX_ALIGN: u32 = crate::engines::MAX_ALIGN;
+pub const MAX_ALIGN: u32 = crate::engines::shared::MAX_ALIGN;
 
 /// Which DXR layout: `d_bits == 0` for the single-level D{K}R, otherwise
 /// D{d}X{k-d}R. Parsed from `dxr`, `dxr:k=K`, `dxr:d=D,x=X` or
@@ -252,7 +252,7 @@ impl DxrConfig {
     /// The words per step of a chunk base this layout builds with (1 when
     /// the build picks it and has not needed more).
     pub const fn align_words(self) -> u32 {
-        crate::engines::align_or_one(self.align)
+        crate::engines::shared::align_or_one(self.align)
     }
 
     /// Whether this is the two-level layout D{D}X{X}R.
@@ -292,7 +292,7 @@ impl EngineConfig for DxrConfig {
         let k = spec.number("k", MIN_K..=MAX_K)?;
         let d = spec.number("d", MIN_D..=MAX_D)?;
         let x = spec.number("x", 1..=MAX_K - MIN_D)?;
-        let align = crate::engines::parse_align(spec)?;
+        let align = crate::engines::shared::parse_align(spec)?;
         let Some(d_bits) = d else {
             if x.is_some() {
                 return Err(spec.error("`x` needs `d` (the extended layout is d=D,x=X)".into()));

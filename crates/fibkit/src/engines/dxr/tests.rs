@@ -370,10 +370,10 @@ fn compaction_follows_small_patches_at_once_and_large_ones_later() {
 
 #[test]
 fn the_default_route_is_one_results_slot() {
-    let rib = crate::engines::nested_table(0x0a01_0203u32);
+    let rib = crate::engines::shared::testing::nested_table(0x0a01_0203u32);
     for spec in ["dxr:k=16", "dxr:k=20", "dxr:d=12,x=8", "dxr:d=16,x=5"] {
         let config = DxrConfig::parse(spec).unwrap();
-        crate::engines::assert_default_route_is_one_slot::<u32, DxrUpdater, _>(
+        crate::engines::shared::testing::assert_default_route_is_one_slot::<u32, DxrUpdater, _>(
             &config,
             &rib,
             |snapshot| {

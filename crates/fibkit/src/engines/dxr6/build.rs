@@ -155,7 +155,7 @@ impl Updater<u128> for Dxr6Updater {
         changed: &[Prefix<u128>],
     ) -> Result<(), BuildError> {
         // The default route is results slot 0: it touches no chunk.
-        let changed = crate::engines::without_default(changed);
+        let changed = crate::engines::shared::without_default(changed);
         // Decided before any slot is collected, so that a short prefix
         // costs one rebuild, not a walk of its root entries and a rebuild.
         // PERF: patched chunk by chunk (a range-view walk from the trie's
@@ -750,7 +750,9 @@ mod tests {
     /// the engines without the limit at it.
     #[test]
     fn line_limit_errors_name_what_holds_the_leaves() {
-        let rib = crate::engines::nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
+        let rib = crate::engines::shared::testing::nested_table(
+            0x2001_0db8_0001_0002_0003_0004_0005_0006u128,
+        );
         for (spec, shift, names) in [
             (
                 "dxr6:align=1",
@@ -780,7 +782,9 @@ mod tests {
 
     #[test]
     fn root_spans_are_counted_once() {
-        let rib = crate::engines::nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
+        let rib = crate::engines::shared::testing::nested_table(
+            0x2001_0db8_0001_0002_0003_0004_0005_0006u128,
+        );
         let config = Dxr6Config::parse("dxr6:k=8").unwrap();
         let (_, snapshot) = Dxr6Updater::build(&config, &rib).unwrap();
         let p = |text: &str| text.parse::<Prefix<u128>>().unwrap();
@@ -797,10 +801,12 @@ mod tests {
 
     #[test]
     fn the_default_route_is_one_results_slot() {
-        let rib = crate::engines::nested_table(0x2001_0db8_0001_0002_0003_0004_0005_0006u128);
+        let rib = crate::engines::shared::testing::nested_table(
+            0x2001_0db8_0001_0002_0003_0004_0005_0006u128,
+        );
         for spec in ["dxr6", "dxr6:k=8,stride=3"] {
             let config = Dxr6Config::parse(spec).unwrap();
-            crate::engines::assert_default_route_is_one_slot::<u128, Dxr6Updater, _>(
+            crate::engines::shared::testing::assert_default_route_is_one_slot::<u128, Dxr6Updater, _>(
                 &config,
                 &rib,
                 |snapshot| (snapshot.entries.clone(), snapshot.leaves.clone()),

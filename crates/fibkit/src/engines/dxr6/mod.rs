@@ -86,7 +86,7 @@ use std::fmt;
 
 use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup};
-use crate::engines::prefetch;
+use crate::engines::shared::prefetch;
 use crate::labels::{Answer, LabelSlot};
 use crate::prefix::Label;
 use crate::spec::EngineSpec;
@@ -94,11 +94,11 @@ use crate::storage::{Owned, Plain, Storage};
 
 pub use build::Dxr6Updater;
 
-use search::{Bound, LINE_WORDS};
 /// The answers the batch loops write: [`Answer`]s that the AVX-512 path
 /// can also store from a vector of results slots.
 #[cfg(target_arch = "x86_64")]
-use wide::WideAnswer as BatchAnswer;
+use crate::engines::shared::wide::WideAnswer as BatchAnswer;
+use search::{Bound, LINE_WORDS};
 #[cfg(not(target_arch = "x86_64"))]
 use Answer as BatchAnswer;
 
@@ -133,7 +133,7 @@ const LINE_MASK: u32 = (1 << LINE_BITS) - 1;
 /// Bits 23..0 of a leaf entry: its line and word offset.
 const PLACE_MASK: u32 = (1 << (LINE_BITS + 5)) - 1;
 /// The largest `align`: leaves at multiples of 8 words, `2^22` lines.
-pub const MAX_ALIGN: u32 = crate::engines::MAX_ALIGN;
+pub const MAX_ALIGN: u32 = crate::engines::shared::MAX_ALIGN;
 /// The most starts a leaf entry can count (its 4-bit field).
 const MAX_LEAF_STARTS: usize = STARTS_MASK as usize;
 
@@ -760,7 +760,7 @@ impl Dxr6Config {
 
     /// The `align` a build starts at: the stated one, else 1.
     pub const fn align_words(self) -> u32 {
-        crate::engines::align_or_one(self.align)
+        crate::engines::shared::align_or_one(self.align)
     }
 
     /// `log2` of [`Self::align_words`]: how the snapshot's leaf entries
@@ -814,7 +814,7 @@ impl EngineConfig for Dxr6Config {
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["k", "stride", "density", "align"])?;
-        let align = crate::engines::parse_align(spec)?;
+        let align = crate::engines::shared::parse_align(spec)?;
         Ok(Dxr6Config {
             root_bits: spec
                 .number("k", MIN_K..=MAX_K)?

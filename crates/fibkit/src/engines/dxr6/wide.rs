@@ -32,29 +32,9 @@ use super::{
     NODE_BASE_MASK, OFFSET_MASK, OFFSET_SHIFT, STARTS_MASK, STARTS_SHIFT, STRIDE_MASK,
     STRIDE_SHIFT, WIDE_LABELS_BIT, WIDTH_SHIFT,
 };
-use crate::labels::{Answer, LabelSlot};
-use crate::prefix::Label;
+use crate::engines::shared::wide::WideAnswer;
+use crate::labels::LabelSlot;
 use crate::storage::Storage;
-
-/// The answers the vector path stores from a vector of results slots:
-/// `Option<Label>` (the slots' own bits) and the C library's words.
-pub(crate) trait WideAnswer: Answer {
-    /// Whether the answer is [`LabelSlot::word`] (else the slot's bits).
-    const WORDS: bool;
-}
-
-impl WideAnswer for Option<Label> {
-    const WORDS: bool = false;
-}
-
-impl WideAnswer for u64 {
-    const WORDS: bool = true;
-}
-
-const _: () = assert!(
-    std::mem::size_of::<Option<Label>>() == 8 && std::mem::size_of::<u64>() == 8,
-    "the vector store writes 8-byte answers"
-);
 
 /// Keys per vector: 64-bit lanes of a 512-bit register.
 const LANES: usize = 8;

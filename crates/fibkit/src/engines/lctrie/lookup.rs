@@ -1,11 +1,176 @@
-//! The look-ups of the LC-trie (module header, "Look-up"): Duyck's walk for
-//! one key and as a batch of interleaved walks, the classic walk of Linux
-//! 3.19, and counting versions of both for measurements.
+//! The lookup snapshot of the LC-trie and its look-ups (module header,
+//! "Look-up"): Duyck's walk for one key and as a batch of interleaved
+//! walks, the classic walk of Linux 3.19, and counting versions of both
+//! for measurements.
 
 use std::ops::ControlFlow;
 
 use super::*;
-use crate::engines::prefetch;
+use crate::engines::shared::prefetch;
+
+/// The lookup snapshot of the LC-trie: the slab of key vectors, the leaf
+/// entries and the look-up algorithm, in storage `S`.
+pub struct LcTrie<A: SlotLayout, S: Storage = Owned> {
+    pub(super) slab: S::Array<A::Slot>,
+    pub(super) entries: S::Array<Entry>,
+    pub(super) algo: LookupAlgo,
+}
+
+impl<A: SlotLayout, S: Storage> Clone for LcTrie<A, S> {
+    fn clone(&self) -> Self {
+        LcTrie {
+            slab: self.slab.clone(),
+            entries: self.entries.clone(),
+            algo: self.algo,
+        }
+    }
+
+    /// Reuses this snapshot's memory instead of allocating a new slab.
+    fn clone_from(&mut self, source: &Self) {
+        self.slab.clone_from(&source.slab);
+        self.entries.clone_from(&source.entries);
+        self.algo = source.algo;
+    }
+}
+
+impl<A: SlotLayout, S: Storage> fmt::Debug for LcTrie<A, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LcTrie")
+            .field("slab_slots", &self.slab.len())
+            .field("entry_slots", &self.entries.len())
+            .field("algo", &self.algo)
+            .finish()
+    }
+}
+
+impl<A: SlotLayout, S: Storage> Lookup<A> for LcTrie<A, S> {
+    #[inline(always)]
+    fn lookup(&self, addr: A) -> Option<Label> {
+        match self.algo {
+            LookupAlgo::Improved => self.lookup_improved(addr),
+            LookupAlgo::Classic => self.lookup_classic(addr, &mut lookup::NoProbe),
+        }
+    }
+
+    #[inline]
+    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
+        match self.algo {
+            LookupAlgo::Improved => self.lookup_batch_improved(addrs, out),
+            // The historical algorithm is kept as it was, for comparison.
+            LookupAlgo::Classic => self.lookup_each(addrs, out),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.slab.len() * std::mem::size_of::<A::Slot>()
+            + self.entries.len() * std::mem::size_of::<Entry>()
+    }
+}
+
+impl<A: SlotLayout> LcTrie<A> {
+    /// An empty trie running `algo`: the root pseudo block and no node.
+    pub(super) fn empty(algo: LookupAlgo) -> Self {
+        let root_header = Kv {
+            key: A::ZERO,
+            ptr: NONE,
+            pos: A::BITS,
+            bits: 0,
+            slen: A::BITS,
+            kind: TNODE,
+        };
+        LcTrie {
+            slab: vec![A::pack(root_header), A::pack(Kv::EMPTY)],
+            entries: Vec::new(),
+            algo,
+        }
+    }
+}
+
+impl<A: SlotLayout, S: Storage> LcTrie<A, S> {
+    /// The algorithm [`Lookup::lookup`] runs.
+    pub fn algo(&self) -> LookupAlgo {
+        self.algo
+    }
+
+    /// The key vector in slot `index`.
+    #[inline(always)]
+    pub(super) fn kv(&self, index: usize) -> Kv<A> {
+        A::unpack(&self.slab[index])
+    }
+
+    /// The header of block `block`: the node's own key vector, ptr = parent.
+    #[inline(always)]
+    pub(super) fn header(&self, block: usize) -> Kv<A> {
+        self.kv(block - HEADER)
+    }
+
+    /// The prefixes of a `LEAF_LIST` leaf, by ascending suffix length
+    /// (longest prefix first).
+    #[inline(always)]
+    pub(super) fn list_entries(&self, leaf: &Kv<A>) -> &[Entry] {
+        debug_assert_eq!(leaf.kind, LEAF_LIST);
+        let base = leaf.ptr as usize;
+        let count = self.entries[base].slen as usize;
+        &self.entries[base + 1..base + 1 + count]
+    }
+
+    /// Calls `visit(kv, depth)` for every non-empty key vector below the
+    /// root, top node at depth 1.
+    fn walk(&self, mut visit: impl FnMut(&Kv<A>, usize)) {
+        let mut stack = vec![(self.kv(ROOT), 1usize)];
+        while let Some((kv, depth)) = stack.pop() {
+            if kv.kind == EMPTY {
+                continue;
+            }
+            visit(&kv, depth);
+            if kv.kind == TNODE {
+                let block = kv.ptr as usize;
+                stack.extend((block..block + (1 << kv.bits)).map(|i| (self.kv(i), depth + 1)));
+            }
+        }
+    }
+
+    /// Shape statistics (one walk over the trie).
+    pub fn shape(&self) -> Shape {
+        let mut shape = Shape::default();
+        let top = self.kv(ROOT);
+        if top.kind == TNODE {
+            shape.top_bits = top.bits;
+        }
+        let mut depth_sum = 0usize;
+        self.walk(|kv, depth| {
+            if kv.is_leaf() {
+                shape.leaves += 1;
+                depth_sum += depth;
+                shape.max_depth = shape.max_depth.max(depth);
+            } else {
+                shape.tnodes += 1;
+                shape.slab_in_use += HEADER + (1 << kv.bits);
+            }
+        });
+        shape.average_leaf_depth = depth_sum as f64 / shape.leaves.max(1) as f64;
+        shape
+    }
+
+    /// Every prefix and label held, sorted by address then length.
+    pub fn prefixes(&self) -> Vec<(Prefix<A>, Label)> {
+        let mut out = Vec::new();
+        self.walk(|kv, _| {
+            let prefix = |slen: u8| Prefix::new_masked(kv.key, A::BITS - slen);
+            match kv.kind {
+                LEAF => out.push((prefix(kv.slen), kv.ptr)),
+                LEAF_LIST => out.extend(
+                    self.list_entries(kv)
+                        .iter()
+                        .map(|entry| (prefix(entry.slen), entry.label)),
+                ),
+                _ => {}
+            }
+        });
+        out.sort_unstable_by_key(|&(prefix, _)| (prefix.addr(), prefix.plen()));
+        out
+    }
+}
 
 /// Per-look-up work, summed over many look-ups ([`LcTrie::count_lookups`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -512,7 +512,7 @@ where
         let first_stride = self.config.strides[0] as u32;
         let shift = A::BITS as u32 - first_stride;
         // The default route is results slot 0: it spans no entry.
-        let mut windows: Vec<(usize, usize)> = crate::engines::without_default(changed)
+        let mut windows: Vec<(usize, usize)> = crate::engines::shared::without_default(changed)
             .iter()
             .map(|p| {
                 (
@@ -873,7 +873,7 @@ fn place<A: Addr>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::{assert_default_route_is_one_slot, nested_table};
+    use crate::engines::shared::testing::{assert_default_route_is_one_slot, nested_table};
 
     /// The entries and trees: all but the results.
     fn tables<A: Addr>(snapshot: &Levels<A>) -> (Vec<u32>, Vec<TreeNode<A>>)

@@ -42,6 +42,10 @@ use std::time::{Duration, Instant};
 use crate::addr::Addr;
 use crate::rib::Rib;
 
+/// Largest stride of any node (a 2^24-entry node of `u32` entries is
+/// 64 MiB): the cap of the stride programs, and of `cpe`'s nodes.
+pub const MAX_STRIDE: u8 = 24;
+
 /// Bytes of a packed node: one cache line.
 pub const PACKED_NODE_BYTES: u64 = 64;
 
@@ -504,7 +508,7 @@ pub(crate) fn variable_plan_weighted<A: Addr>(
                 "{levels} levels of at most {cap} bits cannot reach prefixes of length {max_len} \
                  (use at least {} levels, or cap up to {})",
                 (max_len as usize).div_ceil(cap as usize),
-                super::MAX_STRIDE
+                MAX_STRIDE
             ))
         }
     }
@@ -566,14 +570,14 @@ pub struct StrideReport {
 }
 
 /// Runs every stride program on `rib` for each level count in `levels`
-/// (e.g. `2..=12`) with strides at most `cap` (1..=[`super::MAX_STRIDE`]).
+/// (e.g. `2..=12`) with strides at most `cap` (1..=[`MAX_STRIDE`]).
 pub fn stride_report<A: Addr>(
     rib: &Rib<A>,
     levels: std::ops::RangeInclusive<u8>,
     cap: u8,
 ) -> StrideReport {
     let prefixes = sorted_prefixes(rib);
-    let cap = cap.clamp(1, super::MAX_STRIDE);
+    let cap = cap.clamp(1, MAX_STRIDE);
     let max_k = (*levels.end()).max(1);
     let started = Instant::now();
     let (leaf_packed, _) = variable_dp(

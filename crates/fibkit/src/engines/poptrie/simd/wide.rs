@@ -42,8 +42,8 @@ use std::arch::x86_64::*;
 
 use super::{Poptrie, LEAF, STRIDE};
 use crate::addr::Addr;
-use crate::engines::prefetch;
-use crate::prefix::Label;
+use crate::engines::shared::prefetch;
+use crate::engines::shared::wide::WideAnswer;
 use crate::storage::Storage;
 
 /// Keys per vector: 64-bit lanes of a 512-bit register.
@@ -52,27 +52,6 @@ const LANES: usize = 8;
 const VECTORS: usize = 4;
 /// Keys per group.
 const GROUP: usize = LANES * VECTORS;
-
-/// What the batch stores per key: an answer (`Option<Label>`, a results
-/// slot's bits) or the C library's word (`u64`, converted in the register),
-/// so that the C bulk call needs no buffer of answers to convert.
-pub(super) trait WideAnswer: Copy {
-    /// Whether the slot is stored as its word ([`LabelSlot::word`]).
-    const WORDS: bool;
-}
-
-impl WideAnswer for Option<Label> {
-    const WORDS: bool = false;
-}
-
-impl WideAnswer for u64 {
-    const WORDS: bool = true;
-}
-
-const _: () = assert!(
-    std::mem::size_of::<Option<Label>>() == 8 && std::mem::size_of::<u64>() == 8,
-    "the vector store writes 8-byte answers"
-);
 
 /// Whether this CPU runs [`Poptrie::lookup_batch_wide`] (AVX-512 F and
 /// VPOPCNTDQ); `std` caches the answer.
