@@ -50,7 +50,8 @@ fn engines_help() -> String {
     }
     text.push_str(&format!(
         "\nEnvironment:\n  {}=avx512|avx2|portable  caps the vector instructions of the \
-         dxr6, poptrie and btree lookups (default: the widest the CPU has)\n",
+         engines' lookups (default: the widest the CPU has; `fibkit stats` names the path \
+         each engine takes)\n",
         fibkit::cpu::MAX_SIMD_ENV
     ));
     text

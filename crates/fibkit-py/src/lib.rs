@@ -638,8 +638,8 @@ impl PyFib {
     /// Loads a table file (`prefix label` or `prefix nexthop` text, pyasn's
     /// `ipasn` and CAIDA's `pfx2as` prefix-to-AS files, an MRT RIB dump or
     /// bgpdump's `-m` text of one; plain, gzip or bzip2) and builds `engine` (default:
-    /// "dxr" for IPv4; for IPv6 "poptrie" where the CPU has AVX-512, "dxr6"
-    /// elsewhere) over `family` (4 or 6; default:
+    /// `fibkit.default_spec(family)`, the fastest engine on this CPU) over
+    /// `family` (4 or 6; default:
     /// IPv4 if the file has IPv4 prefixes). `lenient` clears host bits
     /// instead of rejecting `10.0.0.1/8`. `format` names the input format
     /// instead of detecting it ("table", "nexthop", "mrt", "pfx2as",
@@ -917,7 +917,7 @@ impl PyFib {
 
     /// Saves the table's engine as an image that `Fib.open_image`, the C
     /// library and `fibkit lookup` open by memory map (engines that can be
-    /// saved: dir24-8, dxr, dxr6, cpe, lctrie, levels and poptrie).
+    /// saved: those `fibkit.engines()` marks `savable`).
     fn save_image(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         fn save<A: ImageFamily>(
             side: &FamilyFib<A>,
@@ -989,9 +989,42 @@ impl PyFib {
 }
 
 /// fibkit's native module; import `fibkit`, which re-exports it.
+/// Every engine fibkit has, in `--help`'s order: a list of dicts with
+/// `name`, `ipv4`, `ipv6` (the families it builds), `savable` (whether
+/// `Fib.save_image` can save it) and `about` (its parameters).
+#[pyfunction]
+fn engines(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let list = PyList::empty(py);
+    for info in fibkit::registry::ENGINES {
+        let dict = PyDict::new(py);
+        dict.set_item("name", info.name)?;
+        dict.set_item("ipv4", info.ipv4)?;
+        dict.set_item("ipv6", info.ipv6)?;
+        dict.set_item("savable", info.savable)?;
+        dict.set_item("about", info.about)?;
+        list.append(dict)?;
+    }
+    Ok(list)
+}
+
+/// The engine spec `Fib.load` and `Fib.from_prefixes` build for `family`
+/// (4 or 6) when none is given: the fastest on this CPU.
+#[pyfunction]
+fn default_spec(family: u8) -> PyResult<&'static str> {
+    match family {
+        4 => Ok(fibkit::default_spec(Family::V4)),
+        6 => Ok(fibkit::default_spec(Family::V6)),
+        _ => Err(PyValueError::new_err(format!(
+            "family must be 4 or 6, not {family}"
+        ))),
+    }
+}
+
 #[pymodule]
 fn _fibkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFib>()?;
+    m.add_function(wrap_pyfunction!(engines, m)?)?;
+    m.add_function(wrap_pyfunction!(default_spec, m)?)?;
     m.add("FibkitError", m.py().get_type::<FibkitError>())?;
     Ok(())
 }

@@ -475,3 +475,38 @@ def test_dask_images_read_an_mrt_dump_by_origin_as(tmp_path):
         want = table.lookup_many(addrs)
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
     assert by_asn.lookup_many(addrs)[0].tolist() != by_hop.lookup_many(addrs)[0].tolist()
+
+
+def test_the_engine_list_is_the_registry_and_the_cli_help(tmp_path):
+    """`fibkit.engines()` names every engine `fibkit --help` lists, each
+    builds the families it claims, and saves an image exactly when it says
+    it can; `default_spec` names one of them."""
+    import subprocess
+
+    from conftest import fibkit_cli
+
+    engines = fibkit.engines()
+    help_text = subprocess.run([fibkit_cli(), "--help"], capture_output=True, text=True, check=True).stdout
+    engine_lines = help_text.split("Engines")[1].split("\n\n")[0].splitlines()[1:]
+    listed = [line.split()[0] for line in engine_lines if line.startswith("  ")]
+    assert [engine["name"] for engine in engines] == listed
+    for engine in engines:
+        for family, prefix in ((4, "10.0.0.0/8"), (6, "2001:db8::/32")):
+            claims = engine["ipv4" if family == 4 else "ipv6"]
+            if not claims:
+                with pytest.raises(fibkit.FibkitError, match="does not support"):
+                    fibkit.Fib.from_prefixes({prefix: 1}, engine=engine["name"], family=family)
+                continue
+            fib = fibkit.Fib.from_prefixes({prefix: 1}, engine=engine["name"], family=family)
+            path = tmp_path / f"{engine['name']}-{family}.fib"
+            if engine["savable"]:
+                fib.save_image(path)
+                assert fibkit.Fib.open_image(path).lookup(prefix.split("/")[0])[1] == 1
+            else:
+                with pytest.raises(fibkit.FibkitError, match="cannot be saved"):
+                    fib.save_image(path)
+    names = {engine["name"] for engine in engines}
+    assert fibkit.default_spec(4).split(":")[0] in names
+    assert fibkit.default_spec(6).split(":")[0] in names
+    with pytest.raises(ValueError, match="family must be 4 or 6"):
+        fibkit.default_spec(5)

@@ -548,7 +548,7 @@ mod tests {
             *key = (0x2001_0db8_0001_0002_4000u128 << 48) + i as u128;
         }
         let bytes: Vec<[u8; 16]> = keys.iter().map(|k| k.to_be_bytes()).collect();
-        for spec in ["poptrie", "poptrie:s=8", "dxr6", "radix"] {
+        for spec in layouts(Family::V6) {
             let fib = FamilyFib::build(spec, rib.clone()).unwrap();
             let lengths = (0..=70).chain([CONVERT_CHUNK * 3 + 1, keys.len()]);
             check_network_order(spec, &fib, &keys, &bytes, lengths);
@@ -562,6 +562,19 @@ mod tests {
         }
     }
 
+    /// Every engine's test layouts for `family`, from the registry.
+    fn layouts(family: Family) -> Vec<&'static str> {
+        crate::registry::ENGINES
+            .iter()
+            .flat_map(|info| info.layouts)
+            .filter(|layout| match family {
+                Family::V4 => layout.ipv4,
+                Family::V6 => layout.ipv6,
+            })
+            .map(|layout| layout.spec)
+            .collect()
+    }
+
     /// IPv4 keys as network-order bytes (the default conversion) answer as
     /// host-order ones.
     #[test]
@@ -571,7 +584,7 @@ mod tests {
             .map(|i| 0x0a01_0000 ^ i.wrapping_mul(0x9e37_79b9))
             .collect();
         let bytes: Vec<[u8; 4]> = keys.iter().map(|k| k.to_be_bytes()).collect();
-        for spec in ["dxr", "poptrie"] {
+        for spec in layouts(Family::V4) {
             let fib = FamilyFib::build(spec, table.v4.clone()).unwrap();
             check_network_order(spec, &fib, &keys, &bytes, [0, 1, 8, 9, 33, keys.len()]);
         }

@@ -14,14 +14,21 @@ use fibkit::registry::save_image;
 use crate::family::for_family;
 use crate::table::{load_table, TableArgs};
 
+/// `--engine`'s help: the engines whose snapshots can be saved.
+fn savable_help() -> String {
+    format!(
+        "The engine to build and save (any variant of: {})",
+        fibkit::registry::engine_names(None, true)
+    )
+}
+
 /// Arguments of `fibkit build`.
 #[derive(Args, Debug)]
 pub struct BuildArgs {
     #[command(flatten)]
     table: TableArgs,
-    /// The engine to build and save: dir24-8, dxr, dxr6, cpe (any variant),
-    /// lctrie, levels or poptrie.
-    #[arg(long = "engine", value_name = "SPEC", default_value = "dir24-8")]
+    // The help lists the engines the registry marks savable.
+    #[arg(long = "engine", value_name = "SPEC", default_value = "dir24-8", help = savable_help())]
     engine: String,
     /// The image file to write.
     #[arg(short, long, value_name = "FILE")]

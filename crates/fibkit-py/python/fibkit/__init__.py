@@ -11,9 +11,10 @@
 `Fib.load` reads a table file and builds an engine, `Fib.open_image` maps an
 image written by `fibkit build` or `Fib.save_image` (no build: ready in
 milliseconds, shared between processes). `fibkit.dask` annotates flow logs on
-a Dask cluster.
+a Dask cluster. `fibkit.engines()` lists the engines, `fibkit.default_spec(family)`
+names the one built when none is given.
 """
 
-from ._fibkit import Fib, FibkitError
+from ._fibkit import Fib, FibkitError, default_spec, engines
 
-__all__ = ["Fib", "FibkitError"]
+__all__ = ["Fib", "FibkitError", "default_spec", "engines"]

@@ -18,6 +18,9 @@ Addresses = Union[
 ]
 Prefixes = Union[Mapping[str, int], Iterable[Tuple[str, int]]]
 
+def engines() -> list[dict[str, Any]]: ...
+def default_spec(family: int) -> str: ...
+
 class FibkitError(ValueError):
     """A table, image or engine spec fibkit cannot use."""
 
