@@ -297,6 +297,14 @@ pub trait EngineConfig: Clone + fmt::Debug + fmt::Display + Send + Sync + 'stati
     /// then those whose code paths differ.
     const LAYOUTS: &'static [Layout];
 
+    /// Further layouts the fuzz targets cover (checked on fuzzed tables,
+    /// not on every real one).
+    const MORE_LAYOUTS: &'static [Layout] = &[];
+
+    /// Whether the engine's lookups take vector paths that
+    /// `FIBKIT_MAX_SIMD` caps ([`crate::cpu`]).
+    const VECTOR_PATHS: bool = false;
+
     /// Reads the parameters of `spec`, whose name is one of [`Self::NAMES`].
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError>;
 

@@ -39,6 +39,10 @@ pub struct EngineInfo {
     pub about: &'static str,
     /// The layouts the shared test suite checks (the default first).
     pub layouts: &'static [Layout],
+    /// Further layouts the fuzz targets cover.
+    pub more_layouts: &'static [Layout],
+    /// Whether its lookups take vector paths that `FIBKIT_MAX_SIMD` caps.
+    pub vector_paths: bool,
 }
 
 impl EngineInfo {
@@ -352,6 +356,10 @@ macro_rules! engine_list {
                             $(<<$V6 as Updater<u128>>::Config as EngineConfig>::ABOUT,)?][0],
                     layouts: [$(<<$V4 as Updater<u32>>::Config as EngineConfig>::LAYOUTS,)?
                               $(<<$V6 as Updater<u128>>::Config as EngineConfig>::LAYOUTS,)?][0],
+                    more_layouts: [$(<<$V4 as Updater<u32>>::Config as EngineConfig>::MORE_LAYOUTS,)?
+                                   $(<<$V6 as Updater<u128>>::Config as EngineConfig>::MORE_LAYOUTS,)?][0],
+                    vector_paths: [$(<<$V4 as Updater<u32>>::Config as EngineConfig>::VECTOR_PATHS,)?
+                                   $(<<$V6 as Updater<u128>>::Config as EngineConfig>::VECTOR_PATHS,)?][0],
                 },
             )*
         ];
