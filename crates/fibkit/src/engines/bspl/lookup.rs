@@ -97,7 +97,7 @@ const PIPELINE_MIN: usize = 4 * GROUP;
 /// one or two probes) the pipeline ran 1.0-1.3x faster than the chunks on
 /// random keys; with four, level on IPv4 and 1.05x (random) to 3.4x
 /// (announced keys) slower on IPv6; with IPv6's six and ten, 1.2-1.5x
-/// slower (docs/BENCHMARKS.md, "`bspl` pipelines only short searches").
+/// slower (docs/bench/bspl.md, "`bspl` pipelines only short searches").
 const PIPELINE_MAX_LEVELS: u8 = 3;
 
 /// A group of the pipelined batch lookup between its passes: where it

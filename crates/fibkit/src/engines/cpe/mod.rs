@@ -67,23 +67,36 @@
 //! of the trie); a batch whose patch passes what a build would cost is
 //! undone and built anew instead (see `leaf`); with packed nodes it is
 //! rebuilt whole.
+//!
+//! Files: the two tries are two variants, each with its snapshot, walk,
+//! build and update in one file (`leaf`, `nopush`), around what they
+//! share: `lookup` (the snapshot of either), `build` (stride choices,
+//! shapes, limits, free nodes), `update` (the updater of either), `image`
+//! (saved snapshots), `tests`; expansion and the stride programs are in
+//! `engines::shared`.
 
+mod build;
 mod image;
 mod leaf;
+mod lookup;
 mod nopush;
+mod update;
 
 /// Controlled prefix expansion, shared with `bspl`.
 pub use crate::engines::shared::expand;
 /// The stride dynamic programs, shared with `bspl`.
 pub use crate::engines::shared::strides;
 
+use build::{limit_text, too_big_why, Strides};
 pub use expand::{expand, Expanded};
 pub use leaf::{LeafTrie, LeafUpdater};
+pub use lookup::CpeTrie;
 pub use nopush::{NopushTrie, NopushUpdater};
 pub use strides::{
     fixed_strides, stride_report, variable_strides, FixedPlan, MemoryModel, StrideReport,
     StrideRow, VariablePlan, MAX_STRIDE,
 };
+pub use update::CpeUpdater;
 
 use std::fmt;
 
@@ -490,277 +503,6 @@ fn parse_strides(spec: &EngineSpec, text: &str) -> Result<Vec<u8>, BuildError> {
     Ok(strides)
 }
 
-/// Stride choices, consumed in depth-first node order by the builders.
-pub(crate) enum Strides {
-    /// One stride per level.
-    Fixed(Vec<u8>),
-    /// `(stride, packed)` per node, depth-first.
-    Variable(std::vec::IntoIter<(u8, bool)>),
-}
-
-impl Strides {
-    /// The next node's `(stride, packed)`, at `level` (0 = root).
-    fn next(&mut self, level: usize, engine: &CpeConfig) -> Result<(u8, bool), BuildError> {
-        let choice = match self {
-            Strides::Fixed(strides) => strides.get(level).map(|&s| (s, false)),
-            Strides::Variable(nodes) => nodes.next(),
-        };
-        choice.ok_or_else(|| BuildError::Limit {
-            engine: engine.to_string(),
-            why: format!(
-                "the stride plan has no node for level {level} (a bug: plan and table disagree)"
-            ),
-        })
-    }
-}
-
-/// What updates need of the layout: the stride of the nodes they add and
-/// the entry limit.
-#[derive(Clone, Debug)]
-pub(crate) struct Shape {
-    /// The spec, named in limit errors.
-    config: CpeConfig,
-    /// Largest stride of a node an update adds.
-    cap: u32,
-    /// Per level, the stride of a fixed-stride trie.
-    fixed: Option<Vec<u8>>,
-    /// Most entries of the node array.
-    max_entries: usize,
-}
-
-impl Shape {
-    fn new(config: &CpeConfig, strides: &Strides) -> Self {
-        Shape {
-            config: config.clone(),
-            cap: config.cap() as u32,
-            fixed: match strides {
-                Strides::Fixed(strides) => Some(strides.clone()),
-                Strides::Variable(_) => None,
-            },
-            max_entries: config.max_entries(),
-        }
-    }
-
-    /// The stride of a node an update adds at `level` (0 = root) below bit
-    /// `depth` of an address of `width` bits (`depth < width`): its level's
-    /// stride in a fixed-stride trie, else [`NEW_NODE_STRIDE`], at most the
-    /// cap and the bits left.
-    fn new_node_stride(&self, level: u32, depth: u32, width: u32) -> u32 {
-        let planned = self
-            .fixed
-            .as_ref()
-            .and_then(|strides| strides.get(level as usize));
-        let stride = planned.map_or(NEW_NODE_STRIDE.min(self.cap), |&s| s as u32);
-        stride.min(width - depth)
-    }
-
-    /// Fails unless `entries` entries fit the limit.
-    fn check_entries(&self, entries: usize) -> Result<(), BuildError> {
-        if entries > self.max_entries {
-            return Err(too_big(&self.config, entries as u64));
-        }
-        Ok(())
-    }
-}
-
-/// The error of a builder that reached the limit: the strides were given,
-/// or the program could not see the size (packed nodes), so no layout is
-/// planned here; an engine without the limit is named instead.
-fn too_big(config: &CpeConfig, entries: u64) -> BuildError {
-    BuildError::Limit {
-        engine: config.to_string(),
-        why: format!(
-            "{}; `lctrie` has no such limit",
-            too_big_why(config, entries)
-        ),
-    }
-}
-
-/// Why a trie of `entries` entries cannot be built under `config`.
-/// The entry limit as the errors write it: a power of two as `2^k`.
-fn limit_text(config: &CpeConfig) -> String {
-    if config.max_entries().is_power_of_two() {
-        format!("2^{}", config.max_entries().trailing_zeros())
-    } else {
-        config.max_entries().to_string()
-    }
-}
-
-fn too_big_why(config: &CpeConfig, entries: u64) -> String {
-    let limit = limit_text(config);
-    let remedy = if config.strides.is_some() {
-        "give more, narrower strides"
-    } else {
-        "use more levels or a smaller cap"
-    };
-    let advice = if config.max_entries() < MAX_ENTRIES {
-        format!("raise max-entries, or {remedy}")
-    } else {
-        format!("26-bit node indices address no more; {remedy}")
-    };
-    format!("the trie needs {entries} entries, more than its limit of {limit} ({advice})")
-}
-
-/// Free nodes by stride, for updates to reuse, with what an update in
-/// progress took and gave back so that a failed update can be undone.
-/// Nodes freed by an update become reusable only once it commits: until
-/// then they still hold the entries a rollback restores.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct FreeNodes {
-    by_stride: Vec<Vec<u32>>,
-    /// `(stride, base)` taken by the update in progress.
-    taken: Vec<(u32, u32)>,
-    /// `(stride, base)` freed by the update in progress.
-    freed: Vec<(u32, u32)>,
-}
-
-impl FreeNodes {
-    fn new(width: u8) -> Self {
-        FreeNodes {
-            by_stride: vec![Vec::new(); width as usize + 1],
-            ..FreeNodes::default()
-        }
-    }
-
-    /// A free node of `stride` bits, if one was free before this update.
-    fn take(&mut self, stride: u32) -> Option<u32> {
-        let base = self.by_stride[stride as usize].pop()?;
-        self.taken.push((stride, base));
-        Some(base)
-    }
-
-    /// Frees the node of `stride` bits at `base` when the update commits.
-    fn give(&mut self, stride: u32, base: u32) {
-        self.freed.push((stride, base));
-    }
-
-    /// The update succeeded: its freed nodes become reusable.
-    fn commit(&mut self) {
-        self.taken.clear();
-        for (stride, base) in self.freed.drain(..) {
-            self.by_stride[stride as usize].push(base);
-        }
-    }
-
-    /// The update failed: the nodes it took are free again, the ones it
-    /// freed are in use again.
-    fn rollback(&mut self) {
-        self.freed.clear();
-        for (stride, base) in self.taken.drain(..).rev() {
-            self.by_stride[stride as usize].push(base);
-        }
-    }
-
-    /// Free nodes.
-    fn len(&self) -> usize {
-        self.by_stride.iter().map(Vec::len).sum()
-    }
-}
-
-/// The table but its default route, sorted by address then length, with
-/// label indices from `labels`; the default route goes to `labels`' slot 0,
-/// what entries of no prefix (index 0) name.
-fn labelled_prefixes<A: Addr>(
-    rib: &Rib<A>,
-    labels: &mut LabelIndex,
-) -> Result<Vec<(A, u8, u32)>, BuildError> {
-    let mut prefixes = Vec::with_capacity(rib.len());
-    for (prefix, label) in rib.iter().filter(|(prefix, _)| prefix.plen() > 0) {
-        prefixes.push((prefix.addr(), prefix.plen(), labels.index(Some(label))?));
-    }
-    prefixes.sort_unstable_by_key(|&(addr, plen, _)| (addr, plen));
-    labels.set_default(rib.default_route());
-    Ok(prefixes)
-}
-
-/// Index just past the run of `prefixes[from..hi]` in the same block as
-/// `prefixes[from]` at depth `depth + stride`.
-fn group_end<A: Addr>(
-    prefixes: &[(A, u8, u32)],
-    from: usize,
-    hi: usize,
-    depth: u32,
-    stride: u32,
-) -> usize {
-    let index = prefixes[from].0.bits(depth, stride);
-    from + 1 + prefixes[from + 1..hi].partition_point(|p| p.0.bits(depth, stride) == index)
-}
-
-/// The `cpe` lookup snapshot: either trie, as the spec chose.
-pub enum CpeTrie<A, S: Storage = Owned> {
-    /// Leaf-pushed (optionally packed).
-    Leaf(LeafTrie<A, S>),
-    /// Not leaf-pushed (`nopush`).
-    Nopush(NopushTrie<A, S>),
-}
-
-impl<A, S: Storage> Clone for CpeTrie<A, S> {
-    fn clone(&self) -> Self {
-        match self {
-            CpeTrie::Leaf(trie) => CpeTrie::Leaf(trie.clone()),
-            CpeTrie::Nopush(trie) => CpeTrie::Nopush(trie.clone()),
-        }
-    }
-
-    fn clone_from(&mut self, source: &Self) {
-        match (self, source) {
-            (CpeTrie::Leaf(trie), CpeTrie::Leaf(source)) => trie.clone_from(source),
-            (CpeTrie::Nopush(trie), CpeTrie::Nopush(source)) => trie.clone_from(source),
-            (this, source) => *this = source.clone(),
-        }
-    }
-}
-
-// PERF: one `match` per slice, not per key, for the slice methods; the
-// per-key `lookup` matches on a value that never changes, which the branch
-// predictor learns.
-impl<A: Addr, S: Storage> Lookup<A> for CpeTrie<A, S> {
-    #[inline(always)]
-    fn lookup(&self, addr: A) -> Option<Label> {
-        match self {
-            CpeTrie::Leaf(trie) => trie.lookup(addr),
-            CpeTrie::Nopush(trie) => trie.lookup(addr),
-        }
-    }
-
-    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        match self {
-            CpeTrie::Leaf(trie) => trie.lookup_batch(addrs, out),
-            CpeTrie::Nopush(trie) => trie.lookup_batch(addrs, out),
-        }
-    }
-
-    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        match self {
-            CpeTrie::Leaf(trie) => trie.lookup_each(addrs, out),
-            CpeTrie::Nopush(trie) => trie.lookup_each(addrs, out),
-        }
-    }
-
-    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
-        match self {
-            CpeTrie::Leaf(trie) => trie.lookup_chained(addrs, out, seed),
-            CpeTrie::Nopush(trie) => trie.lookup_chained(addrs, out, seed),
-        }
-    }
-
-    fn memory_bytes(&self) -> usize {
-        match self {
-            CpeTrie::Leaf(trie) => trie.memory_bytes(),
-            CpeTrie::Nopush(trie) => trie.memory_bytes(),
-        }
-    }
-}
-
-/// The `cpe` build state: the updater of the trie the spec chose.
-#[derive(Clone, Debug)]
-pub enum CpeUpdater<A> {
-    /// Leaf-pushed (optionally packed).
-    Leaf(LeafUpdater<A>),
-    /// Not leaf-pushed (`nopush`).
-    Nopush(NopushUpdater<A>),
-}
-
 /// What a `cpe` trie looks like.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CpeStats {
@@ -812,187 +554,10 @@ impl EngineStats for CpeStats {
     }
 }
 
-impl<A: Addr> Updater<A> for CpeUpdater<A> {
-    type Config = CpeConfig;
-    type Snapshot = CpeTrie<A>;
-    type Stats = CpeStats;
-
-    fn build(config: &CpeConfig, rib: &Rib<A>) -> Result<(Self, CpeTrie<A>), BuildError> {
-        let strides = config.plan(rib)?;
-        Ok(if config.nopush {
-            let (updater, trie) = NopushUpdater::build(config, rib, strides)?;
-            (CpeUpdater::Nopush(updater), CpeTrie::Nopush(trie))
-        } else {
-            let (updater, trie) = LeafUpdater::build(config, rib, strides)?;
-            (CpeUpdater::Leaf(updater), CpeTrie::Leaf(trie))
-        })
-    }
-
-    fn config(&self) -> CpeConfig {
-        match self {
-            CpeUpdater::Leaf(updater) => updater.shape.config.clone(),
-            CpeUpdater::Nopush(updater) => updater.shape.config.clone(),
-        }
-    }
-
-    fn patches(&self) -> bool {
-        match self {
-            CpeUpdater::Leaf(updater) => updater.patches(),
-            CpeUpdater::Nopush(_) => true,
-        }
-    }
-
-    fn update(
-        &mut self,
-        snapshot: &mut CpeTrie<A>,
-        rib: &Rib<A>,
-        changed: &[Prefix<A>],
-    ) -> Result<(), BuildError> {
-        match (&mut *self, &mut *snapshot) {
-            (CpeUpdater::Leaf(updater), CpeTrie::Leaf(trie)) => {
-                if updater.update(trie, rib, changed, true)? {
-                    return Ok(());
-                }
-                // Patching would cost more than a build: build anew, or, if
-                // the table does not fit a fresh layout, patch after all
-                // (the patch was rolled back, so the trie is intact).
-                match Self::build(&updater.shape.config, rib) {
-                    Ok(built) => {
-                        (*self, *snapshot) = built;
-                        Ok(())
-                    }
-                    Err(_) => updater.update(trie, rib, changed, false).map(drop),
-                }
-            }
-            (CpeUpdater::Nopush(updater), CpeTrie::Nopush(trie)) => {
-                updater.update(trie, rib, changed)
-            }
-            // Not a snapshot this updater built: ask for a rebuild.
-            (updater, _) => Err(BuildError::UpdateUnsupported {
-                engine: updater.config().to_string(),
-            }),
-        }
-    }
-
-    fn stats(&self, snapshot: &CpeTrie<A>) -> CpeStats {
-        match (self, snapshot) {
-            (CpeUpdater::Leaf(updater), CpeTrie::Leaf(trie)) => updater.stats(trie),
-            (CpeUpdater::Nopush(updater), CpeTrie::Nopush(trie)) => updater.stats(trie),
-            _ => CpeStats::default(),
-        }
-    }
-}
-
 /// Bytes of a results table of `len` slots.
 fn results_bytes(len: usize) -> usize {
     len * std::mem::size_of::<LabelSlot>()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pointer_words_round_trip() {
-        for (stride, base) in [(0, 0), (1, 5), (24, BASE_MASK), (8, 1 << 20)] {
-            let ptr = child_ptr(stride, base);
-            assert!(is_child(ptr));
-            assert_eq!(child_stride(ptr), stride);
-            assert_eq!(child_base(ptr), base as usize);
-        }
-        assert!(!is_child(MAX_LABELS as u32));
-        assert!(!is_child(0));
-    }
-
-    #[test]
-    fn configs_print_canonically() {
-        for (text, canonical) in [
-            ("cpe", "cpe"),
-            ("cpe:levels=3", "cpe:levels=3"),
-            ("cpe:nopush,levels=3", "cpe:levels=3,nopush"),
-            ("cpe:levels=3,nopush,cap=17", "cpe:levels=3,nopush"),
-            ("cpe:levels=3,cap=24", "cpe:levels=3"),
-            ("cpe:levels=3,nopush,cap=24", "cpe:levels=3,nopush,cap=24"),
-            ("cpe:packed,cap=8,levels=2", "cpe:levels=2,packed,cap=8"),
-            ("cpe:strides=16+8+8,nopush", "cpe:strides=16+8+8,nopush"),
-            ("cpe:fixed=true,levels=4", "cpe:levels=4,fixed"),
-            (
-                "cpe:max-entries=4096,levels=2",
-                "cpe:levels=2,max-entries=4096",
-            ),
-            ("cpe:max-entries=67108864", "cpe"),
-            ("cpe:level-cost=64,levels=9", "cpe:levels=9,level-cost=64"),
-            ("cpe:level-cost=0", "cpe:level-cost=0"),
-        ] {
-            let config = CpeConfig::parse(text).unwrap();
-            assert_eq!(config.to_string(), canonical, "{text}");
-            assert_eq!(CpeConfig::parse(canonical).unwrap(), config);
-        }
-        assert_eq!(CpeConfig::parse("cpe").unwrap().levels::<u32>(), 4);
-        assert_eq!(CpeConfig::parse("cpe").unwrap().levels::<u128>(), 12);
-        let config = CpeConfig::parse("cpe:strides=16+8+8").unwrap();
-        assert_eq!((config.levels::<u32>(), config.cap()), (3, 24));
-        assert_eq!(CpeConfig::parse("cpe:nopush").unwrap().cap(), 17);
-        let config = CpeConfig::parse("cpe").unwrap();
-        assert_eq!(config.level_cost::<u32>(), DEFAULT_LEVEL_COST[0]);
-        assert_eq!(config.level_cost::<u128>(), DEFAULT_LEVEL_COST[1]);
-        let config = CpeConfig::parse("cpe:level-cost=7").unwrap();
-        assert_eq!(
-            (config.level_cost::<u32>(), config.level_cost::<u128>()),
-            (7, 7)
-        );
-    }
-
-    #[test]
-    fn bad_specs_say_why() {
-        for (text, why) in [
-            ("cpe:strides", "needs a value"),
-            ("cpe:strides=16+x", "not a list"),
-            ("cpe:strides=0+32", "1..=24"),
-            ("cpe:levels=0", "levels=0"),
-            ("cpe:cap=25", "cap=25"),
-            ("cpe:max-entries=0", "max-entries=0"),
-            ("cpe:max-entries=67108865", "max-entries=67108865"),
-            ("cpe:levels=3,nopush,packed", "packed nodes are built"),
-            ("cpe:levels=3,strides=16+16", "takes no"),
-            ("cpe:k=3", "unknown parameter `k`"),
-            (
-                "cpe:levels=4,fixed,level-cost=8",
-                "`fixed` strides take none",
-            ),
-            ("cpe:strides=16+16,level-cost=8", "takes no"),
-            ("cpe:level-cost=2000000", "level-cost=2000000"),
-        ] {
-            let err = CpeConfig::parse(text).unwrap_err().to_string();
-            assert!(err.contains(why), "{text}: {err}");
-        }
-    }
-
-    #[test]
-    fn new_nodes_keep_the_layout() {
-        let shape =
-            |text: &str, strides: Strides| Shape::new(&CpeConfig::parse(text).unwrap(), &strides);
-        let variable = || Strides::Variable(Vec::new().into_iter());
-        let four = shape("cpe:levels=4", variable());
-        assert_eq!(four.new_node_stride(2, 16, 32), 8);
-        assert_eq!(four.new_node_stride(7, 28, 32), 4);
-        assert_eq!(
-            shape("cpe:levels=2,cap=6", variable()).new_node_stride(1, 6, 32),
-            6
-        );
-        // A fixed-stride trie adds nodes of its level's stride while it has
-        // levels, then nodes of the default stride.
-        let fixed = shape("cpe:levels=3,fixed", Strides::Fixed(vec![16, 4, 4]));
-        assert_eq!(fixed.new_node_stride(1, 16, 32), 4);
-        assert_eq!(fixed.new_node_stride(3, 24, 32), 8);
-        // The entry limit.
-        let small = shape("cpe:max-entries=100", variable());
-        assert!(small.check_entries(100).is_ok());
-        let err = small.check_entries(101).unwrap_err().to_string();
-        assert!(
-            err.contains("101 entries") && err.contains("limit of 100"),
-            "{err}"
-        );
-        assert!(err.contains("raise max-entries"), "{err}");
-    }
-}
+mod tests;

@@ -6,9 +6,9 @@
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
+use super::build::{group_end, labelled_prefixes, too_big, FreeNodes, Shape, Strides};
 use super::{
-    child_base, child_ptr, child_stride, group_end, is_child, labelled_prefixes, results_bytes,
-    too_big, CpeConfig, CpeStats, FreeNodes, Shape, Strides, MAX_LABELS,
+    child_base, child_ptr, child_stride, is_child, results_bytes, CpeConfig, CpeStats, MAX_LABELS,
 };
 use crate::addr::Addr;
 use crate::engine::{BuildError, Lookup};

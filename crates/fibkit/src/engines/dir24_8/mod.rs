@@ -29,6 +29,12 @@
 //! become unnecessary go to a free list.
 //! The snapshot ([`Dir24_8`]) holds the three arrays; the updater
 //! ([`Dir24_8Updater`]) the label index and the free groups.
+//!
+//! Files: the snapshot, its lookup, the build and the updater stay in this
+//! file (about a hundred lines each, and the build is the update of every
+//! block); `image` (saved snapshots) and `tests` are beside it.
+
+mod image;
 
 use std::fmt;
 
@@ -385,51 +391,6 @@ impl Dir24_8Updater {
         Ok(())
     }
 }
-
-impl Dir24_8 {
-    /// The arrays to save in an image.
-    pub fn image_sections(&self) -> Vec<crate::image::SectionData<'_>> {
-        use crate::image::SectionData;
-        vec![
-            SectionData::new("tbl24", &self.tbl24),
-            SectionData::new("tbl8", &self.tbl8),
-            SectionData::results(&self.results),
-        ]
-    }
-}
-
-impl Dir24_8<crate::image::Mapped> {
-    /// The snapshot saved in `image`, read in place, after checking every
-    /// invariant the lookup relies on: the direct table's size, whole
-    /// groups, and every group number and result index in bounds.
-    pub fn from_image(image: &crate::image::Image) -> Result<Self, crate::image::ImageError> {
-        let snapshot = Self {
-            tbl24: image.array::<u32>("tbl24")?,
-            tbl8: image.array::<u32>("tbl8")?,
-            results: image.results()?,
-        };
-        image.checked(snapshot, |snapshot| {
-            if snapshot.tbl24.len() != BLOCKS || !snapshot.tbl8.len().is_multiple_of(GROUP_SIZE) {
-                return Err("the tables have the wrong sizes".into());
-            }
-            let (groups, results) = (snapshot.tbl8.len() / GROUP_SIZE, snapshot.results.len());
-            let bad_entry = |&entry: &u32| {
-                if is_group(entry) {
-                    group_of(entry) >= groups
-                } else {
-                    entry as usize >= results
-                }
-            };
-            if snapshot.tbl24.iter().any(bad_entry)
-                || snapshot.tbl8.iter().any(|&index| index as usize >= results)
-            {
-                return Err("an entry points outside its table".into());
-            }
-            Ok(())
-        })
-    }
-}
-
 /// How many groups a table with these (merged) `ranges` needs: one for
 /// each /24 block that a range starts inside of, after its first address.
 fn groups_needed(ranges: &[Range<u32>]) -> usize {
@@ -467,103 +428,5 @@ fn too_many_groups(config: &Dir24_8Config, groups: usize) -> BuildError {
         ),
     }
 }
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `count` /32s, one in each of `count` consecutive /24 blocks from 10/8.
-    fn scattered_host_routes(count: u32) -> Rib<u32> {
-        Rib::from_pairs((0..count).map(|i| (Prefix::new_masked(0x0a00_0001 + (i << 8), 32), 1)))
-    }
-
-    #[test]
-    fn groups_are_counted_from_the_ranges_before_building() {
-        let rib = scattered_host_routes(300);
-        assert_eq!(groups_needed(&rib.ranges()), 300);
-        let config = Dir24_8Config { max_groups: 300 };
-        let (updater, snapshot) = Dir24_8Updater::build(&config, &rib).unwrap();
-        assert_eq!(updater.stats(&snapshot).groups_in_use, 300);
-        assert_eq!(snapshot.tbl8.capacity(), 300 * GROUP_SIZE);
-        let tight = Dir24_8Config { max_groups: 299 };
-        let error = Dir24_8Updater::build(&tight, &rib)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(error.contains("it needs 300 groups"), "{error}");
-        assert!(error.contains("`dir24-8:max-groups=300`"), "{error}");
-    }
-
-    #[test]
-    fn an_update_past_the_group_limit_is_an_error() {
-        let config = Dir24_8Config { max_groups: 2 };
-        let rib = scattered_host_routes(2);
-        let (mut updater, mut snapshot) = Dir24_8Updater::build(&config, &rib).unwrap();
-        let mut grown = rib.clone();
-        let extra = Prefix::new_masked(0x0b00_0001, 32);
-        grown.insert(extra, 2);
-        let error = updater.update(&mut snapshot, &grown, &[extra]).unwrap_err();
-        assert!(matches!(error, BuildError::Limit { .. }), "{error}");
-    }
-
-    /// Every index the tables hold stays inside its table, after a build
-    /// and after an update that failed half-way through (new labels
-    /// written, then the group limit hit): the invariants of the unchecked
-    /// lookup, which then agrees with its checked twin on every block.
-    #[test]
-    fn indices_stay_in_bounds_after_a_failed_update() {
-        let config = Dir24_8Config { max_groups: 2 };
-        let rib = scattered_host_routes(2);
-        let (mut updater, mut snapshot) = Dir24_8Updater::build(&config, &rib).unwrap();
-        let mut grown = rib.clone();
-        // A new label for a whole /24 (written first), then a host route
-        // that needs a third group.
-        let new_label = Prefix::new_masked(0x0a00_0500, 24);
-        let extra = Prefix::new_masked(0x0b00_0001, 32);
-        grown.insert(new_label, 7);
-        grown.insert(extra, 8);
-        assert!(updater
-            .update(&mut snapshot, &grown, &[new_label, extra])
-            .is_err());
-        let (groups, results) = (snapshot.tbl8.len() / GROUP_SIZE, snapshot.results.len());
-        for &entry in snapshot.tbl24.iter() {
-            if is_group(entry) {
-                assert!(group_of(entry) < groups);
-            } else {
-                assert!((entry as usize) < results, "{entry} of {results}");
-            }
-        }
-        assert!(snapshot
-            .tbl8
-            .iter()
-            .all(|&index| (index as usize) < results));
-        for block in 0..BLOCKS as u32 {
-            for addr in [block << 8, block << 8 | 1, block << 8 | 0xff] {
-                assert_eq!(snapshot.lookup(addr), snapshot.lookup_checked(addr));
-            }
-        }
-    }
-
-    #[test]
-    fn the_default_route_is_one_results_slot() {
-        let mut rib = scattered_host_routes(3);
-        rib.insert(Prefix::new_masked(0x0a00_0000, 8), 2);
-        crate::engines::shared::testing::assert_default_route_is_one_slot::<u32, Dir24_8Updater, _>(
-            &Dir24_8Config::default(),
-            &rib,
-            |snapshot| (snapshot.tbl24.clone(), snapshot.tbl8.clone()),
-        );
-    }
-
-    #[test]
-    fn the_spec_reads_and_prints_the_group_limit() {
-        let parse = |text: &str| Dir24_8Config::parse(text).map(|c| c.to_string());
-        assert_eq!(parse("dir24-8").unwrap(), "dir24-8");
-        assert_eq!(parse("dir24-8:max-groups=1048576").unwrap(), "dir24-8");
-        assert_eq!(
-            parse("dir24_8:max-groups=7").unwrap(),
-            "dir24-8:max-groups=7"
-        );
-        assert!(parse("dir24-8:max-groups=16777217").is_err());
-    }
-}
+mod tests;

@@ -1,9 +1,12 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use super::lookup::{search, search_window};
 use super::*;
 use crate::engine::Updater;
+use crate::engines::shared::prefetch;
 use crate::labels::word_of;
+use crate::prefix::Label;
 use crate::prefix::Prefix;
 use crate::rib::Rib;
 

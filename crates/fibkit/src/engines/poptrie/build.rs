@@ -190,7 +190,7 @@ impl<A: Addr> PoptrieUpdater<A> {
         // inside announced IPv6 prefixes the batch ran 1.09x faster than
         // breadth first, on random public keys (which mostly end at
         // shallow nodes, whose leaves breadth first kept together) 0.98x
-        // (docs/BENCHMARKS.md, "`poptrie` lays its nodes out depth
+        // (docs/bench/poptrie.md, "`poptrie` lays its nodes out depth
         // first").
         self.fill_pending(spans, entries, pending)?;
         Ok(entry)

@@ -5,6 +5,9 @@
 //! chase each. IPv4 and IPv6. The snapshot is a copy of the reference
 //! table; an update re-applies the changed prefixes to a copy of it, so the
 //! updater holds nothing.
+//!
+//! One file: the snapshot, its lookup and the updater are a few lines each
+//! around the reference trie, which does the work.
 
 use std::fmt;
 use std::marker::PhantomData;
