@@ -23,7 +23,8 @@ fi
 # and the C test programs link libfibkit.a.
 cargo build --release -p fibkit-c -p fibkit-cli
 # The core without optional features (no loaders' compression or MRT, no
-# benchmark harness), as an embedder builds it, so the feature gates do not rot.
+# synthetic generators), as an embedder builds it, so the feature gates do
+# not rot.
 cargo build --release -p fibkit --no-default-features
 cargo test --release --workspace
 

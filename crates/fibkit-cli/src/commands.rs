@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use fibkit::bench;
 use fibkit::load::{
     self, FamilyPart, Format, LineReader, LoadOptions, LoadedTable, LoadedUpdates, NextHopTable,
 };
@@ -15,6 +14,7 @@ use fibkit::prefix::excerpt;
 use fibkit::{
     Addr, BuildError, Change, EngineFamily, EngineStats, Family, Fib, Lookup, Rib, Updater,
 };
+use fibkit_bench as bench;
 
 use crate::family::for_family;
 use crate::specs::FamilySpecs;
