@@ -23,9 +23,22 @@ fi
 # and the C test programs link libfibkit.a.
 cargo build --release -p fibkit-c -p fibkit-cli
 # The core without optional features (no loaders' compression or MRT, no
-# benchmark harness), as an embedder builds it, so the feature gates do not rot.
+# synthetic generators), as an embedder builds it, so the feature gates do
+# not rot.
 cargo build --release -p fibkit --no-default-features
 cargo test --release --workspace
+
+# The library's examples are what an embedder copies first: each must run
+# (on the real table; each takes a few seconds at most).
+for example in crates/fibkit/examples/*.rs; do
+    name=$(basename "$example" .rs)
+    case "$name" in
+        dual_stack) tables=("$data/dfz-v4-nh.txt.gz" "$data/dfz-v6-nh.txt.gz") ;;
+        *) tables=("$data/dfz-v4-nh.txt.gz") ;;
+    esac
+    echo "test.sh: example $name" >&2
+    cargo run --release --quiet -p fibkit --example "$name" -- "${tables[@]}"
+done
 
 # Without build isolation pip uses the maturin installed here, so no
 # download is needed; with it pip fetches maturin into a fresh environment.

@@ -33,9 +33,9 @@ use std::ffi::{c_int, CString};
 use std::hint::black_box;
 
 use common::{load_average, median, rate};
-use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{AnyFib, Label, Lookup};
+use fibkit_bench::{generate_keys, Pattern};
 
 type Bulk = unsafe extern "C" fn(*const c_api::fibkit_fib, *const u32, *mut u64, usize) -> c_int;
 type ReaderBulk =

@@ -20,9 +20,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use fibkit::bench::{Measurement, Mode};
 use fibkit::engines::dxr::DxrConfig as Layout;
 use fibkit::EngineConfig;
+use fibkit_bench::{Measurement, Mode};
 use plotters::coord::ranged1d::{
     AsRangedCoord, DefaultFormatting, KeyPointHint, KeyPointWeight, Ranged, ValueFormatter,
 };
@@ -734,7 +734,7 @@ fn dxr_versus_k(
 
 /// The timeline of `fibkit replay`: reader throughput (top) and changes
 /// published (bottom) per step, over the replay's seconds.
-pub fn replay_timeline(path: &Path, report: &fibkit::replay::ReplayReport) -> Result<()> {
+pub fn replay_timeline(path: &Path, report: &fibkit_bench::replay::ReplayReport) -> Result<()> {
     let steps = &report.timeline;
     let idle = report.idle_reader_mlps;
     let idle_text = format!("idle ({idle:.1})");

@@ -19,12 +19,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Cargo features (all on by default): `loaders` (compressed inputs and the
-//! MRT loaders: flate2, bzip2, bgpkit-parser), `bench` (the [`bench`]
-//! method, [`replay`], the synthetic generators of [`trace`]: rand,
-//! core_affinity), `ipnet` (conversions to the `ipnet` crate's prefixes).
-//! Without them the crate builds the engines, the reference table, the
-//! [`Fib`] handle, saved images and the text loaders.
+//! Cargo features: `loaders` (on by default: compressed inputs and the MRT
+//! loaders: flate2, bzip2, bgpkit-parser), `ipnet` (on by default:
+//! conversions to the `ipnet` crate's prefixes), `bench` (off by default:
+//! the seeded synthetic generators of [`trace`], rand). Without them the
+//! crate builds the engines, the reference table, the [`Fib`] handle,
+//! saved images, trace files and the text loaders. The benchmark method
+//! and the replay driver behind `fibkit bench` and `fibkit replay` are the
+//! unpublished `fibkit-bench` crate's.
 //!
 //! Addresses convert from `std::net` (`u32::from(Ipv4Addr)`,
 //! `u128::from(Ipv6Addr)`), prefixes from `(Ipv4Addr, plen)` pairs and,
@@ -55,8 +57,6 @@
 
 pub mod addr;
 pub mod any;
-#[cfg(feature = "bench")]
-pub mod bench;
 pub mod choice;
 pub mod cpu;
 pub mod engine;
@@ -69,8 +69,6 @@ pub mod load;
 pub mod model;
 pub mod prefix;
 pub mod registry;
-#[cfg(feature = "bench")]
-pub mod replay;
 pub mod rib;
 pub mod spec;
 pub mod storage;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use fibkit::bench::Ratio;
+use fibkit_bench::Ratio;
 
 use crate::files::Timing;
 

@@ -135,7 +135,7 @@ impl Timing {
     pub fn summary(&self) -> (f64, f64, f64) {
         let runs = &self.runs_mlps;
         (
-            fibkit::bench::median(runs),
+            fibkit_bench::median(runs),
             runs.iter().copied().fold(f64::INFINITY, f64::min),
             runs.iter().copied().fold(0.0, f64::max),
         )

@@ -2,13 +2,13 @@
 //!
 //! - `prep`: loads a table with fibkit's loader, writes it back as plain
 //!   `prefix label` text for the C and Go harnesses, generates the keys with
-//!   `fibkit::bench::generate_keys` and stores the reference results (fibkit's
+//!   `fibkit_bench::generate_keys` and stores the reference results (fibkit's
 //!   `radix`, the reference trie).
 //! - `serve`: the harness of fibkit's engines (in the modes of `fibkit
 //!   bench`: plain, key, reader, batch, burstN), the ceiling and the Rust
 //!   peer crates `prefix-trie` and `ip_network_table-deps-treebitmap`: builds
 //!   them, then runs one configuration at a time as the rounds driver asks
-//!   (`rounds.rs`), by the method of `fibkit::bench` (keys precomputed,
+//!   (`rounds.rs`), by the method of `fibkit_bench` (keys precomputed,
 //!   results stored, runs of at least `--min-seconds`).
 //! - `rounds`: starts every harness (this one, DPDK's, bart's) and runs
 //!   round 1 of all their configurations, then round 2, ...; writes each
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fibkit::bench::{generate_keys, parse_modes, timed_passes, BenchEngine, Mode, Pattern};
+use fibkit_bench::{generate_keys, parse_modes, timed_passes, BenchEngine, Mode, Pattern};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{build, Addr, BuildError, EngineFamily, Label, Lookup, Rib};
 
@@ -367,7 +367,7 @@ fn shape(mode: Mode) -> String {
 type Chain<K> = Option<fn(K, Label) -> K>;
 
 /// One run of a peer's per-key loop: passes over `keys` until `min` has
-/// elapsed (the loop of `fibkit::bench`), Mlps. With `chain` (`seq` keys)
+/// elapsed (the loop of `fibkit_bench`), Mlps. With `chain` (`seq` keys)
 /// each key is first combined with the label found for the one before (0
 /// at the start of each pass) by `chain(key, label)`.
 fn peer_run<K: Copy>(
@@ -444,10 +444,10 @@ where
             subjects.push(Subject::Engine(index, mode));
         }
     }
-    // The practical per-core limit (fibkit::bench::Ceiling: one load from a
+    // The practical per-core limit (fibkit_bench::Ceiling: one load from a
     // 2^16-entry array per key through the same loop): on a shared machine it
     // shows how much of the core the run had.
-    let ceiling = fibkit::bench::Ceiling::default();
+    let ceiling = fibkit_bench::Ceiling::default();
     offers.push(offer(
         "ceiling".into(),
         "ceiling",
@@ -500,7 +500,7 @@ where
             engines[engine].run(&keys, out, mode, chained, 1, min).mlps
         }
         Subject::Ceiling => {
-            fibkit::bench::run(|| &ceiling, &keys, out, Mode::Plain, chained, 1, min).mlps
+            fibkit_bench::run(|| &ceiling, &keys, out, Mode::Plain, chained, 1, min).mlps
         }
         Subject::PrefixTrie => peer_run(&keys, out, min, chain, |key| {
             map.get_lpm(&(key, full)).map(|(_, label)| *label)
@@ -708,7 +708,7 @@ fn compare_dir(dir: &Path, baselines: &[String]) -> Result<(bool, serde_json::Va
         .map(|row| {
             let timing = &row.timing;
             let (median, min, max) = timing.summary();
-            let ratios: Vec<fibkit::bench::Ratio> = if timing.kind == "fibkit" {
+            let ratios: Vec<fibkit_bench::Ratio> = if timing.kind == "fibkit" {
                 baseline_rows.iter().map(|b| row.ratio(b)).collect()
             } else {
                 Vec::new()

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use fibkit::bench::{self, BenchEngine, Measurement, Mode, Pattern, Ratio, Settings};
 use fibkit::load::FamilyPart;
 use fibkit::{EngineFamily, Lookup, Rib};
+use fibkit_bench::{self as bench, BenchEngine, Measurement, Mode, Pattern, Ratio, Settings};
 
 use crate::args::parse_address_count;
 use crate::family::for_family;

@@ -7,9 +7,9 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::Args;
 
-use fibkit::bench;
 use fibkit::load::FamilyPart;
 use fibkit::{Addr, Lookup, Rib, Updater};
+use fibkit_bench as bench;
 
 use crate::args::parse_levels;
 use crate::family::for_family;

@@ -10,10 +10,10 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{self, FamilyPart, Format, LoadedTable};
-use fibkit::replay::{replay, spread_over_seconds, ReplayOptions, ReplayReport, Speed};
 use fibkit::{EngineFamily, Fib};
+use fibkit_bench::replay::{replay, spread_over_seconds, ReplayOptions, ReplayReport, Speed};
+use fibkit_bench::{generate_keys, Pattern};
 
 use crate::args::parse_address_count;
 use crate::family::for_family;
@@ -62,7 +62,7 @@ pub struct ReplayArgs {
     coalesce_ms: f64,
     /// The largest batch: the writer takes every change already due, up to
     /// this many (it matters when changes are backed up, as at `--speed max`).
-    #[arg(long, default_value_t = fibkit::replay::DEFAULT_MAX_BATCH)]
+    #[arg(long, default_value_t = fibkit_bench::replay::DEFAULT_MAX_BATCH)]
     max_batch: usize,
     /// Seconds the readers run on the idle table first (their baseline).
     #[arg(long, default_value_t = 1.0)]

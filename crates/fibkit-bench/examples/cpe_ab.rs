@@ -1,12 +1,12 @@
 //! Alternating A/B timing of engines on the same uniform random keys, to
 //! compare them under the same (noisy) machine load:
-//! `cargo run --release -p fibkit --example cpe_ab -- TABLE SPEC...`
+//! `cargo run --release -p fibkit-bench --example cpe_ab -- TABLE SPEC...`
 use std::path::Path;
 use std::time::Instant;
 
-use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{build, Lookup};
+use fibkit_bench::{generate_keys, Pattern};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -3,7 +3,7 @@
 //! "Adversarial update streams, every IPv4 engine").
 //!
 //! ```console
-//! cargo build --release -p fibkit --example adversarial_updates
+//! cargo build --release -p fibkit-bench --example adversarial_updates
 //! target/release/examples/adversarial_updates [--runs N] [--hosts N] TABLE SPEC...
 //! ```
 //!
@@ -20,10 +20,10 @@
 
 use std::time::Instant;
 
-use fibkit::bench::load_average;
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::trace::adversarial_streams_v4;
 use fibkit::{EngineFamily, LocalFib, Rib, Updater};
+use fibkit_bench::load_average;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 

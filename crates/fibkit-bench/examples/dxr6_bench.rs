@@ -22,7 +22,7 @@
 //!   full build.
 //!
 //! ```text
-//! cargo run --release -p fibkit --example dxr6_bench -- [--table FILE] [--keys N]
+//! cargo run --release -p fibkit-bench --example dxr6_bench -- [--table FILE] [--keys N]
 //!     [--rounds R] [--patterns announced,rnd-public] [--modes key,typed,batch,burst32]
 //!     [--replay N] SPEC...
 //! ```
@@ -33,13 +33,13 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use fibkit::bench::thread_cpu_ns as cpu_ns;
-use fibkit::bench::{generate_keys, Pattern};
 use fibkit::engines::btree::{Btree, BtreeConfig, BtreeUpdater};
 use fibkit::engines::dxr6::{Dxr6, Dxr6Config, Dxr6Updater};
 use fibkit::engines::poptrie::{Poptrie, PoptrieConfig, PoptrieUpdater};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{build, EngineConfig, EngineStats, Label, LocalFib, Lookup, Rib, SnapshotV6, Updater};
+use fibkit_bench::thread_cpu_ns as cpu_ns;
+use fibkit_bench::{generate_keys, Pattern};
 
 const MIN_RUN: Duration = Duration::from_millis(500);
 

@@ -5,7 +5,7 @@
 //! configuration measured in interleaved rounds.
 //!
 //! Traffic (seeded): `random` is uniform over the whole address space
-//! (`fibkit::bench` pattern `rnd`), `by prefix address space` and `by
+//! (`fibkit_bench` pattern `rnd`), `by prefix address space` and `by
 //! prefix frequency` are `fibkit trace gen` kinds `by-space` and
 //! `by-count` (a prefix length drawn by its share of the covered space or
 //! of the prefixes, then a prefix of that length, then an address in it).
@@ -16,7 +16,7 @@
 //! with seed 2; the measured traffic uses seed 1).
 //!
 //! ```text
-//! cargo run --release -p fibkit --example bloom_tables -- [--v4 FILE] [--v6 FILE]
+//! cargo run --release -p fibkit-bench --example bloom_tables -- [--v4 FILE] [--v6 FILE]
 //!     [--count N] [--rounds R]
 //! ```
 
@@ -24,12 +24,12 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use fibkit::bench::thread_cpu_ns as cpu_ns;
-use fibkit::bench::{generate_keys, Pattern};
 use fibkit::engines::bloom::{Bloom, BloomConfig, BloomUpdater, LookupCounts};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::trace::{generate, TraceKind};
 use fibkit::{Addr, EngineConfig, Label, Lookup, Rib, Updater};
+use fibkit_bench::thread_cpu_ns as cpu_ns;
+use fibkit_bench::{generate_keys, Pattern};
 
 const MIN_RUN: Duration = Duration::from_millis(300);
 

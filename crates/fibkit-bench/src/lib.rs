@@ -1,3 +1,13 @@
+//! fibkit's lab: the benchmark method behind `fibkit bench`, the replay
+//! driver behind `fibkit replay` ([`replay`]), and the trial programs of
+//! `examples/` (engine benchmarks and A/B comparisons). It is kept apart from
+//! the `fibkit` library so that embedders build neither `rand` nor
+//! `core_affinity`; the seeded synthetic generators it draws keys, tables
+//! and change streams from are fibkit's own, behind its non-default `bench`
+//! feature (`fibkit::trace::generate` and its neighbours).
+//!
+//! # The benchmark method
+//!
 //! The benchmark method of \[Zec19\], section 3.6, run in alternating
 //! rounds.
 //!
@@ -31,13 +41,16 @@
 //! - `key`: one call per key through what the caller holds (a [`Handle`]:
 //!   for `fibkit bench` the registry's snapshot enum, a `match` per call);
 //! - `reader`: one call per key through a [`Reader`] of a live
-//!   [`Fib`](crate::Fib), one atomic load per call;
+//!   [`Fib`](fibkit::Fib), one atomic load per call;
 //! - `batch`: [`Lookup::lookup_batch`] on the whole key array;
 //! - `burstN`: [`Lookup::lookup_batch`] on consecutive slices of N keys, the
 //!   bursts a datapath passes (DPDK's is 32).
 //!
 //! With several threads, each looks up its own slice of the key array, pinned
 //! to its own core when possible; the aggregate rate is reported.
+#![deny(missing_docs)]
+
+pub mod replay;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,13 +59,13 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::addr::Addr;
-use crate::engine::{BuildError, Lookup, Updater};
-use crate::fib::{Published, Reader};
-use crate::prefix::{Label, Prefix};
-use crate::registry::EngineFamily;
-use crate::rib::Rib;
-use crate::trace::KeyError;
+use fibkit::addr::Addr;
+use fibkit::engine::{BuildError, Lookup, Updater};
+use fibkit::fib::{Published, Reader};
+use fibkit::prefix::{Label, Prefix};
+use fibkit::registry::EngineFamily;
+use fibkit::rib::Rib;
+use fibkit::trace::KeyError;
 
 /// A key pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,7 +129,7 @@ pub enum Mode {
     /// for `fibkit bench`, the registry's snapshot enum, whose lookup is a
     /// `match`).
     Key,
-    /// One call per key through a [`Reader`] of a [`Fib`](crate::Fib): one
+    /// One call per key through a [`Reader`] of a [`Fib`](fibkit::Fib): one
     /// atomic load per call, then the snapshot's lookup.
     Reader,
     /// The engine's batch lookup ([`Lookup::lookup_batch`]) on the whole
@@ -272,7 +285,7 @@ pub fn generate_keys<A: Addr>(
             (0..count).map(|i| base[i / 8 + i % 8]).collect()
         }
         Pattern::Trace(path) => {
-            let keys = crate::trace::read_trace::<A>(path)?;
+            let keys = fibkit::trace::read_trace::<A>(path)?;
             if keys.is_empty() {
                 return Err(KeyError::Empty(format!(
                     "{}: no {} address in the trace",
@@ -308,7 +321,7 @@ impl Default for Settings {
 }
 
 /// What a benchmark thread looks up through: a snapshot (`&L` for any
-/// [`Lookup`]), a [`Reader`] of a [`Fib`](crate::Fib), or a peer
+/// [`Lookup`]), a [`Reader`] of a [`Fib`](fibkit::Fib), or a peer
 /// library's table in a harness. Only [`Handle::lookup`] is required; the
 /// loops default to one [`Handle::lookup`] per address.
 pub trait Handle<A: Addr> {
@@ -470,7 +483,7 @@ pub fn timed_passes(min: Duration, mut pass: impl FnMut()) -> (u64, Duration) {
 /// pattern) each lookup depends on the previous result; every pass starts
 /// its chain afresh, so every pass gives the same results.
 ///
-/// The `reader` mode is the `key` loop: give it [`Fib::reader`](crate::Fib::reader)
+/// The `reader` mode is the `key` loop: give it [`Fib::reader`](fibkit::Fib::reader)
 /// as `handle`.
 ///
 /// # Panics
@@ -526,7 +539,7 @@ pub fn run<A: Addr, H: Handle<A>>(
 
 /// An engine built by spec for measurement: its snapshot, which every mode
 /// but `reader` looks up in, and when built for the `reader` mode the live
-/// [`Fib`](crate::Fib) that published it (which keeps its own copy of the
+/// [`Fib`](fibkit::Fib) that published it (which keeps its own copy of the
 /// table).
 pub struct BenchEngine<A: EngineFamily> {
     spec: String,
@@ -536,19 +549,19 @@ pub struct BenchEngine<A: EngineFamily> {
 
 enum Held<A: EngineFamily> {
     Snapshot(A::Snapshot),
-    Fib(crate::Fib<A>, Arc<Published<A::Snapshot>>),
+    Fib(fibkit::Fib<A>, Arc<Published<A::Snapshot>>),
 }
 
 impl<A: EngineFamily> BenchEngine<A> {
     /// Builds `spec` from `rib`, timing the build; with `readers`, as a
-    /// [`Fib`](crate::Fib), so the `reader` mode has a handle to read.
+    /// [`Fib`](fibkit::Fib), so the `reader` mode has a handle to read.
     pub fn build(spec: &str, rib: &Rib<A>, readers: bool) -> Result<Self, BuildError> {
         let config: A::Config = spec.parse()?;
         let spec = config.to_string();
         if readers {
             let rib = rib.clone();
             let start = Instant::now();
-            let fib = crate::LocalFib::<A>::with_config(config, rib)?.into_shared();
+            let fib = fibkit::LocalFib::<A>::with_config(config, rib)?.into_shared();
             let build_seconds = start.elapsed().as_secs_f64();
             let published = fib.snapshot();
             return Ok(BenchEngine {
@@ -841,8 +854,8 @@ mod tests {
             ("10.0.0.0/8".parse().unwrap(), 1),
             ("0.0.0.0/1".parse().unwrap(), 2),
         ]);
-        let radix = crate::build("radix", &rib).unwrap();
-        let dir = crate::build("dir24-8", &rib).unwrap();
+        let radix = fibkit::build("radix", &rib).unwrap();
+        let dir = fibkit::build("dir24-8", &rib).unwrap();
         let keys = generate_keys::<u32>(&Pattern::Rnd, 4096, 3, &rib).unwrap();
         let settings = Settings {
             min_seconds: 0.0,
@@ -967,7 +980,7 @@ mod tests {
         ]);
         let mut keys = generate_keys::<u32>(&Pattern::Rnd, 997, 5, &rib).unwrap();
         keys.extend([0x0a01_0203, 0xc0a8_0101, 0xc0a8_0102, 0xffff_ffff]);
-        let radix = crate::build("radix", &rib).unwrap();
+        let radix = fibkit::build("radix", &rib).unwrap();
         // The reference answers, and the chained ones: each thread chains
         // its own slice of the keys from 0.
         let expected = |chained: bool, threads: usize| -> Vec<Option<Label>> {
@@ -991,8 +1004,8 @@ mod tests {
             Mode::Burst(5000),
         ];
         for spec in ["radix", "dir24-8", "dxr"] {
-            let snapshot = crate::build(spec, &rib).unwrap();
-            let fib = crate::Fib::<u32>::new(spec, rib.clone()).unwrap();
+            let snapshot = fibkit::build(spec, &rib).unwrap();
+            let fib = fibkit::Fib::<u32>::new(spec, rib.clone()).unwrap();
             for threads in [1, 2, 3] {
                 for chained in [false, true] {
                     let want = expected(chained, threads);

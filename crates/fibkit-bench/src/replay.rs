@@ -6,7 +6,7 @@
 //! speed factor) or as fast as it can, coalesces the changes that become
 //! due within an interval into one batch and applies each batch through the
 //! [`Fib`] handle; reader threads look up keys the whole time through their
-//! own [`crate::Reader`]. The report gives the changes applied per second,
+//! own [`fibkit::Reader`]. The report gives the changes applied per second,
 //! the delay from a change being due to its batch being visible to readers
 //! (the *update-to-visible latency*), reader throughput during the churn
 //! against the same readers on the idle table, and a timeline.
@@ -20,11 +20,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use crate::engine::{Lookup, Updater};
-use crate::fib::Fib;
-use crate::prefix::Label;
-use crate::registry::EngineFamily;
-use crate::rib::Change;
+use fibkit::engine::{Lookup, Updater};
+use fibkit::fib::Fib;
+use fibkit::prefix::Label;
+use fibkit::registry::EngineFamily;
+use fibkit::rib::Change;
 
 /// A change and when it is due, in seconds from the start of the stream.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -292,8 +292,8 @@ where
 
 /// A reader's loop: looks up `keys` from `start` round and round, one call
 /// per `burst` keys, until `stop`.
-fn read_until<A: crate::Addr, S: Lookup<A>>(
-    reader: &mut crate::Reader<S>,
+fn read_until<A: fibkit::Addr, S: Lookup<A>>(
+    reader: &mut fibkit::Reader<S>,
     start: &[A],
     keys: &[A],
     burst: usize,
@@ -469,7 +469,7 @@ fn timeline(samples: &[Sample], width: Duration) -> Vec<TimelineStep> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Prefix, Rib};
+    use fibkit::{Prefix, Rib};
 
     #[test]
     fn speeds_parse() {
@@ -529,7 +529,7 @@ mod tests {
         );
         assert!(report.latency.p50_us <= report.latency.p99_us);
         assert_eq!(fib.snapshot().lookup(0x0a00_0500), Some(5));
-        let verified = fib.with_rib(|rib| crate::verify(&*fib.snapshot(), rib, 100, 1));
+        let verified = fib.with_rib(|rib| fibkit::verify(&*fib.snapshot(), rib, 100, 1));
         assert!(verified.ok());
     }
 }

@@ -12,7 +12,7 @@
 //! on every range boundary and on `--random` addresses.
 //!
 //! ```text
-//! cargo run --release -p fibkit --example large_batches -- [--family 4|6]
+//! cargo run --release -p fibkit-bench --example large_batches -- [--family 4|6]
 //!     [--table FILE] [--base N] [--batches N] [--seed N] [--random N] SPEC...
 //! ```
 //!

@@ -2,7 +2,7 @@
 //! for comparisons on a shared, noisy machine:
 //!
 //! ```console
-//! cargo run --release -p fibkit --example bspl_ab -- TABLE [--v6] \
+//! cargo run --release -p fibkit-bench --example bspl_ab -- TABLE [--v6] \
 //!     [--pattern rnd|rnd-public|announced] [--mode plain|batch] \
 //!     [--burst N] [--keys N] [--passes N] [--rounds N] SPEC...
 //! ```
@@ -19,10 +19,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use fibkit::bench::thread_cpu_ns as cpu_ns;
-use fibkit::bench::{generate_keys, Pattern};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{build, EngineFamily, Label, Lookup, Rib};
+use fibkit_bench::thread_cpu_ns as cpu_ns;
+use fibkit_bench::{generate_keys, Pattern};
 
 struct Options {
     table: String,

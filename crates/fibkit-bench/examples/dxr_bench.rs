@@ -21,7 +21,7 @@
 //! - replay of the one-hour LINX update stream (on-CPU time of this thread).
 //!
 //! ```text
-//! cargo run --release -p fibkit --example dxr_bench -- \
+//! cargo run --release -p fibkit-bench --example dxr_bench -- \
 //!     [--throughput] [--bursts] [--short-slices] [--update-bounds] [--rounds N] \
 //!     [--no-structure] [--no-replay] [SPEC...]
 //! ```
@@ -31,10 +31,10 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use fibkit::bench::load_average;
 use fibkit::engines::dxr::{DxrConfig, DxrUpdater};
 use fibkit::load::{load_table, load_updates, LoadOptions};
 use fibkit::{build, Change, EngineConfig, Fib, Label, LocalFib, Lookup, Prefix, Rib, Updater};
+use fibkit_bench::load_average;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

@@ -3,7 +3,7 @@
 //! "Worst update against a full build, every engine").
 //!
 //! ```console
-//! cargo build --release -p fibkit --example update_bounds
+//! cargo build --release -p fibkit-bench --example update_bounds
 //! target/release/examples/update_bounds [--rounds N] [--breakdown] TABLE SPEC...
 //! ```
 //!
@@ -23,10 +23,10 @@
 
 use std::collections::BTreeMap;
 
-use fibkit::bench::load_average;
-use fibkit::bench::thread_cpu_ns;
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{Addr, Change, EngineFamily, LocalFib, Prefix, Rib, Updater};
+use fibkit_bench::load_average;
+use fibkit_bench::thread_cpu_ns;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();

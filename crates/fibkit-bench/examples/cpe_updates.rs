@@ -3,7 +3,7 @@
 //! then the engine's own `update` is timed alone, by kind (insert, delete,
 //! route change). Engines without incremental updates are timed rebuilding.
 //!
-//! `cargo run --release -p fibkit --example cpe_updates -- TABLE UPDATES [SPEC] [REPEATS]`
+//! `cargo run --release -p fibkit-bench --example cpe_updates -- TABLE UPDATES [SPEC] [REPEATS]`
 //! (default spec `cpe:levels=4,nopush`, 5 repeats). Each repeat replays the
 //! whole stream onto a fresh copy of the table. Two views are printed:
 //! `raw`, the median repeat's average and worst; and `min`, each change's

@@ -6,7 +6,7 @@
 //! copies, spares catching up and publications included).
 //!
 //! ```console
-//! cargo build --release -p fibkit --example stream_batches
+//! cargo build --release -p fibkit-bench --example stream_batches
 //! target/release/examples/stream_batches TABLE UPDATES SPEC [change|second] [local|fib]
 //! ```
 //!

@@ -1,192 +1,17 @@
-//! Traffic traces: synthetic generators, the trace file format, and trace
-//! statistics.
+//! Seeded synthetic workloads: traces, tables, route-change streams and
+//! adversarial update streams.
 //!
-//! The generators follow the synthetic traces of \[NZ01\] (performance
-//! modelling) and \[Yeg18\] (Bloom-filter search); [`TraceKind`] lists them. All are
-//! seeded, so a trace is reproducible from its kind, count and seed.
-//!
-//! The generators need the `bench` feature (rand); the file format and the
-//! statistics do not.
-//!
-//! Trace files ([`read_trace`], [`write_binary_trace`]) hold one address
-//! per line as text, or a binary header ([`BINARY_TRACE_MAGIC`]) followed
-//! by big-endian addresses; the benchmark's `trace:FILE` keys and the
-//! Bloom-filter engine's tuning read them.
-//!
-//! [`trace_stats`] summarises a trace against a table as \[NZ01\]'s Table 1
-//! does: the share of traffic per matched prefix and per prefix length, the
-//! most popular prefixes, and the total variation distance between the
-//! first and second half of the trace (how stationary the traffic is).
+//! The trace generators follow the synthetic traces of \[NZ01\] (performance
+//! modelling) and \[Yeg18\] (Bloom-filter search); [`TraceKind`] lists them.
+//! All are seeded, so a trace is reproducible from its kind, count and seed.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-
-#[cfg(feature = "bench")]
 use rand::rngs::SmallRng;
-#[cfg(feature = "bench")]
 use rand::{Rng, SeedableRng};
 
 use crate::addr::Addr;
 use crate::prefix::Prefix;
 use crate::rib::Rib;
-
-/// The most addresses a trace, a benchmark's key array or a set of random
-/// check addresses may hold: 2^28, 16 times the benchmark's default key
-/// array (1 GiB of IPv4 or 4 GiB of IPv6 addresses). A larger count is
-/// refused before anything is allocated: it is a slip of the keyboard, not
-/// a workload.
-pub const MAX_ADDRESSES: usize = 1 << 28;
-
-/// `count`, or an error naming [`MAX_ADDRESSES`] when it is over it.
-pub fn check_address_count(count: usize) -> Result<usize, String> {
-    if count > MAX_ADDRESSES {
-        return Err(format!(
-            "{count} addresses is over the limit of {MAX_ADDRESSES} (2^28)"
-        ));
-    }
-    Ok(count)
-}
-
-/// Why keys could not be generated.
-#[derive(Debug, thiserror::Error)]
-pub enum KeyError {
-    /// The trace file could not be read.
-    #[error("{path}: {error}")]
-    Io {
-        /// The trace file.
-        path: PathBuf,
-        /// The error (in the message, not a `source()`, so that a printed
-        /// chain of causes does not repeat it).
-        error: std::io::Error,
-    },
-    /// A line of the trace is over the length limit or unreadable, or the
-    /// trace holds more than [`crate::trace::MAX_ADDRESSES`] addresses.
-    #[error(transparent)]
-    Load(crate::load::LoadError),
-    /// A line of the trace file is not an address of the family.
-    #[error("{path}:{line}: `{text}` is not an {family} address")]
-    BadAddress {
-        /// The trace file.
-        path: PathBuf,
-        /// Line number from 1.
-        line: u64,
-        /// The offending text.
-        text: String,
-        /// The family expected.
-        family: crate::addr::Family,
-    },
-    /// The trace file holds no address, or the table no prefix for `announced`.
-    #[error("{0}")]
-    Empty(String),
-}
-
-/// The first bytes of a binary trace: magic, format version, then the family
-/// (4 or 6) and two zero bytes; addresses follow as big-endian 4- or 16-byte
-/// integers.
-pub const BINARY_TRACE_MAGIC: &[u8; 5] = b"FKTR\x01";
-
-/// Writes `addrs` as a binary trace (see [`BINARY_TRACE_MAGIC`]).
-pub fn write_binary_trace<A: Addr>(
-    out: &mut dyn std::io::Write,
-    addrs: &[A],
-) -> std::io::Result<()> {
-    let family = if A::BITS == 32 { 4 } else { 6 };
-    out.write_all(BINARY_TRACE_MAGIC)?;
-    out.write_all(&[family, 0, 0])?;
-    let width = A::BITS as usize / 8;
-    for addr in addrs {
-        out.write_all(&addr.to_u128().to_be_bytes()[16 - width..])?;
-    }
-    Ok(())
-}
-
-/// Reads a trace: a binary trace (see [`BINARY_TRACE_MAGIC`]; empty if of
-/// the other family), or text with one address per line, where blank lines, `#`
-/// comments and addresses of the other family are ignored.
-pub fn read_trace<A: Addr>(path: &std::path::Path) -> Result<Vec<A>, KeyError> {
-    use std::io::{BufRead, Read};
-    let io = |error| KeyError::Io {
-        path: path.to_path_buf(),
-        error,
-    };
-    let too_many = || {
-        KeyError::Load(crate::load::LoadError::file(
-            path,
-            format!("more than {} addresses in the trace", MAX_ADDRESSES),
-        ))
-    };
-    let mut input = crate::load::open(path).map_err(|e| match e {
-        crate::load::LoadError::Io { error, .. } => io(error),
-        other => KeyError::Empty(other.to_string()),
-    })?;
-    if input
-        .reader
-        .fill_buf()
-        .map_err(io)?
-        .starts_with(BINARY_TRACE_MAGIC)
-    {
-        let family = if A::BITS == 32 { 4 } else { 6 };
-        let width = A::BITS as usize / 8;
-        let header_len = BINARY_TRACE_MAGIC.len() + 3;
-        let most_bytes = header_len + MAX_ADDRESSES * width;
-        let mut bytes = Vec::new();
-        (&mut input.reader)
-            .take(most_bytes as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
-        if bytes.len() > most_bytes {
-            return Err(too_many());
-        }
-        if bytes.len() < header_len || !matches!(bytes[BINARY_TRACE_MAGIC.len()], 4 | 6) {
-            return Err(KeyError::Empty(format!(
-                "{}: truncated or unknown binary trace header",
-                path.display()
-            )));
-        }
-        if bytes[BINARY_TRACE_MAGIC.len()] != family {
-            // As in text traces, addresses of the other family are ignored.
-            return Ok(Vec::new());
-        }
-        let body = &bytes[header_len..];
-        if body.len() % width != 0 {
-            return Err(KeyError::Empty(format!(
-                "{}: binary trace of {} bytes is not a whole number of {width}-byte addresses",
-                path.display(),
-                body.len()
-            )));
-        }
-        return Ok(body
-            .chunks_exact(width)
-            .map(|chunk| A::from_u128(chunk.iter().fold(0u128, |acc, &b| acc << 8 | b as u128)))
-            .collect());
-    }
-    let mut keys = Vec::new();
-    let mut lines = crate::load::LineReader::new(input.reader, path);
-    while let Some((line, bytes)) = lines.next_line().map_err(KeyError::Load)? {
-        let text = String::from_utf8_lossy(bytes);
-        let text = text.trim();
-        if text.is_empty() || text.starts_with('#') {
-            continue;
-        }
-        let other_family = text.contains(':') != (A::BITS == 128);
-        if other_family {
-            continue;
-        }
-        match A::parse_addr(text) {
-            Some(_) if keys.len() == MAX_ADDRESSES => return Err(too_many()),
-            Some(addr) => keys.push(addr),
-            None => {
-                return Err(KeyError::BadAddress {
-                    path: path.to_path_buf(),
-                    line,
-                    text: crate::prefix::excerpt(text),
-                    family: A::FAMILY,
-                })
-            }
-        }
-    }
-    Ok(keys)
-}
+use crate::trace::check_address_count;
 
 /// A synthetic trace distribution.
 #[derive(Clone, Debug, PartialEq)]
@@ -230,14 +55,12 @@ impl std::str::FromStr for TraceKind {
     }
 }
 
-#[cfg(feature = "bench")]
 /// A uniform address inside `prefix`.
 fn address_in<A: Addr>(prefix: Prefix<A>, rng: &mut SmallRng) -> A {
     let host = rng.random::<u128>() & !A::mask(prefix.plen()).to_u128();
     A::from_u128(prefix.addr().to_u128() | host)
 }
 
-#[cfg(feature = "bench")]
 /// Picks an index by cumulative weights (last entry = total).
 fn pick(cumulative: &[f64], rng: &mut SmallRng) -> usize {
     let total = cumulative.last().copied().unwrap_or(0.0);
@@ -247,7 +70,6 @@ fn pick(cumulative: &[f64], rng: &mut SmallRng) -> usize {
         .min(cumulative.len() - 1)
 }
 
-#[cfg(feature = "bench")]
 fn cumulate(weights: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut sum = 0.0;
     weights
@@ -258,7 +80,6 @@ fn cumulate(weights: impl Iterator<Item = f64>) -> Vec<f64> {
         .collect()
 }
 
-#[cfg(feature = "bench")]
 /// Generates `count` addresses of `kind` from `rib` (which must not be
 /// empty); `count` is at most [`MAX_ADDRESSES`].
 pub fn generate<A: Addr>(
@@ -282,7 +103,6 @@ pub fn generate<A: Addr>(
         .collect())
 }
 
-#[cfg(feature = "bench")]
 /// Generates a seeded stream of `count` route changes against `rib`, for
 /// update tests and benchmarks: a mix of announcements of new prefixes
 /// (fresh ones, ones nested inside or covering existing prefixes, the
@@ -351,7 +171,6 @@ pub fn generate_changes<A: Addr>(rib: &Rib<A>, count: usize, seed: u64) -> Vec<c
     changes
 }
 
-#[cfg(feature = "bench")]
 /// `count` seeded random prefixes (fewer when two coincide), of lengths
 /// 1 to the full length drawn evenly, with labels 0..64: a base table for
 /// update benchmarks that needs no file.
@@ -364,7 +183,6 @@ pub fn random_table<A: Addr>(count: usize, seed: u64) -> Rib<A> {
     }))
 }
 
-#[cfg(feature = "bench")]
 /// Seeded batches of many changes each against `rib`, for measuring what
 /// a large batch costs an engine against a build of the table after it.
 /// Batch `i` of `batches` is, in turn (`i % 3`):
@@ -439,7 +257,6 @@ pub fn generate_large_batches<A: Addr>(
     stream
 }
 
-#[cfg(feature = "bench")]
 /// Precomputed tables for one trace kind.
 enum Sampler<A> {
     RandIp {
@@ -458,7 +275,6 @@ enum Sampler<A> {
     Mix(Vec<Sampler<A>>),
 }
 
-#[cfg(feature = "bench")]
 impl<A: Addr> Sampler<A> {
     fn new(rib: &Rib<A>, prefixes: &[Prefix<A>], kind: &TraceKind, seed: u64) -> Self {
         match kind {
@@ -548,90 +364,6 @@ impl<A: Addr> Sampler<A> {
             }
             Sampler::Mix(parts) => parts[index % parts.len()].sample(prefixes, index, rng),
         }
-    }
-}
-
-/// A summary of a trace against a table.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TraceStats<A> {
-    /// Addresses in the trace.
-    pub addresses: usize,
-    /// Addresses no prefix matched.
-    pub unmatched: usize,
-    /// Distinct prefixes matched.
-    pub distinct_prefixes: usize,
-    /// Share of traffic per prefix length (index = length).
-    pub share_by_length: Vec<f64>,
-    /// The most matched prefixes with their share, most popular first.
-    pub top_prefixes: Vec<(Prefix<A>, f64)>,
-    /// Share of traffic carried by the top 1% of matched prefixes.
-    pub top_percent_share: f64,
-    /// Total variation distance between the matched-prefix distributions of
-    /// the first and second half (0: identical, 1: disjoint).
-    pub halves_tvd: f64,
-}
-
-/// Addresses per matched prefix; `None` counts the unmatched ones.
-fn prefix_counts<A: Addr>(rib: &Rib<A>, addrs: &[A]) -> HashMap<Option<Prefix<A>>, usize> {
-    let mut counts = HashMap::new();
-    for &addr in addrs {
-        *counts
-            .entry(rib.longest_match(addr).map(|(prefix, _)| prefix))
-            .or_insert(0) += 1;
-    }
-    counts
-}
-
-/// Summarises `trace` against `rib`, keeping the `top` most popular prefixes.
-pub fn trace_stats<A: Addr>(rib: &Rib<A>, trace: &[A], top: usize) -> TraceStats<A> {
-    let mut counts = prefix_counts(rib, trace);
-    let unmatched = counts.remove(&None).unwrap_or(0);
-    let total = trace.len().max(1) as f64;
-    let mut share_by_length = vec![0.0; A::BITS as usize + 1];
-    for (prefix, &count) in &counts {
-        if let Some(prefix) = prefix {
-            share_by_length[prefix.plen() as usize] += count as f64 / total;
-        }
-    }
-    let mut ranked: Vec<(Prefix<A>, usize)> = counts
-        .iter()
-        .filter_map(|(p, c)| p.map(|p| (p, *c)))
-        .collect();
-    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let top_count = ranked.len().div_ceil(100);
-    let top_percent_share = ranked
-        .iter()
-        .take(top_count)
-        .map(|(_, c)| *c as f64)
-        .sum::<f64>()
-        / total;
-    let half = trace.len() / 2;
-    // The unmatched addresses are one more outcome of the distributions.
-    let first = prefix_counts(rib, &trace[..half]);
-    let second = prefix_counts(rib, &trace[half..]);
-    let (n1, n2) = (half.max(1) as f64, (trace.len() - half).max(1) as f64);
-    let mut tvd = 0.0;
-    for (prefix, &c1) in &first {
-        let c2 = second.get(prefix).copied().unwrap_or(0);
-        tvd += (c1 as f64 / n1 - c2 as f64 / n2).abs();
-    }
-    for (prefix, &c2) in &second {
-        if !first.contains_key(prefix) {
-            tvd += c2 as f64 / n2;
-        }
-    }
-    TraceStats {
-        addresses: trace.len(),
-        unmatched,
-        distinct_prefixes: counts.len(),
-        share_by_length,
-        top_prefixes: ranked
-            .iter()
-            .take(top)
-            .map(|(p, c)| (*p, *c as f64 / total))
-            .collect(),
-        top_percent_share,
-        halves_tvd: tvd / 2.0,
     }
 }
 
@@ -732,10 +464,10 @@ pub fn adversarial_streams_v4(rib: &Rib<u32>, hosts: usize) -> Vec<AdversarialSt
     ]
 }
 
-#[cfg(feature = "bench")]
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::trace_stats;
 
     #[test]
     fn change_streams_are_seeded_and_varied() {
@@ -843,22 +575,6 @@ mod tests {
     }
 
     #[test]
-    fn stats_count_unmatched_and_detect_drift() {
-        let rib = table();
-        let a = u32::parse_addr("10.2.3.4").unwrap();
-        let b = u32::parse_addr("192.0.2.1").unwrap();
-        let trace = vec![a, a, a, b, b, b, 1];
-        let stats = trace_stats(&rib, &trace, 2);
-        assert_eq!(
-            (stats.addresses, stats.unmatched, stats.distinct_prefixes),
-            (7, 1, 2)
-        );
-        assert_eq!(stats.top_prefixes.len(), 2);
-        // First half: a a a; second half: b b b (unmatched) -> disjoint.
-        assert!(stats.halves_tvd > 0.9, "{}", stats.halves_tvd);
-    }
-
-    #[test]
     fn host_routes_are_distinct_and_in_their_region() {
         let region: Prefix<u32> = "10.16.0.0/12".parse().unwrap();
         for spread in [false, true] {
@@ -914,46 +630,5 @@ mod tests {
                 ),
             }
         }
-    }
-
-    #[test]
-    fn trace_files_parse_with_line_errors() {
-        let dir = std::env::temp_dir().join(format!("fibkit-trace-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let good = dir.join("good.txt");
-        std::fs::write(&good, "# comment\n10.0.0.1\n\n2001:db8::1\n192.0.2.3\n").unwrap();
-        assert_eq!(
-            read_trace::<u32>(&good).unwrap(),
-            vec![0x0a00_0001, 0xc000_0203]
-        );
-        assert_eq!(read_trace::<u128>(&good).unwrap().len(), 1);
-        let bad = dir.join("bad.txt");
-        std::fs::write(&bad, "10.0.0.1\n10.0.0.256\n").unwrap();
-        let binary = dir.join("trace.bin");
-        let mut bytes = Vec::new();
-        write_binary_trace::<u32>(&mut bytes, &[1, 0xc000_0203]).unwrap();
-        std::fs::write(&binary, &bytes).unwrap();
-        assert_eq!(read_trace::<u32>(&binary).unwrap(), vec![1, 0xc000_0203]);
-        assert_eq!(read_trace::<u128>(&binary).unwrap(), vec![]);
-        std::fs::write(&binary, &bytes[..6]).unwrap();
-        assert!(read_trace::<u32>(&binary)
-            .unwrap_err()
-            .to_string()
-            .contains("truncated"));
-        std::fs::write(&binary, &bytes[..bytes.len() - 1]).unwrap();
-        assert!(read_trace::<u32>(&binary)
-            .unwrap_err()
-            .to_string()
-            .contains("not a whole number"));
-        let mut v6 = Vec::new();
-        write_binary_trace::<u128>(&mut v6, &[u128::MAX, 5]).unwrap();
-        std::fs::write(&binary, &v6).unwrap();
-        assert_eq!(read_trace::<u128>(&binary).unwrap(), vec![u128::MAX, 5]);
-        let err = read_trace::<u32>(&bad).unwrap_err().to_string();
-        assert!(
-            err.ends_with("bad.txt:2: `10.0.0.256` is not an IPv4 address"),
-            "{err}"
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

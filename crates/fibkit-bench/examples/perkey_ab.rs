@@ -13,19 +13,19 @@
 //! machine's time slicing does not enter them (its cache contention does).
 //!
 //! ```text
-//! cargo run --release -p fibkit --example perkey_ab -- [--table FILE] [--keys N] [--rounds R]
+//! cargo run --release -p fibkit-bench --example perkey_ab -- [--table FILE] [--keys N] [--rounds R]
 //! ```
 
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use fibkit::bench::thread_cpu_ns as cpu_ns;
-use fibkit::bench::{generate_keys, Pattern};
 use fibkit::engines::dir24_8::{Dir24_8Config, Dir24_8Updater};
 use fibkit::engines::dxr::{DxrConfig, DxrUpdater};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::{build, EngineConfig, Label, Lookup, LookupVisitor, SnapshotV4, Updater};
+use fibkit_bench::thread_cpu_ns as cpu_ns;
+use fibkit_bench::{generate_keys, Pattern};
 
 const MIN_RUN: Duration = Duration::from_millis(400);
 

@@ -2,7 +2,7 @@
 //! snapshot split, linear withdrawals, batch lookup".
 //!
 //! ```text
-//! cargo run --release -p fibkit --example lctrie_bench [-- SECTION...]
+//! cargo run --release -p fibkit-bench --example lctrie_bench [-- SECTION...]
 //! ```
 //! Sections: `v4` (dfz-v4-nh), `v6` (dfz-v6-nh), `adv` (the adversarial
 //! table), `updates` (LINX stream replayed onto dfz-v4-nh), `bursts`
@@ -11,7 +11,7 @@
 //! one /8, N from 16k to 1M), `adversarial-updates` (worst single update
 //! of adversarial streams on dfz-v4-nh against the full build time); all
 //! but the last three by default.
-//! Look-ups use the library's benchmark method (`fibkit::bench::measure`):
+//! Look-ups use the library's benchmark method (`fibkit_bench::measure`):
 //! 2^24 keys generated before timing, results stored, 5 runs of one pass
 //! each, median reported. `dir24-8` runs beside on IPv4 for a ratio.
 //! `--write-adversarial DIR` writes the adversarial table and its deep
@@ -22,14 +22,14 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use fibkit::bench::load_average;
-use fibkit::bench::{self, median, Mode, Pattern, Settings};
 use fibkit::engines::lctrie::{
     adversarial_table_v4, LcTrie, LcTrieConfig, LcTrieUpdater, LookupAlgo, SlotLayout,
 };
 use fibkit::load::{load_table, load_updates, AnyChange, LoadOptions};
 use fibkit::trace::{adversarial_streams_v4, host_routes_v4};
 use fibkit::{Addr, Change, ConfigV4, EngineV4, Label, Lookup, Prefix, Rib, Updater};
+use fibkit_bench::load_average;
+use fibkit_bench::{self as bench, median, Mode, Pattern, Settings};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
