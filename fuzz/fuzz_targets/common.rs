@@ -3,7 +3,10 @@
 //! of one spec on them. Not every target uses every item.
 #![allow(dead_code)]
 
-use fibkit::{verify, Addr, BuildError, Change, EngineFamily, EngineInfo, LocalFib, Prefix, Rib, ENGINES};
+use fibkit::{Addr, Change, LocalFib, Prefix, Rib};
+use fibkit::engine::BuildError;
+use fibkit::registry::{EngineFamily, EngineInfo, ENGINES};
+use fibkit::verify::verify;
 
 /// The prefix a record starts with: `width` address bytes, most
 /// significant first, then a length byte (taken modulo the family's

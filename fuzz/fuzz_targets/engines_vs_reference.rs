@@ -5,7 +5,7 @@
 
 mod common;
 
-use fibkit::EngineFamily;
+use fibkit::registry::EngineFamily;
 use libfuzzer_sys::fuzz_target;
 
 fn check<A: EngineFamily>(data: &[u8], width: usize, ipv6: bool) {

@@ -10,7 +10,8 @@
 mod common;
 
 use fibkit::verify::check_addresses;
-use fibkit::{Addr, Change, EngineFamily, Fib, LocalFib, Lookup, Rib};
+use fibkit::{Addr, Change, Fib, LocalFib, Lookup, Rib};
+use fibkit::registry::EngineFamily;
 use libfuzzer_sys::fuzz_target;
 
 /// Layouts with small limits, per family. dir24-8 (whose limit is its

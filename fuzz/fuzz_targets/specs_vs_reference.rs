@@ -7,7 +7,7 @@
 
 mod common;
 
-use fibkit::EngineFamily;
+use fibkit::registry::EngineFamily;
 use libfuzzer_sys::fuzz_target;
 
 /// IPv4 layouts other than the defaults (dir24-8 and `dxr:k=24` fill

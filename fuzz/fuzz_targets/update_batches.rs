@@ -7,7 +7,9 @@
 
 mod common;
 
-use fibkit::{verify, Addr, Change, EngineFamily, Fib, LocalFib, Rib};
+use fibkit::{Addr, Change, Fib, LocalFib, Rib};
+use fibkit::registry::EngineFamily;
+use fibkit::verify::verify;
 use libfuzzer_sys::fuzz_target;
 
 /// A change record: address bytes, length, label, flags. Flags bit 0: a

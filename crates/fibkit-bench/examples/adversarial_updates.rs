@@ -20,9 +20,11 @@
 
 use std::time::Instant;
 
+use fibkit::engine::Updater;
 use fibkit::load::{load_table, LoadOptions};
+use fibkit::registry::EngineFamily;
 use fibkit::trace::adversarial_streams_v4;
-use fibkit::{EngineFamily, LocalFib, Rib, Updater};
+use fibkit::{LocalFib, Rib};
 use fibkit_bench::load_average;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;

@@ -24,10 +24,11 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use fibkit::engine::{EngineConfig, Updater};
 use fibkit::engines::bloom::{Bloom, BloomConfig, BloomUpdater, LookupCounts};
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::trace::{generate, TraceKind};
-use fibkit::{Addr, EngineConfig, Label, Lookup, Rib, Updater};
+use fibkit::{Addr, Label, Lookup, Rib};
 use fibkit_bench::thread_cpu_ns as cpu_ns;
 use fibkit_bench::{generate_keys, Pattern};
 

@@ -20,7 +20,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use fibkit::load::{load_table, LoadOptions};
-use fibkit::{build, EngineFamily, Label, Lookup, Rib};
+use fibkit::registry::EngineFamily;
+use fibkit::{build, Label, Lookup, Rib};
 use fibkit_bench::thread_cpu_ns as cpu_ns;
 use fibkit_bench::{generate_keys, Pattern};
 

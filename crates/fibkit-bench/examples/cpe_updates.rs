@@ -14,9 +14,11 @@
 use std::path::Path;
 use std::time::Instant;
 
+use fibkit::engine::{BuildError, Updater};
 use fibkit::load::{load_table, load_updates, AnyChange, LoadOptions};
+use fibkit::registry::{ConfigV4, EngineV4};
 use fibkit::rib::Change;
-use fibkit::{verify, BuildError, ConfigV4, EngineV4, Updater};
+use fibkit::verify::verify;
 
 const KINDS: [&str; 3] = ["insert", "delete", "route change"];
 

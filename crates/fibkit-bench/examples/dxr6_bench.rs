@@ -33,11 +33,13 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use fibkit::engine::{EngineConfig, EngineStats, Updater};
 use fibkit::engines::btree::{Btree, BtreeConfig, BtreeUpdater};
 use fibkit::engines::dxr6::{Dxr6, Dxr6Config, Dxr6Updater};
 use fibkit::engines::poptrie::{Poptrie, PoptrieConfig, PoptrieUpdater};
 use fibkit::load::{load_table, LoadOptions};
-use fibkit::{build, EngineConfig, EngineStats, Label, LocalFib, Lookup, Rib, SnapshotV6, Updater};
+use fibkit::registry::SnapshotV6;
+use fibkit::{build, Label, LocalFib, Lookup, Rib};
 use fibkit_bench::thread_cpu_ns as cpu_ns;
 use fibkit_bench::{generate_keys, Pattern};
 
@@ -366,7 +368,7 @@ fn replay_changes(
             *times.last().unwrap_or(&0) as f64 / 1e6,
             build_ns as f64 / 1e6
         );
-        let report = fibkit::verify(fib.snapshot(), fib.rib(), 100_000, 7);
+        let report = fibkit::verify::verify(fib.snapshot(), fib.rib(), 100_000, 7);
         assert!(
             report.ok(),
             "{spec} after the replay: {} failed",

@@ -31,9 +31,10 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use fibkit::engine::{EngineConfig, Updater};
 use fibkit::engines::dxr::{DxrConfig, DxrUpdater};
 use fibkit::load::{load_table, load_updates, LoadOptions};
-use fibkit::{build, Change, EngineConfig, Fib, Label, LocalFib, Lookup, Prefix, Rib, Updater};
+use fibkit::{build, Change, Fib, Label, LocalFib, Lookup, Prefix, Rib};
 use fibkit_bench::load_average;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -252,7 +253,7 @@ fn measure_throughput(rib: &Rib<u32>, specs: &[String]) -> Result<(), Box<dyn st
     println!("\nThroughput, Mlps per on-CPU second (median of {RUNS}; 2^24 random keys; runs >= 1 s on CPU):\n");
     println!("| engine | bytes | RND plain | RND batch | SEQ plain | RND plain / dir24-8 | SEQ / dir24-8 |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    let rnd = |engine: &fibkit::SnapshotV4, out: &mut [Option<Label>]| {
+    let rnd = |engine: &fibkit::registry::SnapshotV4, out: &mut [Option<Label>]| {
         (
             median_of_runs(|| per_key(engine, &keys, out, MIN_RUN)),
             median_of_runs(|| bursts(engine, &keys, out, KEYS, MIN_RUN)),

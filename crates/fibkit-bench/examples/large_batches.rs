@@ -26,9 +26,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use fibkit::load::{load_table, LoadOptions};
+use fibkit::registry::EngineFamily;
 use fibkit::trace::{generate_large_batches, random_table};
 use fibkit::verify::verify;
-use fibkit::{build, Change, EngineFamily, LocalFib, Rib};
+use fibkit::{build, Change, LocalFib, Rib};
 
 /// One batch's measurements for one spec.
 struct Row {

@@ -22,12 +22,14 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use fibkit::engine::Updater;
 use fibkit::engines::lctrie::{
     adversarial_table_v4, LcTrie, LcTrieConfig, LcTrieUpdater, LookupAlgo, SlotLayout,
 };
 use fibkit::load::{load_table, load_updates, AnyChange, LoadOptions};
+use fibkit::registry::{ConfigV4, EngineV4};
 use fibkit::trace::{adversarial_streams_v4, host_routes_v4};
-use fibkit::{Addr, Change, ConfigV4, EngineV4, Label, Lookup, Prefix, Rib, Updater};
+use fibkit::{Addr, Change, Label, Lookup, Prefix, Rib};
 use fibkit_bench::load_average;
 use fibkit_bench::{self as bench, median, Mode, Pattern, Settings};
 use rand::rngs::SmallRng;

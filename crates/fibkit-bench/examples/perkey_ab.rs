@@ -20,10 +20,12 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use fibkit::engine::{EngineConfig, Updater};
 use fibkit::engines::dir24_8::{Dir24_8Config, Dir24_8Updater};
 use fibkit::engines::dxr::{DxrConfig, DxrUpdater};
 use fibkit::load::{load_table, LoadOptions};
-use fibkit::{build, EngineConfig, Label, Lookup, LookupVisitor, SnapshotV4, Updater};
+use fibkit::registry::SnapshotV4;
+use fibkit::{build, Label, Lookup, LookupVisitor};
 use fibkit_bench::thread_cpu_ns as cpu_ns;
 use fibkit_bench::{generate_keys, Pattern};
 

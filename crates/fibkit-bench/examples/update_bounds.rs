@@ -23,8 +23,10 @@
 
 use std::collections::BTreeMap;
 
+use fibkit::engine::Updater;
 use fibkit::load::{load_table, LoadOptions};
-use fibkit::{Addr, Change, EngineFamily, LocalFib, Prefix, Rib, Updater};
+use fibkit::registry::EngineFamily;
+use fibkit::{Addr, Change, LocalFib, Prefix, Rib};
 use fibkit_bench::load_average;
 use fibkit_bench::thread_cpu_ns;
 

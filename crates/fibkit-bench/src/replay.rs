@@ -6,7 +6,7 @@
 //! speed factor) or as fast as it can, coalesces the changes that become
 //! due within an interval into one batch and applies each batch through the
 //! [`Fib`] handle; reader threads look up keys the whole time through their
-//! own [`fibkit::Reader`]. The report gives the changes applied per second,
+//! own [`fibkit::fib::Reader`]. The report gives the changes applied per second,
 //! the delay from a change being due to its batch being visible to readers
 //! (the *update-to-visible latency*), reader throughput during the churn
 //! against the same readers on the idle table, and a timeline.
@@ -293,7 +293,7 @@ where
 /// A reader's loop: looks up `keys` from `start` round and round, one call
 /// per `burst` keys, until `stop`.
 fn read_until<A: fibkit::Addr, S: Lookup<A>>(
-    reader: &mut fibkit::Reader<S>,
+    reader: &mut fibkit::fib::Reader<S>,
     start: &[A],
     keys: &[A],
     burst: usize,
@@ -529,7 +529,7 @@ mod tests {
         );
         assert!(report.latency.p50_us <= report.latency.p99_us);
         assert_eq!(fib.snapshot().lookup(0x0a00_0500), Some(5));
-        let verified = fib.with_rib(|rib| fibkit::verify(&*fib.snapshot(), rib, 100, 1));
+        let verified = fib.with_rib(|rib| fibkit::verify::verify(&*fib.snapshot(), rib, 100, 1));
         assert!(verified.ok());
     }
 }

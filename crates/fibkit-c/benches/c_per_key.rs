@@ -25,8 +25,9 @@ use std::ffi::{c_int, CString};
 use std::hint::black_box;
 
 use common::{load_average, median, rate};
+use fibkit::any::FamilyFib;
 use fibkit::load::{load_table, LoadOptions};
-use fibkit::{AnyFib, FamilyFib, Label, Lookup};
+use fibkit::{AnyFib, Label, Lookup};
 use fibkit_bench::{generate_keys, Pattern};
 
 const KEYS: usize = 1 << 22;

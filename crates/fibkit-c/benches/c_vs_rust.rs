@@ -85,7 +85,7 @@ fn main() {
     let AnyFib::V4(rust) = rust else {
         unreachable!("an IPv4 table")
     };
-    let fibkit::FamilyFib::Live(fib) = &rust else {
+    let fibkit::any::FamilyFib::Live(fib) = &rust else {
         unreachable!("built, not opened")
     };
     let snapshot = fib.snapshot();

@@ -5,8 +5,9 @@
 //! cbindgen reads the shims (with their documentation) from the source and
 //! does not expand macros.
 
+use fibkit::any::{FamilyFib, FamilyReader};
 use fibkit::registry::ImageFamily;
-use fibkit::{AnyFib, Family, FamilyFib, FamilyReader, Label};
+use fibkit::{AnyFib, Family, Label};
 
 use super::args::non_null;
 use super::error::{fail, Failure};

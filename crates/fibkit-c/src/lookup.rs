@@ -150,7 +150,8 @@ pub unsafe extern "C" fn fibkit_lookup_v6_bulk(
 
 #[cfg(test)]
 mod tests {
-    use fibkit::{FamilyFib, Rib};
+    use fibkit::any::FamilyFib;
+    use fibkit::Rib;
 
     use super::super::FIBKIT_NO_ROUTE;
 
@@ -159,7 +160,7 @@ mod tests {
         let mut rib = Rib::<u32>::new();
         rib.insert("10.0.0.0/8".parse().unwrap(), 7);
         rib.insert("10.1.0.0/16".parse().unwrap(), u32::MAX);
-        let chunk = fibkit::WORDS_CHUNK;
+        let chunk = fibkit::any::WORDS_CHUNK;
         let keys: Vec<u32> = (0..2 * chunk as u32 + 5)
             .map(|i| 0x0a00_0000u32.wrapping_add(i.wrapping_mul(0x0000_9100)))
             .collect();

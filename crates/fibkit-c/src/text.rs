@@ -3,8 +3,9 @@
 
 use std::ffi::{c_char, c_int};
 
+use fibkit::any::FamilyFib;
 use fibkit::registry::ImageFamily;
-use fibkit::{AnyFib, FamilyFib, Label};
+use fibkit::{AnyFib, Label};
 
 use super::args::{array_mut, copy_text, non_null, text};
 use super::error::{fail, guard, Failure};

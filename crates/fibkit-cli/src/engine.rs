@@ -3,7 +3,9 @@
 
 use std::time::Instant;
 
-use fibkit::{BuildError, EngineFamily, Rib, Updater};
+use fibkit::engine::{BuildError, Updater};
+use fibkit::registry::EngineFamily;
+use fibkit::Rib;
 
 /// An engine built for one family: its updater, its snapshot, its
 /// canonical spec and its build time in seconds.

@@ -37,7 +37,7 @@ struct Cli {
 
 fn engines_help() -> String {
     let mut text = String::from("Engines (--engine SPEC, SPEC = name[:key=value,flag,...]):\n");
-    for info in fibkit::ENGINES {
+    for info in fibkit::registry::ENGINES {
         let families = match (info.ipv4, info.ipv6) {
             (true, true) => "IPv4+IPv6",
             (true, false) => "IPv4",

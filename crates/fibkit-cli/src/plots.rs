@@ -20,8 +20,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use fibkit::engine::EngineConfig;
 use fibkit::engines::dxr::DxrConfig as Layout;
-use fibkit::EngineConfig;
 use fibkit_bench::{Measurement, Mode};
 use plotters::coord::ranged1d::{
     AsRangedCoord, DefaultFormatting, KeyPointHint, KeyPointWeight, Ranged, ValueFormatter,

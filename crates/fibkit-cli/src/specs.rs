@@ -10,7 +10,8 @@
 
 use anyhow::{anyhow, bail, Result};
 
-use fibkit::{default_spec, BuildError, Family};
+use fibkit::engine::BuildError;
+use fibkit::{default_spec, Family};
 
 /// The engine specs chosen for each family, in command-line order.
 #[derive(Debug, Default, PartialEq)]
@@ -43,7 +44,7 @@ impl FamilySpecs {
             let name = arg.split(':').next().unwrap_or(arg);
             // An unknown name goes to both families: the library's error
             // lists the engines it knows.
-            let (v4, v6) = fibkit::ENGINES
+            let (v4, v6) = fibkit::registry::ENGINES
                 .iter()
                 .find(|info| info.name == name)
                 .map_or((true, true), |info| {
@@ -141,7 +142,7 @@ fn families(has_v4: bool, has_v6: bool) -> &'static str {
 
 /// The engines that build at least one family the table has.
 fn capable_engines(has_v4: bool, has_v6: bool) -> String {
-    fibkit::ENGINES
+    fibkit::registry::ENGINES
         .iter()
         .filter(|info| has_v4 && info.ipv4 || has_v6 && info.ipv6)
         .map(|info| info.name)
@@ -181,7 +182,7 @@ mod tests {
 
     #[test]
     fn engine_for_an_absent_family_is_an_error_naming_capable_engines() {
-        let v4_only = fibkit::ENGINES
+        let v4_only = fibkit::registry::ENGINES
             .iter()
             .find(|info| info.ipv4 && !info.ipv6)
             .expect("an IPv4-only engine is registered");

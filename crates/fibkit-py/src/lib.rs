@@ -3,7 +3,7 @@
 //!
 //! Bulk lookups convert their input to addresses (a numpy `uint32` array
 //! is read in place; text is parsed), then release the GIL and look up
-//! through [`fibkit::FamilyFib::lookup_slice`], writing two numpy arrays:
+//! through [`fibkit::any::FamilyFib::lookup_slice`], writing two numpy arrays:
 //! the labels (0 where nothing matched) and a boolean found mask. Two
 //! arrays rather than a sentinel: labels are full `u32` values (an AS
 //! number table uses them all), and a masked array is one call away
@@ -24,6 +24,7 @@ use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyTypeError, PyValueError
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
+use fibkit::any::{FamilyFib, SLICE_CHUNK};
 use fibkit::image::ImageError;
 use fibkit::labels::NO_ROUTE_WORD;
 use fibkit::load::{
@@ -31,7 +32,7 @@ use fibkit::load::{
     LoadedUpdates, NextHopTable, PeerSelector,
 };
 use fibkit::registry::{save_image, ImageFamily};
-use fibkit::{Addr, AnyFib, Change, Family, FamilyFib, Label, Prefix, Rib, SLICE_CHUNK};
+use fibkit::{Addr, AnyFib, Change, Family, Label, Prefix, Rib};
 
 create_exception!(
     fibkit,

@@ -24,7 +24,7 @@ struct DualStack {
 }
 
 impl DualStack {
-    fn new(v4: Rib<u32>, v6: Rib<u128>) -> Result<Self, fibkit::BuildError> {
+    fn new(v4: Rib<u32>, v6: Rib<u128>) -> Result<Self, fibkit::engine::BuildError> {
         Ok(DualStack {
             v4: LocalFib::new(default_spec(Family::V4), v4)?,
             v6: LocalFib::new(default_spec(Family::V6), v6)?,

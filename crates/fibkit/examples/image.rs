@@ -13,10 +13,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use fibkit::any::FamilyFib;
 use fibkit::image::Image;
 use fibkit::load::{load_table, LoadOptions};
 use fibkit::registry::save_image;
-use fibkit::FamilyFib;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args_os().nth(1).map_or_else(

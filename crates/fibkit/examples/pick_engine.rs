@@ -14,8 +14,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use fibkit::engine::EngineStats;
 use fibkit::load::{load_table, LoadOptions};
-use fibkit::{EngineStats, Family, LocalFib, ENGINES};
+use fibkit::registry::ENGINES;
+use fibkit::{Family, LocalFib};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args_os().nth(1).map_or_else(

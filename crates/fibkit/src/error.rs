@@ -212,7 +212,7 @@ mod tests {
             .into();
         assert!(matches!(
             build,
-            Error::Build(crate::BuildError::UnknownEngine { .. })
+            Error::Build(crate::engine::BuildError::UnknownEngine { .. })
         ));
     }
 }

@@ -36,7 +36,7 @@
 //! not already pin, beyond the one spare.
 //!
 //! Lookups through the handle do not go through a dynamic call per key:
-//! the snapshot is an enum over the engines ([`crate::SnapshotV4`]) or one
+//! the snapshot is an enum over the engines ([`crate::registry::SnapshotV4`]) or one
 //! engine's own type (`Fib<u32, DxrUpdater>`), so each engine's lookup is
 //! inlined into the caller's loop.
 //!
@@ -768,7 +768,10 @@ mod tests {
             rib.apply(change);
         }
         let stream = generate_changes(&rib, 4000, seed + 1);
-        for info in crate::ENGINES.iter().filter(|info| info.supports(family)) {
+        for info in crate::registry::ENGINES
+            .iter()
+            .filter(|info| info.supports(family))
+        {
             let fib = Fib::<A>::new(info.name, rib.clone()).unwrap();
             let (mut start, mut batch) = (0, 0u64);
             let mut held = Vec::new();

@@ -76,22 +76,18 @@ pub mod summary;
 pub mod trace;
 pub mod verify;
 
+// The front door: the types a program holds and the calls it makes.
+// Everything else is under its module (engine contract in `engine`, the
+// per-family enums in `registry`, readers in `fib`, ...).
 pub use addr::{Addr, Family};
-pub use any::{AnyFib, FamilyFib, FamilyReader, SLICE_CHUNK, WORDS_CHUNK};
+pub use any::AnyFib;
 pub use choice::default_spec;
-pub use engine::{
-    BuildError, EngineConfig, EngineStats, Lookup, Updater, CONVERT_CHUNK, SMALL_BATCH,
-};
+pub use engine::Lookup;
 pub use error::Error;
-pub use fib::{Fib, LocalFib, Published, Reader, UpdateSummary};
-pub use prefix::{Label, Prefix, PrefixError};
-pub use registry::{
-    build, ConfigV4, ConfigV6, EngineFamily, EngineInfo, EngineV4, EngineV6, LookupVisitor,
-    SnapshotV4, SnapshotV6, StatsV4, StatsV6, ENGINES,
-};
-pub use rib::{Change, Range, Rib};
-pub use spec::EngineSpec;
-pub use verify::{verify, VerifyReport};
+pub use fib::{Fib, LocalFib};
+pub use prefix::{Label, Prefix};
+pub use registry::{build, LookupVisitor};
+pub use rib::{Change, Rib};
 
 /// The README's Rust example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -15,7 +15,8 @@ use fibkit::model::cpe::predict_cpe;
 use fibkit::model::dxr::predict_dxr;
 use fibkit::model::summary::{prefix_densities, uniform_ranges, weighted_ranges};
 use fibkit::model::{Machine, TraceSummary};
-use fibkit::{Change, LocalFib, Prefix, Rib, StatsV4};
+use fibkit::registry::StatsV4;
+use fibkit::{Change, LocalFib, Prefix, Rib};
 
 fn small_v4() -> Rib<u32> {
     // 256 /32s of distinct labels in 10.0.0.0/24: big chunks, long formats.

@@ -7,9 +7,11 @@
 mod common;
 
 use common::*;
+use fibkit::engine::{EngineConfig, Updater};
 use fibkit::engines::bloom::{Bloom, BloomConfig, BloomUpdater};
+use fibkit::registry::EngineFamily;
 use fibkit::trace::{generate, generate_changes, TraceKind};
-use fibkit::{build, EngineConfig, EngineFamily, Label, LocalFib, Lookup, Rib, Updater};
+use fibkit::{build, Label, LocalFib, Lookup, Rib};
 use proptest::prelude::*;
 
 /// Both searches, at the default filter and at one block with few bits per

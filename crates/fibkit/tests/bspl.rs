@@ -6,13 +6,13 @@
 mod common;
 
 use common::*;
+use fibkit::engine::BuildError;
 use fibkit::engines::bspl::DEFAULT_FIRST_BITS;
+use fibkit::registry::{ConfigV4, EngineFamily, SnapshotV4, SnapshotV6};
 use fibkit::trace::generate_changes;
 use fibkit::verify::check_addresses;
-use fibkit::{
-    build, verify, BuildError, Change, ConfigV4, EngineFamily, Label, LocalFib, Lookup, Prefix,
-    Rib, SnapshotV4, SnapshotV6,
-};
+use fibkit::verify::verify;
+use fibkit::{build, Change, Label, LocalFib, Lookup, Prefix, Rib};
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -348,7 +348,7 @@ fn host_route_storms_patch_in_place() {
             .map(|i| Prefix::new(0x0a01_0000 | (i.wrapping_mul(40_503) & 0xffff), 32).unwrap())
             .collect();
         let stats = |fib: &LocalFib<u32>| match fib.stats() {
-            fibkit::StatsV4::Bspl(stats) => stats,
+            fibkit::registry::StatsV4::Bspl(stats) => stats,
             _ => unreachable!("a bspl spec"),
         };
         let check = |fib: &LocalFib<u32>, host: Prefix<u32>, when: &str| {
@@ -436,7 +436,7 @@ fn short_changes_relabel_hybrid_tries() {
     let mut fib = LocalFib::<u128>::new("bspl:hybrid", rib).unwrap();
     let p = |text: &str| -> Prefix<u128> { text.parse().unwrap() };
     let stats = |fib: &LocalFib<u128>| match fib.stats() {
-        fibkit::StatsV6::Bspl(stats) => stats,
+        fibkit::registry::StatsV6::Bspl(stats) => stats,
         _ => unreachable!("a bspl spec"),
     };
     let batches: Vec<(&str, Vec<Change<u128>>)> = vec![

@@ -6,8 +6,10 @@ mod common;
 use std::time::Instant;
 
 use common::*;
+use fibkit::registry::EngineFamily;
+use fibkit::verify::verify;
 use fibkit::Lookup;
-use fibkit::{build, verify, Change, EngineFamily, Rib};
+use fibkit::{build, Change, Rib};
 
 /// Builds `spec` and verifies it; `Err` carries the build error text.
 fn check<A: EngineFamily>(spec: &str, rib: &Rib<A>, random: usize) -> Result<usize, String> {
@@ -557,7 +559,7 @@ const TINY_LAYOUTS: &[&str] = &[
 /// or `None` if `rib` does not fit `spec` at all.
 fn with_entry_limit(spec: &str, rib: &Rib<u32>, slack: usize) -> Option<String> {
     let fib = LocalFib::<u32>::new(spec, rib.clone()).ok()?;
-    let fibkit::StatsV4::Cpe(stats) = fib.stats() else {
+    let fibkit::registry::StatsV4::Cpe(stats) = fib.stats() else {
         unreachable!("a cpe spec builds a cpe engine")
     };
     Some(format!("{spec},max-entries={}", stats.entries + slack))

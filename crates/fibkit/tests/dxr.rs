@@ -6,9 +6,11 @@ mod common;
 use std::time::Instant;
 
 use common::*;
+use fibkit::engine::{EngineConfig, Updater};
 use fibkit::engines::dxr::{DxrConfig, DxrStats, DxrUpdater};
 use fibkit::verify::check_addresses;
-use fibkit::{build, verify, Change, EngineConfig, Label, LocalFib, Lookup, Prefix, Rib, Updater};
+use fibkit::verify::verify;
+use fibkit::{build, Change, Label, LocalFib, Lookup, Prefix, Rib};
 use proptest::prelude::*;
 
 /// Every layout the issue asks for: D{K}R for K = 16..24 and D{D}X{X}R for

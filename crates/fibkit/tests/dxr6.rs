@@ -5,11 +5,12 @@
 mod common;
 
 use common::*;
+use fibkit::engine::{EngineConfig, Updater};
 use fibkit::engines::dxr6::{Dxr6Config, Dxr6Updater};
 use fibkit::trace::generate_changes;
 use fibkit::verify::check_addresses;
-use fibkit::{build, verify, Label, LocalFib, Lookup, Prefix, Rib};
-use fibkit::{EngineConfig, Updater};
+use fibkit::verify::verify;
+use fibkit::{build, Label, LocalFib, Lookup, Prefix, Rib};
 
 /// `lookup_batch` on every slice length 0..300, at several offsets, equals
 /// the per-key lookup (groups of 32 keys, the next group's prefetch, and

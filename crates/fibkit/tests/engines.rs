@@ -3,10 +3,9 @@
 mod common;
 
 use common::*;
-use fibkit::{
-    build, Addr, Change, EngineFamily, EngineStats, Label, LocalFib, Lookup, Prefix, Rib, StatsV4,
-    Updater,
-};
+use fibkit::engine::{EngineStats, Updater};
+use fibkit::registry::{EngineFamily, StatsV4};
+use fibkit::{build, Addr, Change, Label, LocalFib, Lookup, Prefix, Rib};
 use proptest::prelude::*;
 
 /// Every engine spec under test, with the families it supports: each

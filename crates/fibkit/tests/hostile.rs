@@ -18,8 +18,10 @@ use std::sync::atomic::Ordering;
 use fibkit::load::{
     read_table, read_updates, Format, Input, LoadError, LoadOptions, NextHopTable, MAX_LINE_BYTES,
 };
+use fibkit::registry::EngineFamily;
 use fibkit::trace::read_trace;
-use fibkit::{verify, Change, EngineFamily, Family, Fib, LocalFib, Lookup, Prefix, Rib};
+use fibkit::verify::verify;
+use fibkit::{Change, Family, Fib, LocalFib, Lookup, Prefix, Rib};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

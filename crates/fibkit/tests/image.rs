@@ -6,7 +6,8 @@ mod common;
 use common::*;
 use fibkit::image::Image;
 use fibkit::registry::{image_bytes, save_image, ImageFamily};
-use fibkit::{verify, Family, LocalFib, Rib};
+use fibkit::verify::verify;
+use fibkit::{Family, LocalFib, Rib};
 use proptest::prelude::*;
 
 fn scratch(name: &str) -> std::path::PathBuf {

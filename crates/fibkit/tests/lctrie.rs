@@ -7,12 +7,13 @@
 mod common;
 
 use common::*;
+use fibkit::engine::Updater;
 use fibkit::engines::lctrie::{adversarial_table_v4, LcTrieUpdater, LookupAlgo, SlotLayout};
 use fibkit::load::AnyChange;
+use fibkit::registry::EngineFamily;
 use fibkit::trace::{adversarial_streams_v4, host_routes_v4};
-use fibkit::{
-    build, verify, Addr, Change, EngineFamily, Fib, LocalFib, Lookup, Prefix, Rib, Updater,
-};
+use fibkit::verify::verify;
+use fibkit::{build, Addr, Change, Fib, LocalFib, Lookup, Prefix, Rib};
 use proptest::prelude::*;
 
 const SPECS: [&str; 2] = ["lctrie", "lctrie:lookup=classic"];

@@ -7,8 +7,9 @@ mod common;
 
 use common::*;
 use fibkit::model::TraceSummary;
+use fibkit::registry::{EngineFamily, StatsV4};
 use fibkit::trace::{generate, generate_changes, TraceKind};
-use fibkit::{build, Change, EngineFamily, Label, LocalFib, Prefix, Rib, StatsV4};
+use fibkit::{build, Change, Label, LocalFib, Prefix, Rib};
 
 /// A summary of a seeded `kind` trace against `rib`, written to a
 /// temporary file whose path is returned.

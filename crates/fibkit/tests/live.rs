@@ -166,7 +166,7 @@ fn live_replay(spec: &str, readers: usize) {
         }
     });
     assert!(checked.load(Ordering::Relaxed) > 10_000);
-    let report = fib.with_rib(|rib| fibkit::verify(&*fib.snapshot(), rib, 20_000, 3));
+    let report = fib.with_rib(|rib| fibkit::verify::verify(&*fib.snapshot(), rib, 20_000, 3));
     assert!(report.ok(), "{spec} at the end: {}", report.mismatches[0]);
 }
 

@@ -6,7 +6,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{random_table_v4, random_table_v6};
-use fibkit::{Addr, Label, Prefix, Range, Rib};
+use fibkit::rib::Range;
+use fibkit::{Addr, Label, Prefix, Rib};
 use proptest::prelude::*;
 
 /// The naive oracle: every prefix in a map; longest match by trying them all.

@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 
 use fibkit_bench::{generate_keys, parse_modes, timed_passes, BenchEngine, Mode, Pattern};
 use fibkit::load::{load_table, LoadOptions};
-use fibkit::{build, Addr, BuildError, EngineFamily, Label, Lookup, Rib};
+use fibkit::{build, Addr, Label, Lookup, Rib};
+use fibkit::engine::BuildError;
+use fibkit::registry::EngineFamily;
 
 use files::{Timing, NO_MATCH};
 use rounds::Offer;
@@ -162,7 +164,7 @@ fn families(args: &Args) -> Result<bool> {
 /// few Mlps it would take most of the run's time (unless it is the only one).
 fn engines(args: &Args) -> Result<bool> {
     let family = args.get("family").unwrap_or("4");
-    let names: Vec<&str> = fibkit::ENGINES
+    let names: Vec<&str> = fibkit::registry::ENGINES
         .iter()
         .filter(|info| info.name != "radix")
         .filter(|info| if family == "6" { info.ipv6 } else { info.ipv4 })

@@ -12,7 +12,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use fibkit::load::FamilyPart;
-use fibkit::{EngineFamily, Lookup, Rib};
+use fibkit::registry::EngineFamily;
+use fibkit::{Lookup, Rib};
 use fibkit_bench::{self as bench, BenchEngine, Measurement, Mode, Pattern, Ratio, Settings};
 
 use crate::args::parse_address_count;

@@ -7,8 +7,9 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::Args;
 
+use fibkit::engine::Updater;
 use fibkit::load::FamilyPart;
-use fibkit::{Addr, Lookup, Rib, Updater};
+use fibkit::{Addr, Lookup, Rib};
 use fibkit_bench as bench;
 
 use crate::args::parse_levels;
@@ -72,8 +73,9 @@ fn bspl_report<A: Addr>(
     levels: std::ops::RangeInclusive<u8>,
     keys: usize,
 ) -> Result<()> {
+    use fibkit::engine::EngineConfig;
     use fibkit::engines::bspl::{BsplConfig, BsplUpdater};
-    use fibkit::{EngineConfig, EngineSpec};
+    use fibkit::spec::EngineSpec;
     let addrs = bench::generate_keys(&bench::Pattern::Rnd, keys, 1, rib)?;
     say!("{} ({} prefixes)", A::FAMILY, rib.len());
     say!(

@@ -11,8 +11,9 @@ use clap::Args;
 use fibkit::image::Image;
 use fibkit::load::{self, Format, LineReader, LoadedTable};
 use fibkit::prefix::excerpt;
+use fibkit::registry::EngineFamily;
 use fibkit::registry::ImageFamily;
-use fibkit::{Addr, EngineFamily, Family, Lookup, Rib};
+use fibkit::{Addr, Family, Lookup, Rib};
 
 use crate::engine::build_timed;
 use crate::family::for_family;
@@ -223,8 +224,8 @@ struct JsonAnswer {
 /// and the next hops) and the engine of each family that has prefixes.
 struct Lookups<'a> {
     table: &'a LoadedTable,
-    engine4: Option<&'a fibkit::SnapshotV4>,
-    engine6: Option<&'a fibkit::SnapshotV6>,
+    engine4: Option<&'a fibkit::registry::SnapshotV4>,
+    engine6: Option<&'a fibkit::registry::SnapshotV6>,
     show: Show,
     json: bool,
     nexthop: NextHopNaming,

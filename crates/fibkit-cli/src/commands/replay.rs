@@ -11,7 +11,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use fibkit::load::{self, FamilyPart, Format, LoadedTable};
-use fibkit::{EngineFamily, Fib};
+use fibkit::registry::EngineFamily;
+use fibkit::Fib;
 use fibkit_bench::replay::{replay, spread_over_seconds, ReplayOptions, ReplayReport, Speed};
 use fibkit_bench::{generate_keys, Pattern};
 
@@ -134,7 +135,7 @@ fn replay_family<A: EngineFamily + FamilyPart>(
     };
     let report = replay(&fib, &stream, &keys, &options);
     print_report(&report, &args.speed, args.readers)?;
-    let check = fib.with_rib(|rib| fibkit::verify(&*fib.snapshot(), rib, args.random, 1));
+    let check = fib.with_rib(|rib| fibkit::verify::verify(&*fib.snapshot(), rib, args.random, 1));
     writeln!(
         std::io::stdout(),
         "final check      {} addresses, {} passed, {} failed",

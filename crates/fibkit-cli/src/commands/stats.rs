@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use clap::Args;
 
-use fibkit::{BuildError, EngineFamily, EngineStats, Family, Lookup, Rib, Updater};
+use fibkit::engine::{BuildError, EngineStats, Updater};
+use fibkit::registry::EngineFamily;
+use fibkit::{Family, Lookup, Rib};
 
 use crate::engine::build_timed;
 use crate::output::{json_line, say};

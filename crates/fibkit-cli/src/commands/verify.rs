@@ -11,8 +11,9 @@ use clap::Args;
 
 use fibkit::image::Image;
 use fibkit::load::{FamilyPart, Format};
+use fibkit::registry::EngineFamily;
 use fibkit::registry::ImageFamily;
-use fibkit::{Change, EngineFamily, Family, Fib, Rib};
+use fibkit::{Change, Family, Fib, Rib};
 
 use crate::args::parse_address_count;
 use crate::engine::build_timed;
@@ -165,7 +166,7 @@ fn verify_family<A: EngineFamily>(
     };
     let name = built.spec.clone();
     let check = |engine: &A::Snapshot, rib: &Rib<A>, when: &str| -> Result<(u64, u64)> {
-        let report = fibkit::verify(engine, rib, random, seed);
+        let report = fibkit::verify::verify(engine, rib, random, seed);
         if json {
             let mismatches: Vec<String> =
                 report.mismatches.iter().map(ToString::to_string).collect();
@@ -278,7 +279,7 @@ fn verify_image_family<A: ImageFamily + FamilyPart>(
     let started = Instant::now();
     let snapshot = A::open_image(image)?;
     let opened = started.elapsed();
-    let report = fibkit::verify(&snapshot, rib, random, seed);
+    let report = fibkit::verify::verify(&snapshot, rib, random, seed);
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

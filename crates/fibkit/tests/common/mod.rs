@@ -12,12 +12,13 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use fibkit::engine::{BuildError, EngineConfig, Updater};
 use fibkit::load::{load_table, load_updates, LoadOptions, LoadedTable, LoadedUpdates};
+use fibkit::registry::EngineFamily;
+use fibkit::spec::EngineSpec;
 use fibkit::verify::check_addresses;
-use fibkit::{
-    build, verify, Addr, BuildError, Change, EngineConfig, EngineFamily, EngineSpec, Fib, Label,
-    LocalFib, Lookup, Prefix, Rib, Updater,
-};
+use fibkit::verify::verify;
+use fibkit::{build, Addr, Change, Fib, Label, LocalFib, Lookup, Prefix, Rib};
 use proptest::prelude::*;
 
 /// The shared data set's folder: `../shared/data` beside the repository,

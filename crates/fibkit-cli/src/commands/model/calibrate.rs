@@ -16,8 +16,9 @@ use fibkit::model::machine::{
 };
 use fibkit::model::summary::{prefix_densities, weighted_ranges};
 use fibkit::model::{build_levels, seq_ns, trie_model, Machine};
+use fibkit::registry::EngineFamily;
 use fibkit::storage::Plain;
-use fibkit::{Addr, EngineFamily, Rib};
+use fibkit::{Addr, Rib};
 
 use super::common::{checked_summary, load_average, modelled_layouts, trace_family, traces_of};
 use crate::table::{load_table, TableArgs};

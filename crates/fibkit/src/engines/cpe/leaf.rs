@@ -823,7 +823,7 @@ mod budget_tests {
         );
         let (mut cpe_updater, mut snapshot) = (CpeUpdater::Leaf(updater), CpeTrie::Leaf(trie));
         cpe_updater.update(&mut snapshot, &rib, &[short]).unwrap();
-        let report = crate::verify(&snapshot, &rib, 2000, 3);
+        let report = crate::verify::verify(&snapshot, &rib, 2000, 3);
         assert!(report.ok(), "{}", report.mismatches[0]);
     }
 }

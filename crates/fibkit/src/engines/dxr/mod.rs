@@ -72,7 +72,7 @@
 //!   outgrows that, doubles `align` and starts over, up to 8 (64 MiB); an
 //!   update that outgrows it rebuilds in place at the next step, and the
 //!   updater keeps the larger step (its
-//!   [`Updater::config`](crate::Updater::config) names it, as do saved
+//!   [`Updater::config`](crate::engine::Updater::config) names it, as do saved
 //!   images). A table with a million distinct labels, whose chunks take 6
 //!   bytes per range, needs `align=2`; the shared tables fit at 1, so their
 //!   layout is unchanged. A table the step cannot hold fails with an error

@@ -288,7 +288,7 @@ fn large_changes_rebuild_small_ones_patch() {
                     "{config} {addr:#x}"
                 );
             }
-            let report = crate::verify(fib.snapshot(), fib.rib(), 1000, 5);
+            let report = crate::verify::verify(fib.snapshot(), fib.rib(), 1000, 5);
             assert!(
                 report.ok(),
                 "{config} after {batch:?}: {}",
@@ -418,7 +418,7 @@ fn range_tables_past_the_base_field_double_align() {
     assert_eq!(dxr.config(), config);
     assert_eq!(config.to_string(), "dxr:k=20,align=2");
     assert!(dxr.ranges.len() > 1 << BASE_BITS, "{}", dxr.ranges.len());
-    let report = crate::verify(&dxr, &rib, 100_000, 9);
+    let report = crate::verify::verify(&dxr, &rib, 100_000, 9);
     assert!(report.ok(), "{}", report.mismatches[0]);
     let (_, stated) = DxrUpdater::build(&config, &rib).unwrap();
     assert_eq!(stated.ext, dxr.ext);
@@ -474,6 +474,6 @@ fn updates_past_the_base_field_double_align() {
     assert_eq!(aligns.first(), Some(&1), "{aligns:?}");
     assert_eq!(aligns.last(), Some(&2), "{aligns:?}");
     assert_eq!(fib.stats().span_rebuilds, 0);
-    let report = crate::verify(fib.snapshot(), fib.rib(), 100_000, 10);
+    let report = crate::verify::verify(fib.snapshot(), fib.rib(), 100_000, 10);
     assert!(report.ok(), "{}", report.mismatches[0]);
 }

@@ -55,7 +55,7 @@ pub(crate) const MAX_ALIGN: u32 = 8;
 /// trades offset bits for reach).
 pub(crate) fn parse_align(
     spec: &crate::spec::EngineSpec,
-) -> Result<Option<u32>, crate::BuildError> {
+) -> Result<Option<u32>, crate::engine::BuildError> {
     let align = spec.number("align", 1..=MAX_ALIGN)?;
     match align {
         Some(align) if !align.is_power_of_two() => {

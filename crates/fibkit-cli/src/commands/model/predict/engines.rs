@@ -13,7 +13,8 @@ use fibkit::model::summary::{prefix_densities, weighted_ranges};
 use fibkit::model::{
     error_percent, median, paired_error_percent, seq_ns, Machine, ModelError, Prediction,
 };
-use fibkit::{EngineFamily, Rib};
+use fibkit::registry::EngineFamily;
+use fibkit::Rib;
 
 use super::super::common::{
     check_family, checked_summary, levels_and_latencies, load_average, median_round,
