@@ -167,6 +167,39 @@ pub enum ModelError {
     Input(String),
 }
 
+/// Why keys could not be generated.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The trace file could not be read.
+    #[error("{path}: {error}")]
+    Io {
+        /// The trace file.
+        path: PathBuf,
+        /// The error (in the message, not a `source()`, so that a printed
+        /// chain of causes does not repeat it).
+        error: std::io::Error,
+    },
+    /// A line of the trace is over the length limit or unreadable, or the
+    /// trace holds more than `trace::MAX_ADDRESSES` addresses.
+    #[error(transparent)]
+    Load(LoadError),
+    /// A line of the trace file is not an address of the family.
+    #[error("{path}:{line}: `{text}` is not an {family} address")]
+    BadAddress {
+        /// The trace file.
+        path: PathBuf,
+        /// Line number from 1.
+        line: u64,
+        /// The offending text.
+        text: String,
+        /// The family expected.
+        family: Family,
+    },
+    /// The trace file holds no address, or the table no prefix for `announced`.
+    #[error("{0}")]
+    Empty(String),
+}
+
 /// Any error fibkit returns.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -185,7 +218,7 @@ pub enum Error {
     Prefix(#[from] crate::prefix::PrefixError),
     /// Benchmark keys could not be made or read.
     #[error(transparent)]
-    Keys(#[from] crate::trace::KeyError),
+    Keys(#[from] KeyError),
     /// Changes were given to a table opened from an image.
     #[error("{path}: a table opened from an image cannot change (load the table and build an engine to apply changes)")]
     ReadOnlyImage {

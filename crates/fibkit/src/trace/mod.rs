@@ -16,8 +16,6 @@
 //! streams) need the `bench` feature (rand): benchmarks and tests draw
 //! their workloads from them, an embedder does not need them.
 
-use std::path::PathBuf;
-
 use crate::addr::Addr;
 
 mod stats;
@@ -48,38 +46,7 @@ pub fn check_address_count(count: usize) -> Result<usize, String> {
     Ok(count)
 }
 
-/// Why keys could not be generated.
-#[derive(Debug, thiserror::Error)]
-pub enum KeyError {
-    /// The trace file could not be read.
-    #[error("{path}: {error}")]
-    Io {
-        /// The trace file.
-        path: PathBuf,
-        /// The error (in the message, not a `source()`, so that a printed
-        /// chain of causes does not repeat it).
-        error: std::io::Error,
-    },
-    /// A line of the trace is over the length limit or unreadable, or the
-    /// trace holds more than [`crate::trace::MAX_ADDRESSES`] addresses.
-    #[error(transparent)]
-    Load(crate::load::LoadError),
-    /// A line of the trace file is not an address of the family.
-    #[error("{path}:{line}: `{text}` is not an {family} address")]
-    BadAddress {
-        /// The trace file.
-        path: PathBuf,
-        /// Line number from 1.
-        line: u64,
-        /// The offending text.
-        text: String,
-        /// The family expected.
-        family: crate::addr::Family,
-    },
-    /// The trace file holds no address, or the table no prefix for `announced`.
-    #[error("{0}")]
-    Empty(String),
-}
+pub use crate::error::KeyError;
 
 /// The first bytes of a binary trace: magic, format version, then the family
 /// (4 or 6) and two zero bytes; addresses follow as big-endian 4- or 16-byte

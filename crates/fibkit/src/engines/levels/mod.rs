@@ -54,13 +54,11 @@ use crate::addr::Addr;
 use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::labels::{LabelIndex, LabelSlot};
-use crate::model::summary::{
-    prefix_densities, range_size, weighted_ranges_without_default, TraceSummary,
-};
 use crate::prefix::{Label, Prefix};
 use crate::rib::{Range, Rib};
 use crate::spec::EngineSpec;
 use crate::storage::{Owned, Plain, Storage};
+use crate::summary::{prefix_densities, range_size, weighted_ranges_without_default, TraceSummary};
 
 mod build;
 mod image;
