@@ -1,10 +1,16 @@
 //! fibkit: longest-prefix-match lookup engines for IPv4 and IPv6 forwarding
 //! tables, with the reference table, loaders and verification around them.
 //!
-//! A [`Rib`] is the authoritative table (prefix → label); engines are
-//! read-optimised structures built from it and chosen by a spec string. A
-//! [`Fib`] holds both and publishes engine snapshots to lock-free readers
-//! while changes are applied.
+//! Three types cover most programs:
+//!
+//! - [`Rib`]: the reference table (prefix → label), the one you load or
+//!   fill and change; `Rib<u32>` for IPv4, `Rib<u128>` for IPv6.
+//! - [`build`]: an engine built from a `Rib` by spec string (`"dxr"`,
+//!   `"dxr:k=20"`, [`default_spec`] for the fastest on this CPU), for a
+//!   table that does not change; its snapshot answers through [`Lookup`].
+//! - [`Fib`]: a table that changes while threads read it: the `Rib`, the
+//!   engine, and lock-free readers ([`LocalFib`] for one thread, [`AnyFib`]
+//!   for a file of either family or a saved image).
 //!
 //! ```
 //! use fibkit::{build, Lookup, Prefix, Rib};
@@ -18,6 +24,49 @@
 //! assert_eq!(engine.lookup(0x0b00_0000), None);    // 11.0.0.0
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! **The fast loops.** [`build`] returns an enum over every engine
+//! ([`registry::SnapshotV4`]), so `engine.lookup(addr)` matches on the
+//! engine at every call; in a per-key loop that costs the fastest engines
+//! up to half their speed. Two calls run at the engine's own speed: a
+//! batch (`lookup_batch`, whose one `match` covers the whole slice), and a
+//! loop written once for any [`Lookup`] and run through `dispatch`, which
+//! picks the engine once and compiles the loop for each:
+//!
+//! ```
+//! use fibkit::{build, Lookup, LookupVisitor, Prefix, Rib};
+//!
+//! /// Sums the labels of the addresses that have a route.
+//! struct SumLabels<'a>(&'a [u32]);
+//!
+//! impl LookupVisitor<u32> for SumLabels<'_> {
+//!     type Output = u64;
+//!     fn visit<L: Lookup<u32>>(self, engine: &L) -> u64 {
+//!         // `engine` is the engine's own type: `lookup` is inlined here.
+//!         self.0.iter().filter_map(|&addr| engine.lookup(addr)).map(u64::from).sum()
+//!     }
+//! }
+//!
+//! let mut rib = Rib::<u32>::new();
+//! rib.insert("10.0.0.0/8".parse::<Prefix<u32>>()?, 1);
+//! let engine = build(fibkit::default_spec(fibkit::Family::V4), &rib)?;
+//! let addrs = [0x0a00_0001, 0x0b00_0001, 0x0a01_0000];
+//! assert_eq!(engine.dispatch(SumLabels(&addrs)), 2);
+//!
+//! let mut out = [None; 3];
+//! engine.lookup_batch(&addrs, &mut out);
+//! assert_eq!(out, [Some(1), None, Some(1)]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The rest is under its module: the engines ([`engines`]) and their
+//! contract ([`engine`]), the per-family enums and the list of engines
+//! ([`registry`]), readers and update summaries ([`fib`]), the loaders
+//! ([`load`]), saved images ([`image`]), verification against the
+//! reference ([`verify`]), the performance model ([`model`]) and engine
+//! choice ([`choice`]). The crate's examples (`cargo run --release -p
+//! fibkit --example lookup`, `live_updates`, `image`, `dual_stack`,
+//! `pick_engine`) show each in a program.
 //!
 //! Cargo features: `loaders` (on by default: compressed inputs and the MRT
 //! loaders: flate2, bzip2, bgpkit-parser), `ipnet` (on by default:
