@@ -1625,15 +1625,22 @@ fn narrower_vector_paths_verify_on_the_full_tables() {
         && std::arch::is_x86_feature_detected!("popcnt");
     #[cfg(not(target_arch = "x86_64"))]
     let has_avx2 = false;
+    // The engines whose lookups `FIBKIT_MAX_SIMD` caps, per family.
+    let vector = |family: fibkit::Family| -> Vec<&'static str> {
+        fibkit::registry::ENGINES
+            .iter()
+            .filter(|info| info.vector_paths && info.supports(family))
+            .map(|info| info.name)
+            .collect()
+    };
+    let (v4, v6) = (vector(fibkit::Family::V4), vector(fibkit::Family::V6));
+    assert!(!v6.is_empty(), "no engine has vector paths");
     for cap in ["avx2", "portable"] {
         let tables = [
-            ("dfz-v6-nh.txt.gz", &["dxr6", "poptrie", "btree"][..]),
-            ("dfz-v6-asn.txt.gz", &["dxr6", "poptrie", "btree"]),
-            (
-                "linx-rib-ipv6.20141225.txt.gz",
-                &["dxr6", "poptrie", "btree"],
-            ),
-            ("dfz-v4-nh.txt.gz", &["poptrie", "btree"]),
+            ("dfz-v6-nh.txt.gz", &v6),
+            ("dfz-v6-asn.txt.gz", &v6),
+            ("linx-rib-ipv6.20141225.txt.gz", &v6),
+            ("dfz-v4-nh.txt.gz", &v4),
         ];
         for (name, engines) in tables {
             let table = data(name);
@@ -1659,12 +1666,11 @@ fn narrower_vector_paths_verify_on_the_full_tables() {
             );
         }
         let table = data("dfz-v6-nh.txt.gz");
-        let out = run(
-            cap,
-            &[
-                "stats", &table, "--engine", "dxr6", "--engine", "poptrie", "--engine", "btree",
-            ],
-        );
+        let mut args = vec!["stats", &table];
+        for engine in &v6 {
+            args.extend(["--engine", engine]);
+        }
+        let out = run(cap, &args);
         let stdout = text(&out.stdout);
         assert!(out.status.success(), "{cap}: {stdout}{}", text(&out.stderr));
         let row = |name: &str| {

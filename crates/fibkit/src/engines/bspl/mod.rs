@@ -228,6 +228,18 @@ impl EngineConfig for BsplConfig {
         Layout::v4("bspl:first=8,levels=6"),
         Layout::both("bspl:hybrid"),
     ];
+    const MORE_LAYOUTS: &'static [Layout] = &[
+        Layout::v4("bspl:levels=2"),
+        Layout::v4("bspl:levels=5"),
+        Layout::v4("bspl:lengths=16+24+32"),
+        Layout::v4("bspl:first=8,levels=6"),
+        Layout::v4("bspl:hybrid"),
+        Layout::v6("bspl:levels=3"),
+        Layout::v6("bspl:levels=8"),
+        Layout::v6("bspl:first=12"),
+        Layout::v6("bspl:lengths=16+32+48+64+128"),
+        Layout::v6("bspl:hybrid,first=16"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["levels", "first", "lengths", "hybrid"])?;

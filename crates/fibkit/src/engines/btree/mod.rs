@@ -137,6 +137,8 @@ impl EngineConfig for BtreeConfig {
         Layout::both("btree:k=8"),
         Layout::both("btree:k=24"),
     ];
+    const MORE_LAYOUTS: &'static [Layout] = &[Layout::v4("btree:k=16"), Layout::v6("btree:k=12")];
+    const VECTOR_PATHS: bool = true;
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["k"])?;

@@ -411,6 +411,16 @@ impl EngineConfig for CpeConfig {
         Layout::v6("cpe:levels=12,packed"),
         Layout::v4("cpe:strides=16+8+8"),
     ];
+    const MORE_LAYOUTS: &'static [Layout] = &[
+        Layout::v4("cpe:levels=2"),
+        Layout::v4("cpe:levels=6,packed"),
+        Layout::v4("cpe:levels=5,nopush"),
+        Layout::v4("cpe:strides=8+8+8+8"),
+        Layout::v6("cpe:levels=6"),
+        Layout::v6("cpe:levels=8,packed"),
+        Layout::v6("cpe:levels=16,nopush"),
+        Layout::v6("cpe:levels=6,fixed"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&[

@@ -287,6 +287,11 @@ impl EngineConfig for DxrConfig {
         Layout::v4("dxr:k=24"),
         Layout::v4("dxr:d=12,x=8"),
     ];
+    const MORE_LAYOUTS: &'static [Layout] = &[
+        Layout::v4("dxr:k=16"),
+        Layout::v4("dxr:k=18"),
+        Layout::v4("dxr:d=14,x=6"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["k", "d", "x", "align"])?;

@@ -177,6 +177,11 @@ impl EngineConfig for LevelsConfig {
         Layout::v4("levels:strides=20+4+8"),
         Layout::v6("levels:strides=16+8+8"),
     ];
+    const MORE_LAYOUTS: &'static [Layout] = &[
+        Layout::v4("levels:strides=4+4"),
+        Layout::v4("levels:strides=12+12"),
+        Layout::v6("levels:strides=8+8"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["strides", "weights"])?;

@@ -225,6 +225,13 @@ impl EngineConfig for PoptrieConfig {
         Layout::both("poptrie:s=8"),
         Layout::both("poptrie:s=13"),
     ];
+    const MORE_LAYOUTS: &'static [Layout] = &[
+        Layout::v4("poptrie:s=8"),
+        Layout::v4("poptrie:s=18,d=5"),
+        Layout::both("poptrie:s=13,d=10"),
+        Layout::v6("poptrie:s=8,d=5"),
+    ];
+    const VECTOR_PATHS: bool = true;
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["s", "d"])?;
