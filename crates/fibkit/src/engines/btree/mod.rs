@@ -510,10 +510,10 @@ impl EngineStats for BtreeStats {
 enum Count {
     /// Plain code, key by key.
     Plain,
-    /// Four 256-bit compares (`avx2.rs`).
+    /// Four 256-bit compares (`simd/avx2.rs`).
     #[cfg(target_arch = "x86_64")]
     Avx2,
-    /// Two 512-bit compares (`wide.rs`).
+    /// Two 512-bit compares (`simd/wide.rs`).
     #[cfg(target_arch = "x86_64")]
     Avx512,
 }

@@ -45,7 +45,8 @@
 //!
 //! The snapshot ([`Dxr`]) holds only what lookups read: the layout's shifts
 //! and masks, `direct`, `ext`, `ranges` and `results`, in a
-//! [`Storage`]. The updater ([`DxrUpdater`], in `build.rs`) holds what
+//! [`Storage`](crate::storage::Storage). The updater ([`DxrUpdater`],
+//! in `update.rs`, with the chunk store in `build.rs`) holds what
 //! builds and updates need: the label index, the chunks' and blocks'
 //! reference counts and dedup maps, and the range table's free lists, as
 //! FreeBSD keeps `struct dxr_aux` apart from `struct dxr`.
