@@ -6,7 +6,7 @@
 //! cargo run --release -p fibkit --example pick_engine -- [TABLE]
 //! ```
 //!
-//! TABLE defaults to ../shared/data/dfz-v4-nh.txt.gz. `fibkit engines`
+//! TABLE defaults to ../shared/data/dfz-v4-nh.txt.gz. `fibkit --help`
 //! lists every engine and its parameters; `fibkit bench` measures lookup
 //! speed properly (this example times one pass over a few keys, a rough
 //! hint on a busy machine).
@@ -54,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{:<14} {:>9} {:>10} {:>12}",
         "spec", "MiB", "build", "ns/lookup"
     );
-    for spec in ["dir24-8", "dxr", "dxr:k=16", "cpe", "lctrie", "poptrie"] {
+    for spec in ["dir24-8", "dxr", "dxr:k=16", "cpe", "lctrie", "btree"] {
         let started = Instant::now();
         let engine = fibkit::build::<u32>(spec, &rib)?;
         let build = started.elapsed();
