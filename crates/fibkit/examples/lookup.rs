@@ -65,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         started.elapsed()
     );
 
-    // The default engine for the family; any spec of `fibkit engines`
+    // The default engine for the family; any spec `fibkit --help` lists
     // ("dir24-8", "dxr:k=20", ...) builds the same way.
     let spec = default_spec(Family::V4);
     let started = Instant::now();
