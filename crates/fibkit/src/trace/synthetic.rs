@@ -81,7 +81,7 @@ fn cumulate(weights: impl Iterator<Item = f64>) -> Vec<f64> {
 }
 
 /// Generates `count` addresses of `kind` from `rib` (which must not be
-/// empty); `count` is at most [`MAX_ADDRESSES`].
+/// empty); `count` is at most [`MAX_ADDRESSES`](crate::trace::MAX_ADDRESSES).
 pub fn generate<A: Addr>(
     rib: &Rib<A>,
     kind: &TraceKind,
