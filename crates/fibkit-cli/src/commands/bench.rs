@@ -1,6 +1,6 @@
 //! `fibkit bench`: builds the engines, runs every configuration (engine,
 //! key pattern, threads, mode) in alternating rounds through
-//! `fibkit::bench`, and prints the medians, the rounds and the ratios to a
+//! `fibkit_bench`, and prints the medians, the rounds and the ratios to a
 //! baseline.
 
 use std::fs::File;

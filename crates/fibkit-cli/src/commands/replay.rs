@@ -1,5 +1,5 @@
 //! `fibkit replay`: an update stream replayed onto a live table while reader
-//! threads look up keys (the library's `fibkit::replay`), then a check that
+//! threads look up keys (the library's `fibkit_bench::replay`), then a check that
 //! the table equals the reference on every range boundary.
 
 use std::fs::File;
