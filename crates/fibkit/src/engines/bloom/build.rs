@@ -2,12 +2,12 @@
 //! their BMPs, the lengths' search tree, the filter and the exact table.
 
 use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::path::Path;
 
 use super::exact::{self, MAX_LABELS};
-use super::filter::{FilterBlock, KeyHash, BLOCK_BITS};
+use super::filter::{CountingFilter, FilterBlock, KeyHash, BLOCK_BITS};
 use super::tree::{self, TreeNode};
-use super::update::{code_bits, marker_mask, BloomUpdater, Marker, NOT_A_LENGTH};
 use super::{default_k, Bloom, BloomConfig, FilterSize, Search, TreeShape, MAX_FILTER_BITS};
 use crate::addr::Addr;
 use crate::engine::BuildError;
@@ -15,6 +15,99 @@ use crate::labels::LabelIndex;
 use crate::prefix::Prefix;
 use crate::rib::Rib;
 use crate::storage::Plain;
+
+// The updater's struct and the helpers that build and update share (key
+// bits, BMP codes, the counting filter's bit changes) live here, below
+// `update`: the build is written as methods on the updater, which fill
+// its marker map, label index and counts along with the snapshot.
+
+/// `index_of` entry of a length the table does not have.
+pub(super) const NOT_A_LENGTH: u8 = u8::MAX;
+
+/// A marker's build state: how many prefixes leave it (it goes when the
+/// last one does), and the BMP code it carries in the filter while it is
+/// not itself a prefix.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Marker {
+    pub(super) refs: u32,
+    pub(super) code: u8,
+}
+
+/// The build state of a `bloom` engine: label indices, the markers'
+/// reference counts and codes, and the counting filter.
+#[derive(Clone, Debug)]
+pub struct BloomUpdater<A: Addr + Plain> {
+    /// Boxed: the registry's engine enums hold updaters by value, and the
+    /// config (a trace path) is what made this one the largest.
+    pub(super) config: Box<BloomConfig>,
+    pub(super) k: u32,
+    /// Index of each prefix length in the snapshot's `lengths` (from 1), or
+    /// [`NOT_A_LENGTH`]; entry 0 (the default route) is 0.
+    pub(super) index_of: Vec<u8>,
+    /// Per length index: the lengths where a prefix of that length goes
+    /// right in the tree, that is where it leaves markers (guided only).
+    pub(super) right_turns: Vec<Vec<u8>>,
+    pub(super) markers: HashMap<Prefix<A>, Marker>,
+    pub(super) labels: LabelIndex,
+    pub(super) counts: CountingFilter,
+    /// Keys in the exact table.
+    pub(super) keys: usize,
+    /// Filter bits set now and right after the build.
+    pub(super) set_bits: u64,
+    pub(super) built_set_bits: u64,
+}
+
+/// Bits of a BMP code for `lengths` tree lengths: codes 0 (the default
+/// route) to `lengths`, and all ones reserved for "a prefix".
+pub(super) fn code_bits(lengths: usize) -> u32 {
+    (lengths as u32 + 2).next_power_of_two().trailing_zeros()
+}
+
+/// The key bits (a mask over hash indices `0..k`) of a marker with BMP
+/// code `code`: the bit that steers and the code's ones.
+pub(super) fn marker_mask(code: u8) -> u32 {
+    1 | (code as u32) << 1
+}
+
+impl<A: Addr + Plain> BloomUpdater<A> {
+    /// All `k` key bits: what a prefix sets.
+    pub(super) fn all_bits(&self) -> u32 {
+        u32::MAX >> (32 - self.k)
+    }
+
+    pub(super) fn limit(&self, why: String) -> BuildError {
+        BuildError::Limit {
+            engine: self.config.to_string(),
+            why,
+        }
+    }
+
+    /// Sets the key bits in `new` and not in `old`, and clears those in
+    /// `old` and not in `new` that no other key sets.
+    pub(super) fn change_bits(
+        &mut self,
+        filter: &mut [FilterBlock],
+        hash: KeyHash,
+        old: u32,
+        new: u32,
+    ) {
+        let block = hash.block(filter.len());
+        for i in 0..self.k {
+            let bit = 1 << i;
+            let position = hash.position(i);
+            let counter = block * BLOCK_BITS as usize + position as usize;
+            if new & bit != 0 && old & bit == 0 {
+                if self.counts.add(counter) {
+                    filter[block].set_bit(position, true);
+                    self.set_bits += 1;
+                }
+            } else if old & bit != 0 && new & bit == 0 && self.counts.remove(counter) {
+                filter[block].set_bit(position, false);
+                self.set_bits -= 1;
+            }
+        }
+    }
+}
 
 impl<A: Addr + Plain> BloomUpdater<A> {
     /// Every key of `rib` with its exact-table value and key bits, in one
@@ -227,4 +320,25 @@ fn trace_weights<A: Addr>(
         weights[gap] += 1.0;
     }
     Ok(weights)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_bits_cover_every_length_and_the_prefix_code() {
+        assert_eq!(code_bits(0), 1);
+        assert_eq!(code_bits(1), 2);
+        assert_eq!(code_bits(25), 5); // IPv4, as the paper's n = 5
+        assert_eq!(code_bits(29), 5);
+        assert_eq!(code_bits(30), 5);
+        assert_eq!(code_bits(31), 6);
+        assert_eq!(code_bits(47), 6);
+        assert_eq!(code_bits(128), 8);
+        for lengths in 0..=128usize {
+            let n = code_bits(lengths);
+            assert!(lengths < (1 << n) - 1, "{lengths} lengths, {n} bits");
+        }
+    }
 }

@@ -101,11 +101,11 @@ use std::path::PathBuf;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Layout};
 use crate::spec::EngineSpec;
 
+pub use build::BloomUpdater;
 pub use exact::ExactSlot;
 pub use filter::FilterBlock;
 pub use lookup::{Bloom, LookupCounts};
 pub use tree::TreeNode;
-pub use update::BloomUpdater;
 
 /// Most hash functions (bits per key): a key's bits are handled as a
 /// 32-bit mask.

@@ -1,11 +1,12 @@
 //! The build state of a `bloom` engine, and the patches after changes
-//! (module header of `bloom`, "Updates"); the build itself is in `build`.
+//! (module header of `bloom`, "Updates"); the build itself, with the
+//! updater's struct, is in `build`.
 
 use std::collections::HashMap;
 
-use super::build::index_of;
+use super::build::{index_of, marker_mask, BloomUpdater, Marker, NOT_A_LENGTH};
 use super::exact::{self, MAX_LABELS};
-use super::filter::{CountingFilter, FilterBlock, KeyHash, BLOCK_BITS};
+use super::filter::{CountingFilter, KeyHash, BLOCK_BITS};
 use super::tree::{self};
 use super::{Bloom, BloomConfig, BloomStats, FilterSize, Search};
 use crate::addr::Addr;
@@ -15,102 +16,16 @@ use crate::prefix::Prefix;
 use crate::rib::Rib;
 use crate::storage::Plain;
 
-/// `index_of` entry of a length the table does not have.
-pub(super) const NOT_A_LENGTH: u8 = u8::MAX;
-
-/// A marker's build state: how many prefixes leave it (it goes when the
-/// last one does), and the BMP code it carries in the filter while it is
-/// not itself a prefix.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Marker {
-    pub(super) refs: u32,
-    pub(super) code: u8,
-}
-
-/// The build state of a `bloom` engine: label indices, the markers'
-/// reference counts and codes, and the counting filter.
-#[derive(Clone, Debug)]
-pub struct BloomUpdater<A: Addr + Plain> {
-    /// Boxed: the registry's engine enums hold updaters by value, and the
-    /// config (a trace path) is what made this one the largest.
-    pub(super) config: Box<BloomConfig>,
-    pub(super) k: u32,
-    /// Index of each prefix length in the snapshot's `lengths` (from 1), or
-    /// [`NOT_A_LENGTH`]; entry 0 (the default route) is 0.
-    pub(super) index_of: Vec<u8>,
-    /// Per length index: the lengths where a prefix of that length goes
-    /// right in the tree, that is where it leaves markers (guided only).
-    pub(super) right_turns: Vec<Vec<u8>>,
-    pub(super) markers: HashMap<Prefix<A>, Marker>,
-    pub(super) labels: LabelIndex,
-    pub(super) counts: CountingFilter,
-    /// Keys in the exact table.
-    pub(super) keys: usize,
-    /// Filter bits set now and right after the build.
-    pub(super) set_bits: u64,
-    pub(super) built_set_bits: u64,
-}
-
-/// Bits of a BMP code for `lengths` tree lengths: codes 0 (the default
-/// route) to `lengths`, and all ones reserved for "a prefix".
-pub(super) fn code_bits(lengths: usize) -> u32 {
-    (lengths as u32 + 2).next_power_of_two().trailing_zeros()
-}
-
-/// The key bits (a mask over hash indices `0..k`) of a marker with BMP
-/// code `code`: the bit that steers and the code's ones.
-pub(super) fn marker_mask(code: u8) -> u32 {
-    1 | (code as u32) << 1
-}
-
 impl<A: Addr + Plain> BloomUpdater<A> {
-    /// All `k` key bits: what a prefix sets.
-    pub(super) fn all_bits(&self) -> u32 {
-        u32::MAX >> (32 - self.k)
-    }
-
     /// The lengths at which prefixes of length `plen` (in the tree) leave
     /// markers.
     fn turns(&self, plen: u8) -> &[u8] {
         &self.right_turns[self.index_of[plen as usize] as usize]
     }
 
-    pub(super) fn limit(&self, why: String) -> BuildError {
-        BuildError::Limit {
-            engine: self.config.to_string(),
-            why,
-        }
-    }
-
     fn rebuild(&self) -> BuildError {
         BuildError::UpdateUnsupported {
             engine: self.config.to_string(),
-        }
-    }
-
-    /// Sets the key bits in `new` and not in `old`, and clears those in
-    /// `old` and not in `new` that no other key sets.
-    pub(super) fn change_bits(
-        &mut self,
-        filter: &mut [FilterBlock],
-        hash: KeyHash,
-        old: u32,
-        new: u32,
-    ) {
-        let block = hash.block(filter.len());
-        for i in 0..self.k {
-            let bit = 1 << i;
-            let position = hash.position(i);
-            let counter = block * BLOCK_BITS as usize + position as usize;
-            if new & bit != 0 && old & bit == 0 {
-                if self.counts.add(counter) {
-                    filter[block].set_bit(position, true);
-                    self.set_bits += 1;
-                }
-            } else if old & bit != 0 && new & bit == 0 && self.counts.remove(counter) {
-                filter[block].set_bit(position, false);
-                self.set_bits -= 1;
-            }
         }
     }
 
@@ -389,22 +304,6 @@ mod tests {
             if i == 0 {
                 assert_eq!(fib.stats().lengths, 6, "the /20 joined the tree");
             }
-        }
-    }
-
-    #[test]
-    fn code_bits_cover_every_length_and_the_prefix_code() {
-        assert_eq!(code_bits(0), 1);
-        assert_eq!(code_bits(1), 2);
-        assert_eq!(code_bits(25), 5); // IPv4, as the paper's n = 5
-        assert_eq!(code_bits(29), 5);
-        assert_eq!(code_bits(30), 5);
-        assert_eq!(code_bits(31), 6);
-        assert_eq!(code_bits(47), 6);
-        assert_eq!(code_bits(128), 8);
-        for lengths in 0..=128usize {
-            let n = code_bits(lengths);
-            assert!(lengths < (1 << n) - 1, "{lengths} lengths, {n} bits");
         }
     }
 }

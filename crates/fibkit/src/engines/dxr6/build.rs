@@ -18,10 +18,42 @@
 use std::time::Instant;
 
 use super::search::{Bound, LINE_WORDS};
-use super::update::span_mask;
 use super::*;
 use crate::labels::{labels_by_frequency, LabelIndex};
 use crate::rib::{Range, Rib};
+
+// The updater's struct lives here, below `update`: the build is written
+// as methods on the updater, which place tables and leaves into its free
+// lists and leaf space along with the snapshot's arrays.
+
+/// The build state of `dxr6`: label indices and free space.
+#[derive(Clone, Debug)]
+pub struct Dxr6Updater {
+    /// The layout built: the requested one, with `align` stated once the
+    /// build has raised it.
+    pub(super) config: Dxr6Config,
+    /// Whether the build picks `align` (the spec did not state it).
+    pub(super) align_chosen: bool,
+    /// Set when a leaf found no line the line field can name: the error
+    /// a coarser `align` mends.
+    pub(super) out_of_lines: bool,
+    pub(super) labels: LabelIndex,
+    /// Free node tables by stride (index `stride - 1`).
+    pub(super) free_tables: Vec<Vec<usize>>,
+    /// Entries in free node tables.
+    pub(super) free_entries: usize,
+    /// Where leaves go.
+    pub(super) space: LeafSpace,
+    /// Wall time of the last full build.
+    pub(super) build_ns: u64,
+    /// Full rebuilds that updates did to compact the arrays.
+    pub(super) compactions: u64,
+}
+
+/// The addresses after the first `depth` bits, as a mask (`depth <= 128`).
+pub(super) fn span_mask(depth: u32) -> u128 {
+    u128::MAX.checked_shr(depth).unwrap_or(0)
+}
 
 /// Where leaves go: the line being filled, and lines that updates
 /// emptied. A line partly freed is reused only once it is empty.
@@ -425,7 +457,6 @@ impl Dxr6Updater {
 
 #[cfg(test)]
 mod tests {
-    use super::super::update::root_entries_spanned;
     use super::*;
     use crate::engine::Updater;
     use crate::prefix::Prefix;
@@ -495,25 +526,6 @@ mod tests {
             let error = updater.lines_limit(shift).to_string();
             assert!(error.contains(names), "{spec}: {error}");
         }
-    }
-
-    #[test]
-    fn root_spans_are_counted_once() {
-        let rib = crate::engines::shared::testing::nested_table(
-            0x2001_0db8_0001_0002_0003_0004_0005_0006u128,
-        );
-        let config = Dxr6Config::parse("dxr6:k=8").unwrap();
-        let (_, snapshot) = Dxr6Updater::build(&config, &rib).unwrap();
-        let p = |text: &str| text.parse::<Prefix<u128>>().unwrap();
-        let spanned = |changed: &[&str]| {
-            let changed: Vec<Prefix<u128>> = changed.iter().map(|text| p(text)).collect();
-            root_entries_spanned(&snapshot, &changed).entries
-        };
-        assert_eq!(spanned(&[]), 0);
-        assert_eq!(spanned(&["::/1"]), 128);
-        assert_eq!(spanned(&["::/1", "::/2", "4000::/3"]), 128);
-        assert_eq!(spanned(&["::/2", "8000::/2"]), 128);
-        assert_eq!(spanned(&["2001:db8::/32", "2000::/8", "2000::/4"]), 16);
     }
 
     #[test]

@@ -96,11 +96,11 @@ use crate::engine::{BuildError, EngineConfig, EngineStats, Layout};
 use crate::spec::EngineSpec;
 use crate::storage::Plain;
 
+pub use build::Dxr6Updater;
 pub use lookup::Dxr6;
 pub(crate) use lookup::ModelEntry;
 #[cfg(target_arch = "x86_64")]
 use lookup::{Walk, GROUP};
-pub use update::Dxr6Updater;
 
 use search::{Bound, LINE_WORDS};
 

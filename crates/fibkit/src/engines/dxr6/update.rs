@@ -1,7 +1,7 @@
 //! The `dxr6` updater: its build state, and the updates that rebuild the
 //! smallest chunks a change touches, or the whole engine in place.
 
-use super::build::{Labels, LeafSpace};
+use super::build::{span_mask, Dxr6Updater, Labels, LeafSpace};
 use super::*;
 use crate::engine::Updater;
 use crate::labels::LabelIndex;
@@ -14,30 +14,6 @@ use crate::rib::Rib;
 const COMPACT_RATIO: usize = 4;
 const COMPACT_MIN: usize = 4096;
 
-/// The build state of `dxr6`: label indices and free space.
-#[derive(Clone, Debug)]
-pub struct Dxr6Updater {
-    /// The layout built: the requested one, with `align` stated once the
-    /// build has raised it.
-    pub(super) config: Dxr6Config,
-    /// Whether the build picks `align` (the spec did not state it).
-    pub(super) align_chosen: bool,
-    /// Set when a leaf found no line the line field can name: the error
-    /// a coarser `align` mends.
-    pub(super) out_of_lines: bool,
-    pub(super) labels: LabelIndex,
-    /// Free node tables by stride (index `stride - 1`).
-    pub(super) free_tables: Vec<Vec<usize>>,
-    /// Entries in free node tables.
-    pub(super) free_entries: usize,
-    /// Where leaves go.
-    pub(super) space: LeafSpace,
-    /// Wall time of the last full build.
-    pub(super) build_ns: u64,
-    /// Full rebuilds that updates did to compact the arrays.
-    pub(super) compactions: u64,
-}
-
 /// A chunk an update rebuilds: the entry at `at` for the addresses whose
 /// first `depth` bits are those of `first`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -45,11 +21,6 @@ struct Slot {
     first: u128,
     depth: u32,
     at: usize,
-}
-
-/// The addresses after the first `depth` bits, as a mask (`depth <= 128`).
-pub(super) fn span_mask(depth: u32) -> u128 {
-    u128::MAX.checked_shr(depth).unwrap_or(0)
 }
 
 impl Updater<u128> for Dxr6Updater {
@@ -293,5 +264,29 @@ impl Dxr6Updater {
                 self.chunk_entry(snapshot, slot.depth, slot.first, &ranges)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_spans_are_counted_once() {
+        let rib = crate::engines::shared::testing::nested_table(
+            0x2001_0db8_0001_0002_0003_0004_0005_0006u128,
+        );
+        let config = Dxr6Config::parse("dxr6:k=8").unwrap();
+        let (_, snapshot) = Dxr6Updater::build(&config, &rib).unwrap();
+        let p = |text: &str| text.parse::<Prefix<u128>>().unwrap();
+        let spanned = |changed: &[&str]| {
+            let changed: Vec<Prefix<u128>> = changed.iter().map(|text| p(text)).collect();
+            root_entries_spanned(&snapshot, &changed).entries
+        };
+        assert_eq!(spanned(&[]), 0);
+        assert_eq!(spanned(&["::/1"]), 128);
+        assert_eq!(spanned(&["::/1", "::/2", "4000::/3"]), 128);
+        assert_eq!(spanned(&["::/2", "8000::/2"]), 128);
+        assert_eq!(spanned(&["2001:db8::/32", "2000::/8", "2000::/4"]), 16);
     }
 }

@@ -1,8 +1,7 @@
 //! Structural checks of the LC-trie and its updater's counts, for tests
 //! and the fuzz targets.
 
-use super::editor::{halves, index_in, inflates, is_full, suffix_rank, Editor};
-use super::update::LcTrieUpdater;
+use super::editor::{halves, index_in, inflates, is_full, suffix_rank, Editor, LcTrieUpdater};
 use super::*;
 
 impl<A: SlotLayout> LcTrieUpdater<A> {

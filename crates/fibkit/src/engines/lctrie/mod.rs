@@ -99,8 +99,8 @@ mod update;
 
 #[cfg(feature = "bench")]
 pub use adversarial::adversarial_table_v4;
+pub use editor::LcTrieUpdater;
 pub use lookup::{LcTrie, LookupCounts};
-pub use update::LcTrieUpdater;
 
 use std::fmt;
 

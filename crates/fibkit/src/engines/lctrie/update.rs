@@ -30,7 +30,7 @@
 use std::marker::PhantomData;
 
 use super::build::Leaves;
-use super::editor::Editor;
+use super::editor::{Editor, LcTrieUpdater};
 use super::*;
 use crate::engine::Updater;
 use crate::rib::Rib;
@@ -54,24 +54,6 @@ const REBUILD_SHARE: usize = 3;
 /// The largest entry block: the header and one entry per IPv6 prefix length.
 const MAX_LIST_SLOTS: usize = 1 + (u128::BITS as usize + 1);
 const _: () = assert!(1 << (ENTRY_CLASSES - 1) >= MAX_LIST_SLOTS);
-
-/// The build and update state of an LC-trie: per-node counts, free blocks,
-/// the prefix count (see the module header).
-#[derive(Clone, Debug)]
-pub struct LcTrieUpdater<A> {
-    pub(super) config: LcTrieConfig,
-    /// Child and suffix-length counts of every node, at its block's offsets.
-    pub(super) node_counts: Vec<u32>,
-    /// Free child blocks by `bits`.
-    pub(super) free_blocks: Vec<Vec<u32>>,
-    /// Free entry blocks by log2 of their size.
-    pub(super) free_entries: Vec<Vec<u32>>,
-    /// Slab slots in live blocks (headers included) and the root pseudo
-    /// block: the slab's length less the free lists' blocks.
-    pub(super) live_slots: usize,
-    pub(super) prefixes: usize,
-    pub(super) _family: PhantomData<fn() -> A>,
-}
 
 impl<A: SlotLayout> Updater<A> for LcTrieUpdater<A> {
     type Config = LcTrieConfig;
@@ -176,91 +158,6 @@ impl<A: SlotLayout> Updater<A> for LcTrieUpdater<A> {
 }
 
 impl<A: SlotLayout> LcTrieUpdater<A> {
-    /// Moves every live child block and entry block of `trie` into new
-    /// arrays, blocks in depth-first order, and empties the free lists.
-    ///
-    /// Changed insert by insert, the trie leaves behind every block its
-    /// nodes had before they inflated or halved (fib_trie hands them back
-    /// to the kernel's allocator; here they wait on the free lists, which
-    /// reuse a block only for a node of the same stride): inserting every
-    /// prefix of dfz-v4-nh left 46% of the slab dead, of a million
-    /// consecutive IPv6 host routes 91%. Compacting gives the footprint of
-    /// the trie itself and puts each node's block next to its first
-    /// descendants'. The blocks in `tracked` are replaced by their new
-    /// indices.
-    pub(super) fn compact(&mut self, trie: &mut LcTrie<A>, tracked: &mut [usize]) {
-        // Each tracked block moves once: a new index may equal an old one
-        // tracked beside it. The root pseudo block stays where it is.
-        let mut moved: Vec<bool> = tracked.iter().map(|&block| block == ROOT).collect();
-        let old_slab = std::mem::take(&mut trie.slab);
-        let old_entries = std::mem::take(&mut trie.entries);
-        let old_counts = std::mem::take(&mut self.node_counts);
-        let mut slab = Vec::with_capacity(old_slab.len() / 2);
-        let mut counts = Vec::with_capacity(old_slab.len() / 2);
-        let mut entries = Vec::with_capacity(old_entries.len());
-        // The root pseudo block: its header and the top node's key vector.
-        slab.extend_from_slice(&old_slab[..ROOT + 1]);
-        counts.extend_from_slice(&old_counts[..ROOT + 1]);
-        // Slots (new indices) whose key vector still names old blocks, and
-        // the new block holding each.
-        let mut pending = vec![(ROOT, ROOT)];
-        while let Some((at, parent)) = pending.pop() {
-            let mut kv = A::unpack(&slab[at]);
-            match kv.kind {
-                TNODE => {
-                    let old = kv.ptr as usize;
-                    let size = 1usize << kv.bits;
-                    let block = slab.len() + HEADER;
-                    let header = Kv {
-                        ptr: parent as u32,
-                        ..A::unpack(&old_slab[old - HEADER])
-                    };
-                    slab.push(A::pack(header));
-                    slab.extend_from_slice(&old_slab[old..old + size]);
-                    counts.extend_from_slice(&old_counts[old - HEADER..old + size]);
-                    kv.ptr = block as u32;
-                    // Only the children that name blocks wait (a stack of
-                    // every slot would take half the new slab again).
-                    pending.extend(
-                        (block..block + size)
-                            .rev()
-                            .filter(|&child| {
-                                matches!(A::unpack(&slab[child]).kind, TNODE | LEAF_LIST)
-                            })
-                            .map(|child| (child, block)),
-                    );
-                    for (at, done) in tracked.iter_mut().zip(&mut moved) {
-                        if !*done && *at == old {
-                            *at = block;
-                            *done = true;
-                        }
-                    }
-                }
-                LEAF_LIST => {
-                    let old = kv.ptr as usize;
-                    let count = old_entries[old].slen as usize;
-                    let size = (count + 1).next_power_of_two();
-                    kv.ptr = entries.len() as u32;
-                    entries.extend_from_slice(&old_entries[old..old + 1 + count]);
-                    entries.resize(kv.ptr as usize + size, Entry::new(0, 0));
-                }
-                _ => continue,
-            }
-            slab[at] = A::pack(kv);
-        }
-        debug_assert_eq!(slab.len(), self.live_slots);
-        debug_assert!(
-            moved.iter().all(|&done| done),
-            "a tracked block is not in the trie"
-        );
-        self.live_slots = slab.len();
-        trie.slab = slab;
-        trie.entries = entries;
-        self.node_counts = counts;
-        self.free_blocks.iter_mut().for_each(Vec::clear);
-        self.free_entries.iter_mut().for_each(Vec::clear);
-    }
-
     fn editor<'a>(&'a mut self, trie: &'a mut LcTrie<A>) -> Editor<'a, A> {
         debug_assert_eq!(self.node_counts.len(), trie.slab.len());
         Editor {
