@@ -225,6 +225,11 @@ impl EngineConfig for BloomConfig {
         Layout::both("bloom:search=guided,bits=512,k=9"),
         Layout::both("bloom:search=linear,bits=512,k=1"),
     ];
+    const MORE_LAYOUTS: &'static [Layout] = &[
+        Layout::both("bloom:fill=50"),
+        Layout::v4("bloom:search=linear"),
+        Layout::v6("bloom:search=linear,k=2"),
+    ];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["search", "fill", "bits", "k", "tree"])?;

@@ -361,7 +361,7 @@ impl Dxr6Updater {
         if base > NODE_BASE_MASK as usize {
             return Err(self.limit(format!(
                 "node tables need more than 2^{NODE_BASE_BITS} entries (the node base field); \
-                 a smaller `density=` or `stride=` needs fewer, or use `poptrie` or `lctrie`"
+                 a smaller `density=` or `stride=` needs fewer, or use another IPv6 engine (`fibkit --help` lists them)"
             )));
         }
         snapshot.entries.resize(base + (1 << stride), 0);
@@ -442,7 +442,7 @@ impl Dxr6Updater {
                 self.config.with_align(align * 2)
             );
         } else {
-            why += "; use `poptrie`, `btree` or `lctrie`";
+            why += "; use another IPv6 engine (`fibkit --help` lists them)";
         }
         self.limit(why)
     }
@@ -518,7 +518,7 @@ mod tests {
             (
                 "dxr6:align=8",
                 3,
-                "2^22 lines (the line field at align=8); use `poptrie`, `btree` or `lctrie`",
+                "2^22 lines (the line field at align=8); use another IPv6 engine (`fibkit --help` lists them)",
             ),
         ] {
             let config = Dxr6Config::parse(spec).unwrap();

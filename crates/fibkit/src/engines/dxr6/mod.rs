@@ -369,6 +369,13 @@ impl EngineConfig for Dxr6Config {
         Layout::v6("dxr6:k=8,stride=3"),
         Layout::v6("dxr6:k=8,stride=3,align=8"),
     ];
+    const MORE_LAYOUTS: &'static [Layout] = &[
+        Layout::v6("dxr6:k=12"),
+        Layout::v6("dxr6:k=16,density=4"),
+        Layout::v6("dxr6:k=20,stride=2"),
+        Layout::v6("dxr6:k=8,stride=3,align=8"),
+    ];
+    const VECTOR_PATHS: bool = true;
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["k", "stride", "density", "align"])?;
