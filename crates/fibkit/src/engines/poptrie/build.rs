@@ -1,12 +1,12 @@
 //! Building `poptrie` from the reference table: the root, the chunks'
 //! tables and the nodes, depth first, from the merged range view.
 
+use std::marker::PhantomData;
+
 use super::{
     leaf_entry, left, popcnt_available, wide_available, Poptrie, PoptrieUpdater, LEAF, MAX_INDEX,
     STRIDE,
 };
-use std::marker::PhantomData;
-
 use crate::addr::Addr;
 use crate::engine::BuildError;
 use crate::labels::LabelIndex;

@@ -1,9 +1,9 @@
 //! The lookup snapshot of `poptrie` and its walks: per key, and the
 //! batch (the AVX-512 batch is in `wide`).
 
-use super::{counted, is_node, left, LEAF, STRIDE};
 use std::marker::PhantomData;
 
+use super::{counted, is_node, left, LEAF, STRIDE};
 use crate::addr::Addr;
 use crate::engine::Lookup;
 use crate::labels::{word_of, LabelSlot};

@@ -1,12 +1,12 @@
 //! Updating `poptrie`: the updater, where each change is patched (root
 //! chunks, table entries or the deepest node over it), and rebuilds.
 
+use std::marker::PhantomData;
+
 use super::build::{Pending, Spans};
 use super::{
     counted, is_node, left, Poptrie, PoptrieConfig, PoptrieStats, LEAF, MAX_INDEX, STRIDE,
 };
-use std::marker::PhantomData;
-
 use crate::addr::Addr;
 use crate::engine::{BuildError, Updater};
 use crate::labels::LabelIndex;
