@@ -1,5 +1,11 @@
 //! The `fibkit` binary end to end: real tables, exit codes, and bad input
 //! that must give an error message (exit 2), never a panic (exit 101).
+//!
+//! One file over the usual size: each file under `tests/` is a test binary
+//! of its own, linked and started apart, and these tests share their
+//! helpers (tables, running the binary, reading its output); splitting them
+//! by subcommand would add a shared module and a binary per topic for no
+//! change in what is checked.
 
 use std::io::Write;
 use std::path::PathBuf;
