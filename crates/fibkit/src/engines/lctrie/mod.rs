@@ -314,9 +314,7 @@ impl EngineConfig for LcTrieConfig {
         Layout::both("lctrie"),
         Layout::both("lctrie:lookup=classic"),
     ];
-    const MORE_LAYOUTS: &'static [Layout] = &[
-        Layout::both("lctrie:lookup=classic"),
-    ];
+    const MORE_LAYOUTS: &'static [Layout] = &[Layout::both("lctrie:lookup=classic")];
 
     fn from_spec(spec: &EngineSpec) -> Result<Self, BuildError> {
         spec.expect_only(&["lookup"])?;
