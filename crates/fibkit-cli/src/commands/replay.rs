@@ -20,16 +20,6 @@ use crate::args::parse_address_count;
 use crate::family::for_family;
 use crate::table::{load_table, load_updates, TableArgs};
 
-/// `--engine`'s help, naming the defaults as this CPU gets them.
-fn default_engine_help() -> String {
-    format!(
-        "Engine to keep in line with the stream (default: the family's default engine on this \
-         CPU: {} for IPv4, {} for IPv6)",
-        fibkit::default_spec(fibkit::Family::V4),
-        fibkit::default_spec(fibkit::Family::V6)
-    )
-}
-
 /// Arguments of `fibkit replay`.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -43,8 +33,10 @@ pub struct ReplayArgs {
     /// bgpdump.
     #[arg(long, value_name = "FORMAT")]
     updates_format: Option<Format>,
-    // The help names the defaults `fibkit::default_spec` picks on this CPU.
-    #[arg(long = "engine", value_name = "SPEC", help = default_engine_help())]
+    /// Engine to keep in line with the stream (default: the family's default
+    /// engine, `fibkit::default_spec`: dxr for IPv4; for IPv6 poptrie where
+    /// the CPU has AVX-512, dxr6 elsewhere).
+    #[arg(long = "engine", value_name = "SPEC")]
     engine: Option<String>,
     /// Pace of the stream: `max` (as fast as the writer goes), or a factor
     /// of its recorded pace (`1x`, `100x`).

@@ -32,39 +32,8 @@ impl<A, S: Storage> Clone for CpeTrie<A, S> {
 // per-key `lookup` matches on a value that never changes, which the branch
 // predictor learns.
 impl<A: Addr, S: Storage> Lookup<A> for CpeTrie<A, S> {
-    #[inline(always)]
-    fn lookup(&self, addr: A) -> Option<Label> {
-        match self {
-            CpeTrie::Leaf(trie) => trie.lookup(addr),
-            CpeTrie::Nopush(trie) => trie.lookup(addr),
-        }
-    }
-
-    fn lookup_batch(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        match self {
-            CpeTrie::Leaf(trie) => trie.lookup_batch(addrs, out),
-            CpeTrie::Nopush(trie) => trie.lookup_batch(addrs, out),
-        }
-    }
-
-    fn lookup_each(&self, addrs: &[A], out: &mut [Option<Label>]) {
-        match self {
-            CpeTrie::Leaf(trie) => trie.lookup_each(addrs, out),
-            CpeTrie::Nopush(trie) => trie.lookup_each(addrs, out),
-        }
-    }
-
-    fn lookup_chained(&self, addrs: &[A], out: &mut [Option<Label>], seed: Label) -> Label {
-        match self {
-            CpeTrie::Leaf(trie) => trie.lookup_chained(addrs, out, seed),
-            CpeTrie::Nopush(trie) => trie.lookup_chained(addrs, out, seed),
-        }
-    }
-
-    fn memory_bytes(&self) -> usize {
-        match self {
-            CpeTrie::Leaf(trie) => trie.memory_bytes(),
-            CpeTrie::Nopush(trie) => trie.memory_bytes(),
-        }
-    }
+    crate::engine::forward_lookup!(A; match self {
+        CpeTrie::Leaf(trie) => trie,
+        CpeTrie::Nopush(trie) => trie,
+    });
 }
