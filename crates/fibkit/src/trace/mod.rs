@@ -157,8 +157,23 @@ pub fn read_trace<A: Addr>(path: &std::path::Path) -> Result<Vec<A>, KeyError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::rib::Rib;
+
+    /// A small IPv4 table the trace modules' tests share.
+    pub(crate) fn table() -> Rib<u32> {
+        Rib::from_pairs(
+            [
+                ("10.0.0.0/8", 1),
+                ("10.1.0.0/16", 2),
+                ("192.0.2.0/24", 3),
+                ("198.51.100.7/32", 4),
+            ]
+            .iter()
+            .map(|(t, l)| (t.parse().unwrap(), *l)),
+        )
+    }
 
     #[test]
     fn trace_files_parse_with_line_errors() {

@@ -94,18 +94,7 @@ pub fn trace_stats<A: Addr>(rib: &Rib<A>, trace: &[A], top: usize) -> TraceStats
 mod tests {
     use super::*;
 
-    fn table() -> Rib<u32> {
-        Rib::from_pairs(
-            [
-                ("10.0.0.0/8", 1),
-                ("10.1.0.0/16", 2),
-                ("192.0.2.0/24", 3),
-                ("198.51.100.7/32", 4),
-            ]
-            .iter()
-            .map(|(t, l)| (t.parse().unwrap(), *l)),
-        )
-    }
+    use super::super::tests::table;
 
     #[test]
     fn stats_count_unmatched_and_detect_drift() {

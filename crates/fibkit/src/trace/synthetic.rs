@@ -492,18 +492,7 @@ mod tests {
         assert!(generate_changes(&Rib::<u32>::new(), 10, 1).len() == 10);
     }
 
-    fn table() -> Rib<u32> {
-        Rib::from_pairs(
-            [
-                ("10.0.0.0/8", 1),
-                ("10.1.0.0/16", 2),
-                ("192.0.2.0/24", 3),
-                ("198.51.100.7/32", 4),
-            ]
-            .iter()
-            .map(|(t, l)| (t.parse().unwrap(), *l)),
-        )
-    }
+    use super::super::tests::table;
 
     #[test]
     fn kinds_parse() {

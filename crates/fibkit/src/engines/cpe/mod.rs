@@ -104,7 +104,7 @@ use crate::addr::Addr;
 use crate::engine::Layout;
 use crate::engine::{BuildError, EngineConfig, EngineStats, Lookup, Updater};
 use crate::labels::{LabelIndex, LabelSlot};
-use crate::prefix::{Label, Prefix};
+use crate::prefix::Prefix;
 use crate::rib::Rib;
 use crate::spec::EngineSpec;
 use crate::storage::{Owned, Storage};
