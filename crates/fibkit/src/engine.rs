@@ -204,7 +204,7 @@ macro_rules! forward_lookup {
         }
         #[inline]
         fn lookup_each(&self, addrs: &[$A], out: &mut [Option<$crate::prefix::Label>]) {
-            match self { $( $pat => $crate::engine::Lookup::<$A>::lookup_each($inner, addrs, out), )+ }
+            match self { $( $pat => $crate::engine::each_apart::<$A, _>($inner, addrs, out), )+ }
         }
         #[inline]
         fn lookup_chained(
@@ -233,6 +233,20 @@ macro_rules! forward_lookup {
     };
 }
 pub(crate) use forward_lookup;
+
+/// The inner snapshot's per-key loop as a function of its own: the
+/// forwarders call it so that an enum's arms do not inline every engine's
+/// loop into one function, where the loop under way shares registers with
+/// the others'.
+#[inline(never)]
+#[doc(hidden)]
+pub fn each_apart<A: Addr, L: Lookup<A> + ?Sized>(
+    engine: &L,
+    addrs: &[A],
+    out: &mut [Option<Label>],
+) {
+    engine.lookup_each(addrs, out)
+}
 
 impl<A: Addr, L: Lookup<A> + ?Sized> Lookup<A> for &L {
     forward_lookup!(|this| &**this);
