@@ -18,10 +18,7 @@ fn specs(family: Family) -> Vec<&'static str> {
     ENGINES
         .iter()
         .flat_map(|info| info.more_layouts)
-        .filter(|layout| match family {
-            Family::V4 => layout.ipv4,
-            Family::V6 => layout.ipv6,
-        })
+        .filter(|layout| layout.supports(family))
         .map(|layout| layout.spec)
         .collect()
 }

@@ -567,10 +567,7 @@ mod tests {
         crate::registry::ENGINES
             .iter()
             .flat_map(|info| info.layouts)
-            .filter(|layout| match family {
-                Family::V4 => layout.ipv4,
-                Family::V6 => layout.ipv6,
-            })
+            .filter(|layout| layout.supports(family))
             .map(|layout| layout.spec)
             .collect()
     }

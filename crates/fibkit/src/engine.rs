@@ -296,6 +296,14 @@ impl Layout {
             ipv6: true,
         }
     }
+
+    /// Whether the layout is checked on tables of `family`.
+    pub fn supports(&self, family: crate::addr::Family) -> bool {
+        match family {
+            crate::addr::Family::V4 => self.ipv4,
+            crate::addr::Family::V6 => self.ipv6,
+        }
+    }
 }
 
 /// An engine's parameters, parsed once from its spec string (`dxr:k=20`)

@@ -519,10 +519,7 @@ fn every_engine_is_registered_and_states_itself() {
             );
         }
         for family in [Family::V4, Family::V6] {
-            let listed = info.layouts.iter().any(|layout| match family {
-                Family::V4 => layout.ipv4,
-                Family::V6 => layout.ipv6,
-            });
+            let listed = info.layouts.iter().any(|layout| layout.supports(family));
             assert_eq!(listed, info.supports(family), "{} on {family}", info.name);
             let (built, image) = match family {
                 Family::V4 => (

@@ -568,12 +568,7 @@ fn replayed_layouts(family: Family) -> Vec<&'static str> {
     fibkit::registry::ENGINES
         .iter()
         .filter(|info| info.name != "auto" && info.supports(family))
-        .filter_map(|info| {
-            info.layouts.iter().find(|layout| match family {
-                Family::V4 => layout.ipv4,
-                Family::V6 => layout.ipv6,
-            })
-        })
+        .filter_map(|info| info.layouts.iter().find(|layout| layout.supports(family)))
         .map(|layout| layout.spec)
         .chain(extra.iter().copied())
         .collect()

@@ -109,10 +109,7 @@ fn image_specs(family: Family) -> Vec<&'static str> {
         .iter()
         .filter(|info| info.savable)
         .flat_map(|info| info.layouts)
-        .filter(|layout| match family {
-            Family::V4 => layout.ipv4,
-            Family::V6 => layout.ipv6,
-        })
+        .filter(|layout| layout.supports(family))
         .map(|layout| layout.spec)
         .chain(extra.iter().copied())
         .collect()
